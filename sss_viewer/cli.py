@@ -1,0 +1,249 @@
+"""The ``sss-viewer`` command: synth, train, score, evaluate, demo."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+from pathlib import Path
+
+logger = logging.getLogger("sss_viewer")
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    p.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only, no progress bars")
+
+
+def _add_device(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda (default: auto)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with one sub-command per job."""
+    parser = argparse.ArgumentParser(
+        prog="sss-viewer",
+        description="Stochastic Sparse Sampling (SSS) for seizure-onset-zone localisation in intracranial EEG.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("synth", help="write a deterministic synthetic multi-centre iEEG cohort (BrainVision + labels)")
+    p.add_argument("--out", required=True, type=Path, help="output folder (created)")
+    p.add_argument("--patients", type=int, default=12, help="number of patients (default 12)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--duration-scale", type=float, default=1.0, help="scale the real ds003029 run durations (default 1)")
+    p.add_argument("--max-channels", type=int, default=None, help="cap channels per patient (default: real counts)")
+    p.add_argument("--runs", type=int, default=1, help="runs per patient (default 1)")
+    _add_common(p)
+
+    p = sub.add_parser("train", help="train an SSS model on a labelled cohort or file")
+    p.add_argument("data", type=Path, help="cohort folder (with cohort.tsv and labels.tsv) or a recording file")
+    p.add_argument("--out", required=True, type=Path, help="model directory to write")
+    p.add_argument("--preset", default="default", choices=("default", "paper"), help="training preset (default: default)")
+    p.add_argument("--backbone", help="local model (default: patchtst)")
+    p.add_argument("--epochs", type=int)
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--lr", type=float)
+    p.add_argument("--window-length", type=int, help="window length L in preprocessed samples")
+    p.add_argument("--train-stride", type=int, help="stride of the training windows")
+    p.add_argument("--calibrator", choices=("isotonic", "venn-abers", "none"))
+    p.add_argument("--calibrate-on", choices=("val", "train+val"), help="windows the calibrator is fit on (default val)")
+    p.add_argument("--split", choices=("patient", "channel"), help="split by patient (default) or by channel (paper)")
+    p.add_argument("--balance", action="store_true", default=None, help="drop non-SOZ channels at random to 1:1 (paper)")
+    p.add_argument("--window-loss-weight", type=float, help="weight of the window-level BCE (default 0)")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--overwrite", action="store_true", help="replace an existing model directory")
+    _add_device(p)
+    _add_common(p)
+
+    p = sub.add_parser("score", help="score one recording: windows.csv and channels.csv")
+    p.add_argument("model", type=Path, help="model directory")
+    p.add_argument("recording", type=Path, help="recording file (EDF/BDF, BrainVision .vhdr, FIF, EEGLAB .set)")
+    p.add_argument("--out", required=True, type=Path, help="output folder")
+    p.add_argument("--stride", type=int, help="window stride in preprocessed samples (default: a quarter window)")
+    p.add_argument("--labels", type=Path, help="TSV/CSV with subject, channel, soz to add a label column")
+    p.add_argument("--batch-size", type=int, default=1024)
+    _add_device(p)
+    _add_common(p)
+
+    p = sub.add_parser("evaluate", help="channel metrics of a model on held-out patients")
+    p.add_argument("model", type=Path, help="model directory")
+    p.add_argument("data", type=Path, help="cohort folder or labelled recording")
+    p.add_argument("--all", action="store_true", help="score every recording, not only the model's test split")
+    p.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    _add_device(p)
+    _add_common(p)
+
+    p = sub.add_parser("demo", help="synthesise a cohort, train a small model, score a held-out patient, print the ranking")
+    p.add_argument("--out", type=Path, default=Path("demo_output"), help="working folder (default ./demo_output)")
+    p.add_argument("--patients", type=int, default=12)
+    p.add_argument("--epochs", type=int, default=None)
+    _add_device(p)
+    _add_common(p)
+    return parser
+
+
+def _setup_logging(args) -> bool:
+    level = logging.WARNING if args.quiet else (logging.DEBUG if args.verbose > 1 else logging.INFO)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    return not args.quiet
+
+
+def _cmd_synth(args, progress: bool) -> int:
+    from sss_viewer.io.synthetic import SynthConfig, generate_cohort
+
+    config = SynthConfig(duration_scale=args.duration_scale, max_channels=args.max_channels, runs_per_patient=args.runs)
+    out = generate_cohort(args.out, args.patients, args.seed, config)
+    print(f"wrote synthetic cohort of {args.patients} patients to {out}")
+    return 0
+
+
+def _train_overrides(args) -> dict:
+    names = {
+        "backbone": "backbone", "epochs": "epochs", "batch_size": "batch_size", "lr": "lr",
+        "window_length": "window_length", "train_stride": "train_stride", "calibrator": "calibrator",
+        "calibrate_on": "calibrate_on", "split": "split", "balance": "balance",
+        "window_loss_weight": "window_loss_weight", "seed": "seed", "device": "device",
+    }
+    overrides = {field: getattr(args, arg) for arg, field in names.items() if getattr(args, arg) is not None}
+    if "window_length" in overrides:
+        overrides.setdefault("inference_stride", max(1, overrides["window_length"] // 4))
+    return overrides
+
+
+def _cmd_train(args, progress: bool) -> int:
+    from sss_viewer.io.cohort import load_data
+    from sss_viewer.training import train, train_preset
+
+    if args.out.exists() and any(args.out.iterdir()) and not args.overwrite:
+        raise SystemExit(f"error: model directory {args.out} exists and is not empty; pass --overwrite to replace it.")
+    config = train_preset(args.preset, **_train_overrides(args))
+    recordings = load_data(args.data)
+    bundle = train(recordings, config, progress=progress)
+    bundle.save(args.out)
+    val = bundle.info["val_metrics"]
+    print(
+        f"saved model to {args.out}: best epoch {bundle.info['best_epoch']}, validation AUC {val['auc']:.3f}, "
+        f"threshold {bundle.threshold:.3f}; test split: {', '.join(bundle.info['split']['test']) or '-'}"
+    )
+    return 0
+
+
+def _write_csv(df, path: Path) -> None:
+    from sss_viewer.checkpoint import _atomic_write
+
+    _atomic_write(path, lambda p: df.to_csv(p, index=False, float_format="%.6g"))
+
+
+def _cmd_score(args, progress: bool) -> int:
+    from sss_viewer.checkpoint import ModelBundle
+    from sss_viewer.inference import score_recording
+    from sss_viewer.io.cohort import read_labels
+    from sss_viewer.io.readers import read_recording
+
+    bundle = ModelBundle.load(args.model)
+    recording = read_recording(args.recording)
+    if args.labels is not None:
+        labels = read_labels(args.labels)
+        if recording.subject:
+            labels = labels[labels["subject"].astype(str) == recording.subject]
+        soz_of = dict(zip(labels["channel"], labels["soz"].astype(int)))
+        recording.soz = [bool(soz_of.get(c, 0)) for c in recording.ch_names]
+        recording.__post_init__()
+    result = score_recording(
+        bundle, recording, stride=args.stride, batch_size=args.batch_size, device=args.device, progress=progress
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    _write_csv(result.windows, args.out / "windows.csv")
+    columns = ["channel", "score", "lower", "upper", "rank"] + (["label"] if "label" in result.channels else [])
+    _write_csv(result.channels[columns], args.out / "channels.csv")
+    if len(result.excluded):
+        _write_csv(result.excluded, args.out / "excluded.csv")
+    print(_ranking_text(result.channels, bundle.threshold, top=15))
+    print(f"wrote {args.out / 'windows.csv'} and {args.out / 'channels.csv'}")
+    return 0
+
+
+def _ranking_text(channels, threshold: float, top: int = 15) -> str:
+    lines = [f"{'rank':>4}  {'channel':<10} {'score':>6}  {'interval':<15} label", "-" * 46]
+    for row in channels.head(top).itertuples():
+        label = getattr(row, "label", None)
+        label_text = "" if label is None or (isinstance(label, float) and math.isnan(label)) else ("SOZ" if label == 1 else "-")
+        mark = "*" if row.score >= threshold else " "
+        lines.append(f"{row.rank:>4}{mark} {row.channel:<10} {row.score:6.3f}  [{row.lower:.3f}, {row.upper:.3f}]  {label_text}")
+    lines.append(f"(* = above the validation threshold {threshold:.3f}; {len(channels)} channels scored)")
+    return "\n".join(lines)
+
+
+def _cmd_evaluate(args, progress: bool) -> int:
+    from sss_viewer.checkpoint import ModelBundle
+    from sss_viewer.evaluation import evaluate_bundle
+    from sss_viewer.io.cohort import load_data, read_abnormal_intervals
+
+    bundle = ModelBundle.load(args.model)
+    recordings = load_data(args.data)
+    abnormal = read_abnormal_intervals(args.data) if args.data.is_dir() else None
+    report = evaluate_bundle(
+        bundle, recordings, held_out_only=not args.all, abnormal=abnormal, device=args.device, progress=progress
+    )
+    if args.json:
+        print(json.dumps(report, indent=2, default=float))
+    else:
+        pooled = report["pooled"]
+        print(
+            f"{report['n_channels']} channels ({report['n_soz']} SOZ) in {report['n_recordings']} recordings: "
+            + ", ".join(f"{k} {v:.3f}" for k, v in pooled.items())
+        )
+        if "heatmap_auc" in report:
+            print(f"heat map abnormal-vs-normal AUC within SOZ channels (median): {report['heatmap_auc']:.3f}")
+    return 0
+
+
+def _cmd_demo(args, progress: bool) -> int:
+    from sss_viewer.inference import score_recording
+    from sss_viewer.io.cohort import load_data
+    from sss_viewer.io.synthetic import SynthConfig, generate_cohort
+    from sss_viewer.training import train, train_preset
+
+    cohort = args.out / "cohort"
+    if not (cohort / "cohort.tsv").is_file():
+        generate_cohort(cohort, args.patients, 0, SynthConfig(duration_scale=0.5, max_channels=64))
+    recordings = load_data(cohort)
+    overrides = {"device": args.device}
+    if args.epochs:
+        overrides["epochs"] = args.epochs
+    bundle = train(recordings, train_preset("default", **overrides), progress=progress)
+    bundle.save(args.out / "model")
+    test = set(bundle.info["split"]["test"])
+    recording = next(r for r in recordings if r.subject in test)
+    result = score_recording(bundle, recording, device=args.device, progress=progress)
+    print(f"Demo model trained on synthetic data; ranking of held-out patient {recording.label}:")
+    print(_ranking_text(result.channels, bundle.threshold))
+    return 0
+
+
+COMMANDS = {
+    "synth": _cmd_synth,
+    "train": _cmd_train,
+    "score": _cmd_score,
+    "evaluate": _cmd_evaluate,
+    "demo": _cmd_demo,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``sss-viewer`` console script."""
+    args = build_parser().parse_args(argv)
+    progress = _setup_logging(args)
+    try:
+        return COMMANDS[args.command](args, progress)
+    except (ValueError, FileNotFoundError, OSError) as err:
+        logger.debug("details", exc_info=True)
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,266 @@
+"""Window inference, channel aggregation and the time-binned heat map.
+
+``score_recording`` runs every window of every channel at a chosen stride and returns the window
+table (channel, start_s, end_s in the recording's own seconds, p_raw, p_cal, p0, p1), the channel
+table (mean of calibrated window probabilities with the mean Venn-Abers interval, ranked), and
+which channels were left out and why.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from sss_viewer.dataset import build_series_set
+from sss_viewer.device import resolve_device
+from sss_viewer.recording import Recording
+from sss_viewer.windows import SeriesStore, WindowIndex, gather_windows
+
+logger = logging.getLogger(__name__)
+
+WINDOW_COLUMNS = ("channel", "start_s", "end_s", "p_raw", "p_cal", "p0", "p1")
+CHANNEL_COLUMNS = ("channel", "score", "lower", "upper", "n_windows", "rank")
+
+
+@torch.inference_mode()
+def predict_window_probs(
+    model: torch.nn.Module,
+    store: SeriesStore,
+    starts: np.ndarray,
+    window_length: int,
+    *,
+    batch_size: int = 1024,
+    device: torch.device | str = "cpu",
+    progress: bool = False,
+    desc: str = "score",
+) -> np.ndarray:
+    """Sigmoid probability of every window.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Maps (B, L) float32 to (B,) logits.
+    store : SeriesStore
+    starts : ndarray, shape (n_windows,), int64
+        Absolute window starts in ``store.data``.
+    window_length : int
+    batch_size : int
+    device : torch.device or str
+    progress : bool
+    desc : str
+        Progress-bar label.
+
+    Returns
+    -------
+    p : ndarray, shape (n_windows,), float32
+    """
+    device = torch.device(device)
+    was_training = model.training
+    model.eval()
+    data = store.tensor()
+    starts_t = torch.from_numpy(np.asarray(starts, dtype=np.int64))
+    out = np.empty(len(starts_t), dtype=np.float32)
+    try:
+        for lo in tqdm(range(0, len(starts_t), batch_size), desc=desc, unit="batch", disable=not progress or None):
+            x = gather_windows(data, starts_t[lo : lo + batch_size], window_length).to(device, non_blocking=True)
+            out[lo : lo + len(x)] = torch.sigmoid(model(x).float()).cpu().numpy()
+    finally:
+        model.train(was_training)
+    return out
+
+
+def aggregate_channels(windows: pd.DataFrame, labels: dict[str, int] | None = None) -> pd.DataFrame:
+    """Mean (convex) aggregation of calibrated window probabilities per channel, ranked.
+
+    Parameters
+    ----------
+    windows : DataFrame
+        Window table with columns ``channel``, ``p_cal``, ``p0``, ``p1``.
+    labels : dict, optional
+        ``{channel: 0/1}`` clinician SOZ labels; adds a ``label`` column when given.
+
+    Returns
+    -------
+    channels : DataFrame, one row per channel
+        ``channel, score, lower, upper, n_windows, rank`` (+ ``label``), sorted by rank
+        (1 = most likely SOZ). ``score`` is a valid probability because it is a convex
+        combination of probabilities; ``lower``/``upper`` are the mean p0 and p1.
+    """
+    grouped = windows.groupby("channel", sort=False)
+    table = pd.DataFrame(
+        {
+            "score": grouped["p_cal"].mean(),
+            "lower": grouped["p0"].mean(),
+            "upper": grouped["p1"].mean(),
+            "n_windows": grouped["p_cal"].size(),
+        }
+    ).reset_index()
+    table = table.sort_values(["score", "channel"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    table["rank"] = np.arange(1, len(table) + 1)
+    if labels is not None:
+        table["label"] = table["channel"].map(labels).astype("Int64")
+    return table
+
+
+def window_heatmap(
+    windows: pd.DataFrame, channels: list[str], duration_s: float, bin_s: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Average window probabilities into fixed time bins, weighting by overlap.
+
+    Each bin's value is ``sum_w p_w * |w ∩ bin| / sum_w |w ∩ bin|`` over the windows ``w`` of that
+    channel: a window counts in proportion to how much of it falls inside the bin.
+
+    Parameters
+    ----------
+    windows : DataFrame
+        Window table with ``channel``, ``start_s``, ``end_s`` and ``p_cal``.
+    channels : list of str, length n_channels
+        Row order of the result.
+    duration_s : float
+        Recording length; bins cover ``[0, duration_s]``.
+    bin_s : float
+        Bin width in seconds.
+
+    Returns
+    -------
+    values : ndarray, shape (n_channels, n_bins), float64
+        NaN where no window covers a bin.
+    edges : ndarray, shape (n_bins + 1,)
+        Bin edges in seconds.
+    """
+    if bin_s <= 0:
+        raise ValueError(f"Invalid bin_s={bin_s!r}: expected a positive number of seconds.")
+    n_bins = max(1, int(np.ceil(duration_s / bin_s - 1e-9)))
+    edges = np.arange(n_bins + 1) * bin_s
+    row_of = {c: i for i, c in enumerate(channels)}
+    rows = windows["channel"].map(row_of)
+    keep = rows.notna().to_numpy()
+    rows = rows.to_numpy()[keep].astype(np.int64)
+    start = windows["start_s"].to_numpy()[keep]
+    end = windows["end_s"].to_numpy()[keep]
+    p = windows["p_cal"].to_numpy()[keep]
+    weighted = np.zeros((len(channels), n_bins))
+    weight = np.zeros((len(channels), n_bins))
+    first = np.clip(np.floor(start / bin_s).astype(np.int64), 0, n_bins - 1)
+    last = np.clip(np.ceil(end / bin_s).astype(np.int64) - 1, 0, n_bins - 1)
+    for k in range(int((last - first).max(initial=-1)) + 1):
+        b = first + k
+        ok = b <= last
+        overlap = np.minimum(end[ok], edges[b[ok] + 1]) - np.maximum(start[ok], edges[b[ok]])
+        overlap = np.maximum(overlap, 0.0)
+        np.add.at(weighted, (rows[ok], b[ok]), overlap * p[ok])
+        np.add.at(weight, (rows[ok], b[ok]), overlap)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = np.where(weight > 0, weighted / weight, np.nan)
+    return values, edges
+
+
+@dataclass
+class RecordingScores:
+    """The result of scoring one recording.
+
+    Parameters
+    ----------
+    windows : DataFrame
+        ``channel, start_s, end_s, p_raw, p_cal, p0, p1``, one row per window.
+    channels : DataFrame
+        ``channel, score, lower, upper, n_windows, rank`` (+ ``label`` when known).
+    excluded : DataFrame
+        Channels not scored: ``channel, reason``.
+    duration_s : float
+        Length of the recording in seconds.
+    """
+
+    windows: pd.DataFrame
+    channels: pd.DataFrame
+    excluded: pd.DataFrame
+    duration_s: float
+
+    def heatmap(self, bin_s: float = 1.0, channels: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`window_heatmap` over this recording; rows default to the ranking's order."""
+        rows = list(self.channels["channel"]) if channels is None else channels
+        return window_heatmap(self.windows, rows, self.duration_s, bin_s)
+
+
+def score_recording(
+    bundle,
+    recording: Recording,
+    *,
+    stride: int | None = None,
+    batch_size: int = 1024,
+    device: str = "auto",
+    progress: bool = True,
+) -> RecordingScores:
+    """Score every window of every good iEEG channel of ``recording`` with a trained model.
+
+    Parameters
+    ----------
+    bundle : ModelBundle
+        A trained model with its preprocessing, calibrator and window length.
+    recording : Recording
+    stride : int, optional
+        Window stride in preprocessed samples; default the bundle's (a quarter window).
+    batch_size : int
+    device : str
+        ``"auto"``, ``"cpu"`` or ``"cuda"``.
+    progress : bool
+
+    Returns
+    -------
+    RecordingScores
+
+    Raises
+    ------
+    ValueError
+        When no channel is long enough for one window, or the sampling rate cannot reach the
+        model's preprocessing rate.
+    """
+    length = bundle.window_length
+    stride = stride or bundle.inference_stride
+    series = build_series_set([recording], bundle.preprocess, min_length=length, progress=False)
+    if series.store.n_series == 0:
+        rate = bundle.preprocess.output_sfreq(recording.sfreq)
+        reasons = "; ".join(f"{c}: {r}" for c, r in zip(series.excluded["channel"], series.excluded["reason"]))
+        raise ValueError(
+            f"Recording {recording.label} ({recording.source or 'in memory'}) has no channel the model can score: "
+            f"it lasts {recording.duration_s:.2f} s and one window is {length} samples = {length / rate:.2f} s. "
+            f"Details: {reasons}"
+        )
+    index = WindowIndex.build(series.store.lengths, length, stride, cover_end=True)
+    dev = resolve_device(device)
+    bundle.model.to(dev)
+    p_raw = predict_window_probs(
+        bundle.model,
+        series.store,
+        index.absolute_starts(series.store),
+        length,
+        batch_size=batch_size,
+        device=dev,
+        progress=progress,
+        desc=f"score {recording.label}",
+    )
+    p_cal, p0, p1 = bundle.calibrator.transform(p_raw)
+    rate = series.meta["sfreq"].to_numpy()[index.series]
+    start_s = index.start / rate
+    windows = pd.DataFrame(
+        {
+            "channel": series.meta["channel"].to_numpy()[index.series],
+            "start_s": start_s,
+            "end_s": start_s + length / rate,
+            "p_raw": p_raw,
+            "p_cal": p_cal,
+            "p0": p0,
+            "p1": p1,
+        }
+    )
+    labels = None
+    if recording.soz is not None:
+        labels = {c: int(s) for c, s in zip(recording.ch_names, recording.soz)}
+    channels = aggregate_channels(windows, labels)
+    excluded = series.excluded[["channel", "reason"]].reset_index(drop=True)
+    return RecordingScores(windows=windows, channels=channels, excluded=excluded, duration_s=recording.duration_s)

@@ -1,0 +1,70 @@
+"""Window index, gather and the SSS epoch sampler (Algorithm 1)."""
+
+import numpy as np
+import pytest
+import torch
+
+from sss_viewer.windows import SeriesStore, WindowIndex, epoch_batches, gather_windows
+
+
+def test_window_counts_follow_the_paper():
+    lengths = np.array([10, 3, 7, 4])
+    index = WindowIndex.build(lengths, window_length=4, stride=3)
+    # A_i = floor((T_i - L) / S) + 1, zero for series shorter than L
+    assert index.counts(4).tolist() == [3, 0, 2, 1]
+    assert index.start[index.series == 0].tolist() == [0, 3, 6]
+
+
+def test_cover_end_adds_a_final_window_only_when_needed():
+    index = WindowIndex.build(np.array([11, 10]), window_length=4, stride=3, cover_end=True)
+    assert index.start[index.series == 0].tolist() == [0, 3, 6, 7]
+    assert index.start[index.series == 1].tolist() == [0, 3, 6]
+
+
+def test_gather_matches_slicing_without_copying_the_store():
+    series = [np.arange(10, dtype=np.float32), 100 + np.arange(7, dtype=np.float32)]
+    store = SeriesStore.from_series(series)
+    index = WindowIndex.build(store.lengths, window_length=4, stride=2)
+    starts = torch.from_numpy(index.absolute_starts(store))
+    windows = gather_windows(store.tensor(), starts, 4)
+    assert windows.shape == (len(index), 4)
+    for row, (s, st) in enumerate(zip(index.series, index.start)):
+        np.testing.assert_array_equal(windows[row].numpy(), series[s][st : st + 4])
+    assert store.tensor().data_ptr() == torch.from_numpy(store.data).data_ptr()
+
+
+def test_every_window_exactly_once_per_epoch():
+    gen = torch.Generator().manual_seed(0)
+    for n, b in [(1000, 64), (64, 64), (5, 8), (1, 1)]:
+        batches = list(epoch_batches(n, b, gen))
+        seen = torch.cat(batches).sort().values
+        assert torch.equal(seen, torch.arange(n))
+        assert all(len(x) == b for x in batches[:-1])
+
+
+def test_batch_composition_is_hypergeometric():
+    """N_i in a batch: mean B p_i, variance B p_i (1 - p_i) (N - B) / (N - 1) (without replacement)."""
+    counts = np.array([600, 250, 100, 50])  # windows per series, N = 1000
+    series = np.repeat(np.arange(4), counts)
+    n_total, batch = counts.sum(), 200
+    p = counts / n_total
+    gen = torch.Generator().manual_seed(1)
+    draws = []
+    for _ in range(2000):
+        first = next(epoch_batches(n_total, batch, gen)).numpy()
+        draws.append(np.bincount(series[first], minlength=4))
+    draws = np.array(draws)
+    mean, var = draws.mean(0), draws.var(0)
+    np.testing.assert_allclose(mean, batch * p, rtol=0.03)
+    hyper = batch * p * (1 - p) * (n_total - batch) / (n_total - 1)
+    binom = batch * p * (1 - p)
+    np.testing.assert_allclose(var, hyper, rtol=0.12)
+    # sampling without replacement is measurably tighter than the paper's Binomial approximation
+    assert np.all(var < 0.9 * binom)
+
+
+def test_invalid_parameters_are_named():
+    with pytest.raises(ValueError, match="window_length"):
+        WindowIndex.build(np.array([10]), window_length=0, stride=1)
+    with pytest.raises(ValueError, match="batch_size"):
+        next(epoch_batches(10, 0, torch.Generator()))
