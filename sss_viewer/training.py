@@ -335,7 +335,7 @@ def train(
             optimiser.step()
             if config.scheduler_step == "batch":
                 scheduler.step()
-            total += float(loss) * len(idx)
+            total += float(loss.detach()) * len(idx)
             n_seen += len(idx)
         if config.scheduler_step == "epoch":
             scheduler.step()

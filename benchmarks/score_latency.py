@@ -1,0 +1,91 @@
+"""Time to score a 100-channel, 5-minute, 1 kHz recording at the default stride (target ≤ 30 s on 2 cores).
+
+Prints the median wall time of ``score_recording`` over repeats, split into preprocessing and model
+time, and the ratio against the naive baseline measured in the same run: the same windows
+materialised as a copy and fed through a per-item ``Dataset`` + ``DataLoader``.
+
+    .venv/bin/python benchmarks/score_latency.py [--channels 100] [--minutes 5] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from sss_viewer.calibration import make_calibrator
+from sss_viewer.checkpoint import ModelBundle
+from sss_viewer.dataset import build_series_set
+from sss_viewer.inference import score_recording
+from sss_viewer.models import build_model
+from sss_viewer.preprocess import preprocess_preset
+from sss_viewer.recording import Recording
+from sss_viewer.windows import WindowIndex
+
+
+class _NaiveWindows(torch.utils.data.Dataset):
+    def __init__(self, windows: np.ndarray):
+        self.windows = windows
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        return torch.from_numpy(self.windows[i])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--channels", type=int, default=100)
+    parser.add_argument("--minutes", type=float, default=5.0)
+    parser.add_argument("--sfreq", type=float, default=1000.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=1024)
+    parser.add_argument("--skip-naive", action="store_true")
+    args = parser.parse_args()
+
+    rng = np.random.default_rng(0)
+    n_times = int(args.minutes * 60 * args.sfreq)
+    data = (rng.standard_normal((args.channels, n_times), dtype=np.float32) * 50).astype(np.float32)
+    rec = Recording(data, args.sfreq, [f"C{i}" for i in range(args.channels)], ["seeg"] * args.channels, line_freq=60.0)
+    model = build_model("patchtst", window_length=1024).eval()
+    calibrator = make_calibrator("isotonic").fit(rng.random(1000), rng.integers(0, 2, 1000))
+    bundle = ModelBundle(model, preprocess_preset("default"), 1024, 256, calibrator, 0.5)
+
+    times, prep = [], []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        build_series_set([rec], bundle.preprocess, min_length=1024, progress=False)
+        prep.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        result = score_recording(bundle, rec, device="cpu", progress=False)
+        times.append(time.perf_counter() - t0)
+    n_windows = len(result.windows)
+    fast = statistics.median(times)
+    print(f"recording: {args.channels} channels x {args.minutes:g} min at {args.sfreq:g} Hz; {n_windows} windows (L=1024, stride 256)")
+    print(f"score_recording: median {fast:.2f} s over {args.repeats} (preprocessing {statistics.median(prep):.2f} s), "
+          f"{n_windows / fast:.0f} windows/s end to end, torch threads {torch.get_num_threads()}")
+    print(f"target 30 s: ratio {fast / 30:.2f} of the budget")
+    if args.skip_naive:
+        return
+    series = build_series_set([rec], bundle.preprocess, min_length=1024, progress=False)
+    index = WindowIndex.build(series.store.lengths, 1024, 256, cover_end=True)
+    starts = index.absolute_starts(series.store)
+    naive_times = []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        windows = np.stack([series.store.data[s : s + 1024] for s in starts])
+        loader = torch.utils.data.DataLoader(_NaiveWindows(windows), batch_size=args.batch_size)
+        with torch.inference_mode():
+            out = [torch.sigmoid(model(x)) for x in loader]
+        calibrator.transform(torch.cat(out).numpy())
+        naive_times.append(time.perf_counter() - t0 + statistics.median(prep))
+    naive = statistics.median(naive_times)
+    print(f"naive (materialised windows + per-item Dataset): median {naive:.2f} s; speed-up {naive / fast:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
