@@ -159,7 +159,7 @@ def to_json(table: dict) -> str:
         if key != "centres":
             lines.append(f" {json.dumps(key)}: {json.dumps(value)}{comma}")
             continue
-        lines.append(f' "centres": {{')
+        lines.append(' "centres": {')
         for j, (centre, fields) in enumerate(value.items()):
             lines.append(f"  {json.dumps(centre)}: {{")
             items = [f"   {json.dumps(k)}: {json.dumps(v, separators=(',', ':'))}" for k, v in fields.items()]

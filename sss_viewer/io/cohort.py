@@ -1,0 +1,169 @@
+"""Load a cohort directory (``cohort.tsv`` + optional ``labels.tsv``) or a single recording file.
+
+A cohort directory is what ``generate_cohort`` writes, and what a user prepares for their own data::
+
+    ROOT/cohort.tsv     subject, centre, run, path (relative to ROOT)   [+ any other columns]
+    ROOT/labels.tsv     subject, channel, soz (0/1)                     (optional)
+    ROOT/abnormal.tsv   subject, run, channel, onset_s, offset_s, kind  (optional, synthetic only)
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sss_viewer.io.readers import RecordingReadError, read_recording
+from sss_viewer.recording import Recording
+
+logger = logging.getLogger(__name__)
+
+COHORT_FILE = "cohort.tsv"
+LABELS_FILE = "labels.tsv"
+ABNORMAL_FILE = "abnormal.tsv"
+COHORT_COLUMNS = ("subject", "run", "path")
+LABEL_COLUMNS = ("subject", "channel", "soz")
+ABNORMAL_COLUMNS = ("subject", "run", "channel", "onset_s", "offset_s", "kind")
+
+
+def _read_table(path: Path, required: tuple[str, ...], dtype: dict | None = None) -> pd.DataFrame:
+    """Read a TSV and check that it has the ``required`` columns."""
+    if not path.is_file():
+        raise FileNotFoundError(f"Table not found: {path}")
+    table = pd.read_csv(path, sep="\t", dtype=dtype, keep_default_na=False, na_values=["n/a"])
+    missing = [c for c in required if c not in table.columns]
+    if missing:
+        raise ValueError(f"{path} lacks columns {missing}; it has {list(table.columns)}.")
+    return table
+
+
+def read_labels(path: str | Path) -> pd.DataFrame:
+    """Read a SOZ label table (``subject``, ``channel``, ``soz`` as 0/1).
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``labels.tsv`` (tab-separated).
+
+    Returns
+    -------
+    labels : DataFrame, shape (n_rows, >= 3)
+        ``subject`` and ``channel`` as str, ``soz`` as bool.
+    """
+    path = Path(path)
+    table = _read_table(path, LABEL_COLUMNS, dtype={"subject": str, "channel": str})
+    soz = pd.to_numeric(table["soz"], errors="coerce")
+    bad = ~soz.isin([0, 1])
+    if bad.any():
+        rows = (np.flatnonzero(bad.to_numpy()) + 2).tolist()[:5]
+        raise ValueError(f"{path}: soz must be 0 or 1; bad values on lines {rows}.")
+    return table.assign(soz=soz.astype(bool))
+
+
+def read_abnormal_intervals(root: str | Path) -> pd.DataFrame:
+    """Read the ground-truth abnormal intervals of a synthetic cohort.
+
+    Parameters
+    ----------
+    root : str or Path
+        The cohort directory (holding ``abnormal.tsv``), or the table itself.
+
+    Returns
+    -------
+    intervals : DataFrame, shape (n_intervals, 6)
+        ``subject, run, channel`` (str), ``onset_s, offset_s`` (float s), ``kind``.
+    """
+    root = Path(root)
+    path = root / ABNORMAL_FILE if root.is_dir() else root
+    dtype = {"subject": str, "run": str, "channel": str, "kind": str}
+    return _read_table(path, ABNORMAL_COLUMNS, dtype=dtype)
+
+
+def _soz_vector(recording: Recording, labels: pd.DataFrame) -> np.ndarray | None:
+    """SOZ labels of ``recording``'s channels from its subject's label rows; None without rows."""
+    rows = labels[labels["subject"] == recording.subject]
+    if rows.empty:
+        return None
+    positive = set(rows.loc[rows["soz"], "channel"])
+    unmatched = sorted(positive - set(recording.ch_names))
+    if unmatched:
+        logger.warning(
+            "%s: SOZ channels in labels.tsv match no channel of the recording: %s", recording.label, unmatched
+        )
+    return np.array([name in positive for name in recording.ch_names], dtype=bool)
+
+
+def load_cohort(root: str | Path, *, preload: bool = False) -> list[Recording]:
+    """Load every run listed in ``ROOT/cohort.tsv``, with SOZ labels from ``ROOT/labels.tsv`` if present.
+
+    Parameters
+    ----------
+    root : str or Path
+        Cohort directory.
+    preload : bool
+        Passed to ``read_recording``.
+
+    Returns
+    -------
+    recordings : list of Recording
+        In ``cohort.tsv`` order, with ``subject``, ``centre`` and ``run`` from the table. Runs that
+        fail to load are skipped with a warning naming them.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``root`` or its ``cohort.tsv`` is missing.
+    RecordingReadError
+        No run could be loaded.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"Cohort directory not found: {root}")
+    table = _read_table(root / COHORT_FILE, COHORT_COLUMNS, dtype={"subject": str, "run": str, "centre": str})
+    labels = read_labels(root / LABELS_FILE) if (root / LABELS_FILE).is_file() else None
+    recordings, failures = [], []
+    for row in table.itertuples(index=False):
+        path = root / str(row.path)
+        try:
+            recording = read_recording(path, preload=preload)
+        except (OSError, ValueError) as exc:
+            logger.warning("Skipping sub-%s run-%s (%s): %s", row.subject, row.run, path, exc)
+            failures.append(str(path))
+            continue
+        recording.subject = str(row.subject)
+        recording.run = str(row.run)
+        recording.centre = str(getattr(row, "centre", "") or "")
+        if labels is not None:
+            recording.soz = _soz_vector(recording, labels)
+        recordings.append(recording)
+    if not recordings:
+        raise RecordingReadError(
+            f"No run of the cohort {root} could be loaded (tried {len(failures)}: {failures[:3]})."
+        )
+    logger.info("Loaded %d of %d runs from %s.", len(recordings), len(table), root)
+    return recordings
+
+
+def load_data(path: str | Path, *, preload: bool = False) -> list[Recording]:
+    """Load the CLI's DATA argument: a cohort directory or a single recording file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A directory with ``cohort.tsv``, or a file ``read_recording`` accepts.
+
+    Returns
+    -------
+    recordings : list of Recording
+        One element for a single file.
+    """
+    path = Path(path)
+    if path.is_dir():
+        if not (path / COHORT_FILE).is_file():
+            raise FileNotFoundError(
+                f"{path} is a directory without {COHORT_FILE}; pass a cohort directory or a recording file."
+            )
+        return load_cohort(path, preload=preload)
+    return [read_recording(path, preload=preload)]

@@ -1,0 +1,289 @@
+"""Read one recording file (EDF/BDF, BrainVision, FIF, EEGLAB) into a ``Recording`` through MNE.
+
+Files are opened read-only with ``mne.io.read_raw(..., preload=False)`` where the format allows it
+and converted to float32 µV in time blocks, so no float64 copy of the whole recording is made.
+A BIDS ``_channels.tsv`` beside the file (``…_ieeg.vhdr`` → ``…_channels.tsv``) supplies channel
+types and ``status``; a BIDS ``_ieeg.json`` supplies the mains frequency when the file lacks it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sss_viewer.recording import IEEG_CH_TYPES, Event, Recording
+
+logger = logging.getLogger(__name__)
+
+SUPPORTED_FORMATS = {
+    ".vhdr": "BrainVision",
+    ".edf": "EDF",
+    ".bdf": "BDF",
+    ".fif": "FIF",
+    ".fif.gz": "FIF",
+    ".set": "EEGLAB",
+}
+"""File extensions ``read_recording`` accepts, with the format name used in messages."""
+
+_BIDS_TYPES = {"ekg": "ecg", "trig": "stim", "ref": "misc", "other": "misc", "audio": "misc", "pupil": "misc"}
+"""BIDS channel types whose MNE name differs (others are lower-cased)."""
+_MNE_TYPES = {"ecog", "seeg", "dbs", "eeg", "ecg", "eog", "emg", "misc", "stim", "resp", "bio", "temperature", "gsr"}
+
+_TRUNCATION_HINTS = ("does not match the file size", "Invalid tag with only")
+"""Fragments of MNE warnings that mean the file is cut short (EDF/BDF, FIF)."""
+
+_BRAINVISION_WIDTH = {"INT_16": 2, "UINT_16": 2, "INT_32": 4, "IEEE_FLOAT_32": 4}
+"""Bytes per value of BrainVision binary formats."""
+
+_BLOCK_VALUES = 4_000_000
+"""Values read per block when converting to float32 (≈ 32 MB of float64 temporaries)."""
+
+
+class RecordingReadError(ValueError):
+    """MNE could not read a file, or the file holds nothing SSS can score."""
+
+
+def _format_of(path: Path) -> tuple[str, str]:
+    """Return ``(extension, format name)`` of ``path`` or raise for an unsupported extension."""
+    name = path.name.lower()
+    for ext in sorted(SUPPORTED_FORMATS, key=len, reverse=True):
+        if name.endswith(ext):
+            return ext, SUPPORTED_FORMATS[ext]
+    supported = ", ".join(SUPPORTED_FORMATS)
+    extension = "".join(path.suffixes) or "(none)"
+    raise ValueError(f"Unsupported recording file {path}: extension {extension!r}; supported: {supported}.")
+
+
+def _sidecar(path: Path, ext: str, suffix: str) -> Path | None:
+    """BIDS sidecar of ``path`` with ``suffix`` (``"channels.tsv"``), or None when absent or not BIDS-named."""
+    stem = path.name[: -len(ext)]
+    if "_" not in stem:
+        return None
+    candidate = path.with_name(stem.rsplit("_", 1)[0] + "_" + suffix)
+    return candidate if candidate.is_file() else None
+
+
+@contextmanager
+def _mne_errors(path: Path, fmt: str) -> Iterator[None]:
+    """Turn MNE failures into RecordingReadError and MNE's warnings into log records.
+
+    Warnings are recorded only inside this block (nothing is silenced globally); those that
+    reveal a truncated file raise instead.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        except MemoryError:
+            raise
+        except RecordingReadError:
+            raise
+        except Exception as exc:  # MNE raises many types for malformed files
+            raise RecordingReadError(f"Could not read {path} as {fmt}: {exc}") from exc
+    for w in caught:
+        message = str(w.message)
+        if any(hint in message for hint in _TRUNCATION_HINTS):
+            raise RecordingReadError(f"Could not read {path} as {fmt}: the file looks truncated ({message})")
+        logger.warning("%s: %s", path.name, message)
+
+
+def _check_brainvision_size(vhdr: Path) -> None:
+    """Raise if a binary BrainVision data file's size is not whole samples of all channels.
+
+    MNE infers the number of samples from the data file's size, so a truncated ``.eeg`` would
+    otherwise load silently as a shorter recording.
+    """
+    fields = {}
+    for line in vhdr.read_text(encoding="utf-8", errors="replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() in ("DataFile", "BinaryFormat", "NumberOfChannels", "DataPoints", "DataFormat"):
+            fields[key.strip()] = value.strip()
+    if fields.get("DataFormat", "BINARY").upper() != "BINARY" or "DataFile" not in fields:
+        return
+    width = _BRAINVISION_WIDTH.get(fields.get("BinaryFormat", "").upper())
+    data_file = vhdr.parent / fields["DataFile"]
+    if width is None or not data_file.is_file() or not fields.get("NumberOfChannels", "").isdigit():
+        return
+    frame = width * int(fields["NumberOfChannels"])
+    size = data_file.stat().st_size
+    expected = int(fields["DataPoints"]) * frame if fields.get("DataPoints", "").isdigit() else None
+    if size % frame or (expected is not None and size != expected):
+        raise RecordingReadError(
+            f"Could not read {vhdr} as BrainVision: the data file {data_file.name} looks truncated "
+            f"({size} bytes is not {'DataPoints × ' if expected else ''}{frame}-byte frames)."
+        )
+
+
+def _read_raw(path: Path, fmt: str, preload: bool):
+    """Open ``path`` with MNE (read-only); see ``_mne_errors`` for error and warning handling."""
+    import mne
+
+    with _mne_errors(path, fmt):
+        raw = mne.io.read_raw(path, preload=preload, verbose="warning")
+    if fmt == "BrainVision":
+        _check_brainvision_size(path)
+    return raw
+
+
+def _read_channels_tsv(path: Path) -> pd.DataFrame:
+    """Read a BIDS ``_channels.tsv`` with ``name`` (and usually ``type``, ``status``) columns."""
+    table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    if "name" not in table.columns:
+        raise RecordingReadError(f"{path} has no 'name' column.")
+    return table.set_index("name")
+
+
+def _channel_info(raw, sidecar: pd.DataFrame | None, path: Path) -> tuple[list[str], list[str], list[str]]:
+    """Channel names, lower-case MNE types and bad channels, with the sidecar's types/status applied.
+
+    Returns
+    -------
+    names : list of str
+    types : list of str
+    bads : list of str
+    """
+    names = list(raw.ch_names)
+    types = list(raw.get_channel_types())
+    bads = set(raw.info["bads"])
+    if sidecar is not None:
+        for i, name in enumerate(names):
+            if name not in sidecar.index:
+                continue
+            row = sidecar.loc[name]
+            if "type" in row and row["type"]:
+                kind = str(row["type"]).lower()
+                types[i] = _BIDS_TYPES.get(kind, kind if kind in _MNE_TYPES else "misc")
+            if "status" in row and str(row["status"]).lower() == "bad":
+                bads.add(name)
+    if not any(t in IEEG_CH_TYPES for t in types) and "eeg" in types:
+        n_eeg = types.count("eeg")
+        logger.info(
+            "%s: no ecog/seeg channels; treating its %d eeg channels as iEEG candidates (type seeg), "
+            "as clinical EDF/BrainVision exports type every channel eeg.",
+            path.name,
+            n_eeg,
+        )
+        types = ["seeg" if t == "eeg" else t for t in types]
+    return names, types, [n for n in names if n in bads]
+
+
+def _data_uv(raw, picks: np.ndarray) -> np.ndarray:
+    """The picked channels as float32, read in time blocks: volts → µV; stim and other units as stored.
+
+    Returns
+    -------
+    data : ndarray, shape (n_picks, n_times), float32
+    """
+    from mne.io.constants import FIFF
+
+    n_times = raw.n_times
+    types = raw.get_channel_types()
+    volts = [raw.info["chs"][p]["unit"] == FIFF.FIFF_UNIT_V and types[p] != "stim" for p in picks]
+    scale = np.where(volts, 1e6, 1.0)[:, None]
+    data = np.empty((len(picks), n_times), dtype=np.float32)
+    block = max(1, _BLOCK_VALUES // max(len(picks), 1))
+    for start in range(0, n_times, block):
+        stop = min(start + block, n_times)
+        data[:, start:stop] = raw.get_data(picks=picks, start=start, stop=stop) * scale
+    return data
+
+
+def _events(raw, fmt: str) -> list[Event]:
+    """Annotations as events, onsets in seconds from the first sample."""
+    annotations = raw.annotations
+    events = []
+    for onset, duration, description in zip(annotations.onset, annotations.duration, annotations.description):
+        text = str(description)
+        if fmt == "BrainVision" and text.startswith("Comment/"):
+            text = text[len("Comment/") :]
+        events.append(Event(float(onset - raw.first_time), float(duration), text))
+    return events
+
+
+def _line_freq(raw, path: Path, ext: str) -> float | None:
+    """Mains frequency from the file or a BIDS ``_ieeg.json`` / ``_eeg.json`` sidecar."""
+    line_freq = raw.info.get("line_freq")
+    if line_freq:
+        return float(line_freq)
+    for suffix in ("ieeg.json", "eeg.json"):
+        sidecar = _sidecar(path, ext, suffix)
+        if sidecar is None:
+            continue
+        try:
+            value = json.loads(sidecar.read_text(encoding="utf-8")).get("PowerLineFrequency")
+        except (OSError, json.JSONDecodeError) as exc:
+            logger.warning("Ignoring unreadable sidecar %s: %s", sidecar, exc)
+            continue
+        if isinstance(value, int | float) and value > 0:
+            return float(value)
+    return None
+
+
+def read_recording(path: str | Path, *, preload: bool = False) -> Recording:
+    """Read one EDF/BDF, BrainVision, FIF or EEGLAB file into a ``Recording``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The recording (for BrainVision the ``.vhdr`` header). Opened read-only.
+    preload : bool
+        Passed to ``mne.io.read_raw``; the float32 µV array is built block by block either way.
+
+    Returns
+    -------
+    recording : Recording
+        ``data`` of shape (n_channels, n_times), float32 µV; ``$``-prefixed duplicate channels are
+        dropped; ``soz`` is None (labels come from a cohort's ``labels.tsv``).
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist.
+    ValueError
+        Unsupported extension.
+    RecordingReadError
+        MNE fails to read the file, or it has no iEEG (ecog/seeg/dbs, or eeg) channel.
+    """
+    path = Path(path)
+    ext, fmt = _format_of(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"Recording file not found: {path}")
+    raw = _read_raw(path, fmt, preload)
+    sidecar_path = _sidecar(path, ext, "channels.tsv")
+    sidecar = _read_channels_tsv(sidecar_path) if sidecar_path else None
+    names, types, bads = _channel_info(raw, sidecar, path)
+    keep = np.array([i for i, n in enumerate(names) if not n.startswith("$")], dtype=int)
+    if len(keep) < len(names):
+        logger.info("%s: dropped %d '$'-prefixed duplicate channels.", path.name, len(names) - len(keep))
+    names = [names[i] for i in keep]
+    types = [types[i] for i in keep]
+    if not any(t in IEEG_CH_TYPES for t in types):
+        found = ", ".join(sorted(set(types))) or "none"
+        raise RecordingReadError(
+            f"No iEEG channels in {path}: need ecog/seeg/dbs (or eeg) channels; found types {found}."
+        )
+    with _mne_errors(path, fmt):
+        data = _data_uv(raw, keep)
+    recording = Recording(
+        data=data,
+        sfreq=float(raw.info["sfreq"]),
+        ch_names=names,
+        ch_types=types,
+        events=_events(raw, fmt),
+        line_freq=_line_freq(raw, path, ext),
+        bads=[b for b in bads if b in names],
+        source=path,
+    )
+    logger.info(
+        "Read %s: %d channels (%d iEEG, %d bad), %.1f s at %g Hz.",
+        path.name, recording.n_channels, len(recording.ieeg_picks()), len(recording.bads),
+        recording.duration_s, recording.sfreq,
+    )  # fmt: skip
+    return recording
