@@ -237,8 +237,19 @@ class IsotonicCalibrator(_BaseCalibrator):
     """Isotonic regression calibrator (``"isotonic"``, the paper's default ``g_φ``).
 
     Fits ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1)`` and keeps
-    only its thresholds; ``transform`` is linear interpolation between them (``np.interp``), constant
+    only its knots; ``transform`` is linear interpolation between them (``np.interp``), constant
     beyond the fitted range, so a calibrator rebuilt from :meth:`get_state` gives identical outputs.
+
+    Parameters
+    ----------
+    centered : bool
+        ``True`` (default): centred isotonic regression (Oron & Flournoy, 2017) — each flat block
+        of the pool-adjacent-violators fit is replaced by one knot at the block's mean raw
+        probability, and the map interpolates linearly between block centres. The fit is the same
+        monotone least-squares solution at the block centres, but the map is strictly increasing
+        between them, so windows inside one block keep their order instead of collapsing to a
+        handful of values (which would flatten the time course of the heat map). ``False``: the
+        plain step function of sklearn, as in the paper.
 
     Attributes
     ----------
@@ -253,18 +264,31 @@ class IsotonicCalibrator(_BaseCalibrator):
     name: ClassVar[str] = "isotonic"
     _fitted_attr: ClassVar[str | None] = "X_thresholds_"
 
+    def __init__(self, centered: bool = True) -> None:
+        self.centered = centered
+
     def _fit(self, p: np.ndarray, y: np.ndarray) -> None:
         iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0, increasing=True)
         iso.fit(p, y.astype(np.float64))
-        self.X_thresholds_ = np.asarray(iso.X_thresholds_, dtype=np.float64)
-        self.y_thresholds_ = np.clip(np.asarray(iso.y_thresholds_, dtype=np.float64), 0.0, 1.0)
+        if self.centered:
+            fitted = iso.predict(p)
+            levels, block = np.unique(fitted, return_inverse=True)
+            centres = np.bincount(block, weights=p) / np.bincount(block)
+            self.X_thresholds_, self.y_thresholds_ = centres, np.clip(levels, 0.0, 1.0)
+        else:
+            self.X_thresholds_ = np.asarray(iso.X_thresholds_, dtype=np.float64)
+            self.y_thresholds_ = np.clip(np.asarray(iso.y_thresholds_, dtype=np.float64), 0.0, 1.0)
 
     def _transform(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         p_cal = np.clip(np.interp(p, self.X_thresholds_, self.y_thresholds_), 0.0, 1.0)
         return p_cal, p_cal.copy(), p_cal.copy()
 
     def _get_state(self) -> dict[str, Any]:
-        return {"X_thresholds": self.X_thresholds_.tolist(), "y_thresholds": self.y_thresholds_.tolist()}
+        return {
+            "centered": bool(self.centered),
+            "X_thresholds": self.X_thresholds_.tolist(),
+            "y_thresholds": self.y_thresholds_.tolist(),
+        }
 
     def _set_state(self, state: dict[str, Any]) -> None:
         x = _state_array(state, "X_thresholds")
@@ -273,6 +297,7 @@ class IsotonicCalibrator(_BaseCalibrator):
             raise ValueError(
                 "Isotonic state must hold equal-length, non-empty, non-decreasing 'X_thresholds' and 'y_thresholds'."
             )
+        self.centered = bool(state.get("centered", False))
         self.X_thresholds_ = x
         self.y_thresholds_ = y
 

@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, type=Path, help="output folder")
     p.add_argument("--stride", type=int, help="window stride in preprocessed samples (default: a quarter window)")
     p.add_argument("--labels", type=Path, help="TSV/CSV with subject, channel, soz to add a label column")
+    p.add_argument("--subject", help="subject id of the recording (default: from a BIDS file name)")
     p.add_argument("--batch-size", type=int, default=1024)
     _add_device(p)
     _add_common(p)
@@ -145,13 +146,10 @@ def _cmd_score(args, progress: bool) -> int:
 
     bundle = ModelBundle.load(args.model)
     recording = read_recording(args.recording)
+    if args.subject:
+        recording.subject = args.subject
     if args.labels is not None:
-        labels = read_labels(args.labels)
-        if recording.subject:
-            labels = labels[labels["subject"].astype(str) == recording.subject]
-        soz_of = dict(zip(labels["channel"], labels["soz"].astype(int)))
-        recording.soz = [bool(soz_of.get(c, 0)) for c in recording.ch_names]
-        recording.__post_init__()
+        recording.soz = _labels_for(recording, read_labels(args.labels), args.labels)
     result = score_recording(
         bundle, recording, stride=args.stride, batch_size=args.batch_size, device=args.device, progress=progress
     )
@@ -164,6 +162,26 @@ def _cmd_score(args, progress: bool) -> int:
     print(_ranking_text(result.channels, bundle.threshold, top=15))
     print(f"wrote {args.out / 'windows.csv'} and {args.out / 'channels.csv'}")
     return 0
+
+
+def _labels_for(recording, labels, source: Path):
+    """SOZ vector of ``recording`` from a labels table (subject, channel, soz)."""
+    import numpy as np
+
+    subjects = labels["subject"].astype(str)
+    if recording.subject:
+        labels = labels[subjects == recording.subject]
+        if labels.empty:
+            raise ValueError(f"{source} has no labels for subject {recording.subject!r}.")
+    elif subjects.nunique() > 1:
+        raise ValueError(
+            f"{source} labels several subjects and the file name of {recording.source} names none; pass --subject."
+        )
+    soz_of = dict(zip(labels["channel"].astype(str), labels["soz"].astype(int)))
+    unmatched = sorted(set(soz_of) - set(recording.ch_names))
+    if unmatched:
+        logger.warning("%s: labels for channels not in the recording: %s", source, ", ".join(unmatched))
+    return np.array([bool(soz_of.get(c, 0)) for c in recording.ch_names])
 
 
 def _ranking_text(channels, threshold: float, top: int = 15) -> str:

@@ -136,9 +136,10 @@ def gather_windows(store: torch.Tensor, starts: torch.Tensor, length: int) -> to
     -------
     windows : Tensor, shape (B, L)
         ``store[starts[:, None] + arange(L)]`` (a new tensor; the store itself is not copied).
+        Computed as a row selection from the strided view ``store.unfold(0, L, 1)``, which costs
+        one copy of the B windows and no (B, L) index tensor.
     """
-    offsets = torch.arange(length, device=starts.device)
-    return store[starts[:, None] + offsets]
+    return store.unfold(0, length, 1).index_select(0, starts.to(store.device))
 
 
 def epoch_batches(n_windows: int, batch_size: int, generator: torch.Generator) -> Iterator[torch.Tensor]:

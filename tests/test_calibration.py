@@ -143,12 +143,30 @@ def test_venn_abers_scales() -> None:
     assert np.all(p0 <= p_cal) and np.all(p_cal <= p1)
 
 
-def test_isotonic_matches_sklearn(cal_data) -> None:
+def test_isotonic_step_matches_sklearn(cal_data) -> None:
     p, y = cal_data
     test = np.linspace(0.0, 1.0, 301)
-    ours = IsotonicCalibrator().fit(p, y).transform(test)[0]
+    ours = IsotonicCalibrator(centered=False).fit(p, y).transform(test)[0]
     ref = IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1).fit(p, y).predict(test)
     np.testing.assert_allclose(ours, ref, atol=1e-12)
+
+
+def test_centred_isotonic_keeps_block_levels_and_order(cal_data) -> None:
+    p, y = cal_data
+    step = IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1).fit(p, y)
+    cir = IsotonicCalibrator().fit(p, y)
+    fitted = step.predict(p)
+    # one knot per PAV block, at the block's mean raw probability, with the block's fitted level
+    for level, centre in zip(cir.y_thresholds_, cir.X_thresholds_):
+        members = fitted == level
+        assert centre == pytest.approx(p[members].mean())
+    assert np.all(np.diff(cir.X_thresholds_) > 0) and np.all(np.diff(cir.y_thresholds_) > 0)
+    # strictly increasing between the first and last centre: windows keep their order
+    inside = np.linspace(cir.X_thresholds_[0], cir.X_thresholds_[-1], 500)
+    assert np.all(np.diff(cir.transform(inside)[0]) > 0)
+    assert len(np.unique(cir.transform(p)[0])) > 5 * len(np.unique(fitted))
+    # the calibration error stays that of the step fit's order of magnitude
+    assert expected_calibration_error(cir.transform(p)[0], y) < 0.05
 
 
 def test_identity_needs_no_fit() -> None:

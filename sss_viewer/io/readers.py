@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -226,6 +227,16 @@ def _line_freq(raw, path: Path, ext: str) -> float | None:
     return None
 
 
+def bids_entities(path: Path) -> dict[str, str]:
+    """``subject`` and ``run`` from a BIDS-style file name (``sub-pt01_..._run-01_ieeg.vhdr``); absent keys are left out."""
+    out = {}
+    for key, entity in (("subject", "sub"), ("run", "run")):
+        match = re.search(rf"(?:^|_){entity}-([A-Za-z0-9]+)", path.name)
+        if match:
+            out[key] = match.group(1)
+    return out
+
+
 def read_recording(path: str | Path, *, preload: bool = False) -> Recording:
     """Read one EDF/BDF, BrainVision, FIF or EEGLAB file into a ``Recording``.
 
@@ -280,6 +291,7 @@ def read_recording(path: str | Path, *, preload: bool = False) -> Recording:
         line_freq=_line_freq(raw, path, ext),
         bads=[b for b in bads if b in names],
         source=path,
+        **bids_entities(path),
     )
     logger.info(
         "Read %s: %d channels (%d iEEG, %d bad), %.1f s at %g Hz.",

@@ -199,7 +199,7 @@ class SynthConfig:
     seizure_duration_s: tuple[float, float] = (20.0, 60.0)
     max_seizure_fraction: float = 0.1
     lvfa_amplitude: tuple[float, float] = (0.25, 0.7)
-    seizure_amplitude: tuple[float, float] = (2.0, 4.0)
+    seizure_amplitude: tuple[float, float] = (4.0, 8.0)
     spread_fraction: tuple[float, float] = (0.2, 0.5)
     spread_delay_s: tuple[float, float] = (3.0, 12.0)
     spread_amplitude: tuple[float, float] = (1.0, 3.0)

@@ -60,13 +60,10 @@ class RevIN(nn.Module):
         with torch.no_grad():
             var, mean = torch.var_mean(x, dim=-1, correction=0, keepdim=True)
             scale = torch.rsqrt(var + self.eps)  # (..., 1)
+        centred = x - mean  # subtract first: folding the mean into a shift loses precision
         if self.affine:
-            # Fold the affine map into one scale and shift: one pass over x instead of four.
-            scale = scale * self.weight
-            shift = self.bias - mean * scale
-        else:
-            shift = -mean * scale
-        return torch.addcmul(shift, x, scale)
+            return torch.addcmul(self.bias, centred, scale * self.weight)
+        return centred * scale
 
     def extra_repr(self) -> str:
         return f"eps={self.eps}, affine={self.affine}"
