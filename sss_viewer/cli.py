@@ -96,7 +96,7 @@ def _cmd_synth(args, progress: bool) -> int:
     from sss_viewer.io.synthetic import SynthConfig, generate_cohort
 
     config = SynthConfig(duration_scale=args.duration_scale, max_channels=args.max_channels, runs_per_patient=args.runs)
-    out = generate_cohort(args.out, args.patients, args.seed, config)
+    out = generate_cohort(args.out, args.patients, args.seed, config, progress=progress)
     print(f"wrote synthetic cohort of {args.patients} patients to {out}")
     return 0
 
@@ -227,7 +227,7 @@ def _cmd_demo(args, progress: bool) -> int:
 
     cohort = args.out / "cohort"
     if not (cohort / "cohort.tsv").is_file():
-        generate_cohort(cohort, args.patients, 0, SynthConfig(duration_scale=0.5, max_channels=64))
+        generate_cohort(cohort, args.patients, 0, SynthConfig(duration_scale=0.5, max_channels=64), progress=progress)
     recordings = load_data(cohort)
     overrides = {"device": args.device}
     if args.epochs:

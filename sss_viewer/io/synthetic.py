@@ -1219,7 +1219,9 @@ def _write_tables(out: Path, cohort: pd.DataFrame, labels: pd.DataFrame, abnorma
     _write_tsv(table, out / "abnormal.tsv")
 
 
-def generate_cohort(out_dir: str | Path, n_patients: int, seed: int = 0, config: SynthConfig | None = None) -> Path:
+def generate_cohort(
+    out_dir: str | Path, n_patients: int, seed: int = 0, config: SynthConfig | None = None, *, progress: bool = True
+) -> Path:
     """Write a synthetic multi-centre cohort (BIDS-like BrainVision tree plus label tables).
 
     Patients are assigned to JHH, NIH, UMMC, UMF round-robin. Layout::
@@ -1239,6 +1241,8 @@ def generate_cohort(out_dir: str | Path, n_patients: int, seed: int = 0, config:
     seed : int
         Cohort seed; the same seed gives byte-identical files.
     config : SynthConfig, optional
+    progress : bool
+        Show a progress bar over patients.
 
     Returns
     -------
@@ -1249,7 +1253,7 @@ def generate_cohort(out_dir: str | Path, n_patients: int, seed: int = 0, config:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cohort_rows, label_rows, abnormal = [], [], []
-    for k in tqdm(range(n_patients), desc="synthetic patients", unit="patient"):
+    for k in tqdm(range(n_patients), desc="synthetic patients", unit="patient", disable=not progress or None):
         for run in range(1, config.runs_per_patient + 1):
             recording, intervals = synthesise_recording(k, run, seed=seed, config=config)
             vhdr = write_recording_bids(recording, out, extra_channels=config.extra_channels)
