@@ -74,9 +74,9 @@ class ModelBundle:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         state = {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()}
-        _atomic_write(directory / WEIGHTS_FILE, lambda p: save_file(state, str(p)))
+        atomic_write(directory / WEIGHTS_FILE, lambda p: save_file(state, str(p)))
         text = json.dumps(self.config_dict(), indent=2, allow_nan=True)
-        _atomic_write(directory / CONFIG_FILE, lambda p: Path(p).write_text(text))
+        atomic_write(directory / CONFIG_FILE, lambda p: Path(p).write_text(text))
         logger.info("saved model to %s", directory)
         return directory
 
@@ -125,7 +125,7 @@ class ModelBundle:
         )
 
 
-def _atomic_write(path: Path, write) -> None:
+def atomic_write(path: Path, write) -> None:
     """Write through a temporary file in the same folder, then rename over ``path``."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)

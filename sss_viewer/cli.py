@@ -133,9 +133,9 @@ def _cmd_train(args, progress: bool) -> int:
 
 
 def _write_csv(df, path: Path) -> None:
-    from sss_viewer.checkpoint import _atomic_write
+    from sss_viewer.checkpoint import atomic_write
 
-    _atomic_write(path, lambda p: df.to_csv(p, index=False, float_format="%.6g"))
+    atomic_write(path, lambda p: df.to_csv(p, index=False, float_format="%.6g"))
 
 
 def _cmd_score(args, progress: bool) -> int:
