@@ -77,7 +77,7 @@ def main() -> None:
     naive_times = []
     for _ in range(args.repeats):
         t0 = time.perf_counter()
-        windows = np.stack([series.store.data[s : s + 1024] for s in starts])
+        windows = np.stack([series.store.windows(starts[i : i + 1], 1024)[0] for i in range(len(starts))])
         loader = torch.utils.data.DataLoader(_NaiveWindows(windows), batch_size=args.batch_size)
         with torch.inference_mode():
             out = [torch.sigmoid(model(x)) for x in loader]

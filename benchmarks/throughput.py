@@ -4,7 +4,7 @@ Both paths use the same model, batch size and thread count, and are measured in 
 each figure is the median of ``--repeats`` timed passes.
 
 * **fast**: one contiguous float32 1-D store plus int64 window starts; each batch is gathered by
-  index arithmetic, ``store[starts[:, None] + arange(L)]`` (``sss_viewer.windows.gather_windows``).
+  index arithmetic, ``store[starts[:, None] + arange(L)]`` (``SeriesStore.windows``).
 * **naive**: every window materialised as an ``(N, L)`` copy, a ``torch.utils.data.Dataset``
   whose ``__getitem__`` returns one window and its series id, the default ``DataLoader`` collate.
 
@@ -28,13 +28,14 @@ from torch import Tensor, nn
 
 from sss_viewer.models import build_model
 
-try:
-    from sss_viewer.windows import gather_windows
-except ImportError:  # TODO(lead): drop once sss_viewer.windows.gather_windows is always there.
 
-    def gather_windows(store: Tensor, starts: Tensor, length: int) -> Tensor:
-        """``store[starts[:, None] + arange(length)]`` → (B, length)."""
-        return store[starts[:, None] + torch.arange(length, device=starts.device)]
+def gather_windows(store: Tensor, starts: Tensor, length: int) -> Tensor:
+    """``store[starts[:, None] + arange(length)]`` → (B, length): ``SeriesStore.windows`` on a tensor.
+
+    The package gathers from NumPy segments (so memory-mapped caches work); the benchmark keeps
+    the store as one tensor so the same arithmetic can run on the GPU.
+    """
+    return store.unfold(0, length, 1).index_select(0, starts.to(store.device))
 
 
 class NaiveWindows(torch.utils.data.Dataset):

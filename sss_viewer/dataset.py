@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from sss_viewer.preprocess import PreprocessConfig, find_unusable_channels, preprocess_channel
+from sss_viewer.cache import SeriesCache
+from sss_viewer.preprocess import PreprocessConfig
+from sss_viewer.preprocess_stream import preprocess_into
 from sss_viewer.recording import Recording
 from sss_viewer.windows import SeriesStore
 
@@ -49,53 +51,74 @@ def build_series_set(
     *,
     min_length: int = 1,
     progress: bool = True,
+    cache: SeriesCache | None = None,
+    **stream_options,
 ) -> SeriesSet:
-    """Pick good iEEG channels, preprocess them and concatenate them into one store.
+    """Pick good iEEG channels, preprocess them and lay them out in one store.
 
     Channels with NaN/inf samples, flat channels and channels shorter than ``min_length``
     preprocessed samples are excluded, logged with their reason, and listed in ``excluded``.
+    Preprocessing is chunked (``preprocess_into``), so memory stays bounded whatever the length of
+    the recordings; with a ``cache`` the series are memory-mapped from disk (and reused across
+    runs), otherwise they are held in memory, one array per recording.
 
     Parameters
     ----------
     recordings : sequence of Recording
+        In memory or lazy (read from their files block by block).
     config : PreprocessConfig
     min_length : int
         Shortest series kept, in preprocessed samples (the window length L).
     progress : bool
         Show a progress bar over recordings.
+    cache : SeriesCache, optional
+        On-disk cache of preprocessed channels.
+    **stream_options
+        ``chunk_seconds`` / ``memory_bytes`` for ``preprocess_into``.
 
     Returns
     -------
     SeriesSet
     """
-    series, rows, excluded = [], [], []
+    stores, rows, excluded = [], [], []
     for rec_index, rec in enumerate(tqdm(recordings, desc="preprocess", unit="rec", disable=not progress or None)):
-        config.check_sfreq(rec.sfreq, what=f"recording {rec.label} ({rec.source or 'in memory'})")
+        where = f"recording {rec.label} ({rec.source or 'in memory'})"
+        config.check_sfreq(rec.sfreq, what=where)
         picks = rec.ieeg_picks()
         if len(picks) == 0:
-            raise ValueError(f"Recording {rec.label} ({rec.source or 'in memory'}) has no good iEEG (ECoG/SEEG) channels.")
+            raise ValueError(f"The {where} has no good iEEG (ECoG/SEEG) channels.")
         names = [rec.ch_names[i] for i in picks]
-        unusable = find_unusable_channels(rec.data[picks], names)
         rate = config.output_sfreq(rec.sfreq)
-        for pick, name in zip(picks, names):
-            reason = unusable.get(name)
-            y = None
-            if reason is None:
-                y = preprocess_channel(rec.data[pick], rec.sfreq, config, line_freq=rec.line_freq)
-                if len(y) < min_length:
-                    reason = (
-                        f"shorter than one window: {len(y)} samples ({len(y) / rate:.2f} s) after preprocessing, "
-                        f"window is {min_length} samples ({min_length / rate:.2f} s)"
-                    )
-            if reason is not None:
-                excluded.append((rec_index, rec.subject, rec.run, name, reason))
+        n_out = config.output_length(rec.n_times, rec.sfreq)
+        if n_out < min_length:
+            reason = (
+                f"shorter than one window: {n_out} samples ({n_out / rate:.2f} s) after preprocessing, "
+                f"window is {min_length} samples ({min_length / rate:.2f} s)"
+            )
+            excluded.extend((rec_index, rec.subject, rec.run, name, reason) for name in names)
+            continue
+        if cache is not None:
+            entry = cache.load_or_build(rec, picks, config, **stream_options)
+            segment, offsets, unusable = entry.data, entry.offsets, entry.unusable
+        else:
+            segment = np.empty(n_out * len(picks), dtype=np.float32)
+            offsets = np.arange(len(picks), dtype=np.int64) * n_out
+            reasons = preprocess_into(rec, picks, config, segment, offsets, **stream_options)
+            unusable = {names[j]: reason for j, reason in reasons.items()}
+        keep = []
+        for j, (pick, name) in enumerate(zip(picks, names)):
+            if name in unusable:
+                excluded.append((rec_index, rec.subject, rec.run, name, unusable[name]))
                 continue
+            keep.append(j)
             label = -1 if rec.soz is None else int(rec.soz[pick])
-            series.append(y)
             rows.append((rec_index, rec.subject, rec.centre, rec.run, name, label, rate))
+        keep = np.asarray(keep, dtype=int)
+        stores.append(SeriesStore([segment], offsets[keep], np.full(len(keep), n_out, dtype=np.int64)))
     excluded_df = pd.DataFrame(excluded, columns=["recording", "subject", "run", "channel", "reason"])
-    for (subject, run), group in excluded_df.groupby(["subject", "run"], sort=False):
-        listing = "; ".join(f"{c} ({r})" for c, r in zip(group["channel"], group["reason"]))
-        logger.warning("sub-%s run-%s: excluded %d channel(s): %s", subject, run, len(group), listing)
+    for (rec_index, reason), group in excluded_df.groupby(["recording", "reason"], sort=False):
+        names = group["channel"].tolist()
+        listing = ", ".join(names[:12]) + (f" … ({len(names)} in all)" if len(names) > 12 else "")
+        logger.warning("%s: excluded %d channel(s), %s: %s", recordings[rec_index].label, len(names), reason, listing)
     meta = pd.DataFrame(rows, columns=list(SERIES_COLUMNS))
-    return SeriesSet(store=SeriesStore.from_series(series), meta=meta, excluded=excluded_df)
+    return SeriesSet(store=SeriesStore.concatenate(stores), meta=meta, excluded=excluded_df)

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from sss_viewer.checkpoint import ModelBundle
+from sss_viewer.cache import SeriesCache
 from sss_viewer.inference import RecordingScores, score_recording
 from sss_viewer.metrics import binary_auc, evaluate_scores
 from sss_viewer.recording import Recording
@@ -80,6 +81,7 @@ def evaluate_bundle(
     abnormal: pd.DataFrame | None = None,
     device: str = "auto",
     progress: bool = True,
+    cache: SeriesCache | None = None,
 ) -> dict:
     """Score recordings and report channel-level agreement with the SOZ labels.
 
@@ -95,6 +97,8 @@ def evaluate_bundle(
         synthetic generator; adds the heat-map abnormal-vs-normal AUC within SOZ channels.
     device : str
     progress : bool
+    cache : SeriesCache, optional
+        On-disk cache of preprocessed channels.
 
     Returns
     -------
@@ -111,7 +115,7 @@ def evaluate_bundle(
         if rec.soz is None:
             logger.warning("%s has no SOZ labels; skipped in evaluation", rec.label)
             continue
-        result = score_recording(bundle, rec, device=device, progress=progress)
+        result = score_recording(bundle, rec, device=device, progress=progress, cache=cache)
         table = result.channels
         if channels is not None:
             table = table[table["channel"].isin(channels)]

@@ -16,10 +16,11 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from sss_viewer.cache import SeriesCache
 from sss_viewer.dataset import build_series_set
 from sss_viewer.device import resolve_device
 from sss_viewer.recording import Recording
-from sss_viewer.windows import SeriesStore, WindowIndex, gather_windows
+from sss_viewer.windows import SeriesStore, WindowIndex
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ def predict_window_probs(
         Maps (B, L) float32 to (B,) logits.
     store : SeriesStore
     starts : ndarray, shape (n_windows,), int64
-        Absolute window starts in ``store.data``.
+        Absolute window starts in the store's address space.
     window_length : int
     batch_size : int
     device : torch.device or str
@@ -62,12 +63,11 @@ def predict_window_probs(
     device = torch.device(device)
     was_training = model.training
     model.eval()
-    data = store.tensor()
-    starts_t = torch.from_numpy(np.asarray(starts, dtype=np.int64))
-    out = np.empty(len(starts_t), dtype=np.float32)
+    starts = np.asarray(starts, dtype=np.int64)
+    out = np.empty(len(starts), dtype=np.float32)
     try:
-        for lo in tqdm(range(0, len(starts_t), batch_size), desc=desc, unit="batch", disable=not progress or None):
-            x = gather_windows(data, starts_t[lo : lo + batch_size], window_length).to(device, non_blocking=True)
+        for lo in tqdm(range(0, len(starts), batch_size), desc=desc, unit="batch", disable=not progress or None):
+            x = torch.from_numpy(store.windows(starts[lo : lo + batch_size], window_length)).to(device, non_blocking=True)
             out[lo : lo + len(x)] = torch.sigmoid(model(x).float()).cpu().numpy()
     finally:
         model.train(was_training)
@@ -195,6 +195,7 @@ def score_recording(
     batch_size: int = 1024,
     device: str = "auto",
     progress: bool = True,
+    cache: SeriesCache | None = None,
 ) -> RecordingScores:
     """Score every window of every good iEEG channel of ``recording`` with a trained model.
 
@@ -209,6 +210,8 @@ def score_recording(
     device : str
         ``"auto"``, ``"cpu"`` or ``"cuda"``.
     progress : bool
+    cache : SeriesCache, optional
+        On-disk cache of preprocessed channels (the recording is preprocessed in memory otherwise).
 
     Returns
     -------
@@ -222,15 +225,19 @@ def score_recording(
     """
     length = bundle.window_length
     stride = stride or bundle.inference_stride
-    series = build_series_set([recording], bundle.preprocess, min_length=length, progress=False)
+    series = build_series_set([recording], bundle.preprocess, min_length=length, progress=False, cache=cache)
     if series.store.n_series == 0:
         rate = bundle.preprocess.output_sfreq(recording.sfreq)
+        where = f"Recording {recording.label} ({recording.source or 'in memory'})"
+        if series.excluded["reason"].str.startswith("shorter than one window").all():
+            raise ValueError(
+                f"{where} is shorter than one window of this model: it lasts {recording.duration_s:.2f} s "
+                f"({bundle.preprocess.output_length(recording.n_times, recording.sfreq)} samples after preprocessing "
+                f"at {rate:g} Hz) and one window is {length} samples = {length / rate:.2f} s. Score it with a model "
+                f"trained on shorter windows (sss-viewer train --window-length N)."
+            )
         reasons = "; ".join(f"{c}: {r}" for c, r in zip(series.excluded["channel"], series.excluded["reason"]))
-        raise ValueError(
-            f"Recording {recording.label} ({recording.source or 'in memory'}) has no channel the model can score: "
-            f"it lasts {recording.duration_s:.2f} s and one window is {length} samples = {length / rate:.2f} s. "
-            f"Details: {reasons}"
-        )
+        raise ValueError(f"{where} has no channel the model can score: {reasons}")
     index = WindowIndex.build(series.store.lengths, length, stride, cover_end=True)
     dev = resolve_device(device)
     bundle.model.to(dev)

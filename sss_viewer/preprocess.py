@@ -96,6 +96,21 @@ class PreprocessConfig:
         rate = sfreq if self.target_sfreq is None else _resample_ratio(sfreq, self.target_sfreq)[2]
         return rate / self.pool_stride
 
+    def resample_ratio(self, sfreq: float) -> tuple[int, int]:
+        """``(up, down)`` of the rational resampling from ``sfreq`` (``(1, 1)`` without resampling)."""
+        if self.target_sfreq is None:
+            return 1, 1
+        up, down, _ = _resample_ratio(sfreq, self.target_sfreq)
+        return up, down
+
+    def output_length(self, n_times: int, sfreq: float) -> int:
+        """Samples of the preprocessed series for a channel of ``n_times`` samples at ``sfreq``."""
+        up, down = self.resample_ratio(sfreq)
+        n = n_times if up == down else -(-n_times * up // down)
+        if self.pool_kernel > 1 or self.pool_stride > 1:
+            n = (n - self.pool_kernel) // self.pool_stride + 1 if n >= self.pool_kernel else 0
+        return int(n)
+
     def check_sfreq(self, sfreq: float, *, what: str = "recording") -> None:
         """Raise a ValueError when this preprocessing cannot reach its target rate from ``sfreq``."""
         if self.target_sfreq is not None and self.target_sfreq / sfreq > self.max_upsample:
@@ -123,42 +138,51 @@ def _resample_ratio(sfreq: float, target: float) -> tuple[int, int, float]:
     return up, down, sfreq * up / down
 
 
-def find_unusable_channels(data: np.ndarray, ch_names: list[str], *, flat_std: float = 1e-6) -> dict[str, str]:
-    """Channels that cannot be normalised: non-finite samples or (near-)flat signals.
-
-    Parameters
-    ----------
-    data : ndarray, shape (n_channels, n_times)
-    ch_names : list of str, length n_channels
-    flat_std : float
-        Standard deviation (data units, µV) at or below which a channel counts as flat.
-
-    Returns
-    -------
-    reasons : dict
-        ``{channel name: reason}`` for each unusable channel.
-    """
-    reasons = {}
-    for name, row in zip(ch_names, data):
-        row = np.asarray(row)
-        n_bad = int(np.count_nonzero(~np.isfinite(row)))
-        if n_bad:
-            reasons[name] = f"{n_bad} NaN/inf samples"
-        elif float(np.std(row, dtype=np.float64)) <= flat_std:
-            reasons[name] = "flat signal"
-    return reasons
-
-
 def _notch_frequencies(line_freq: float | None, nyquist: float) -> list[float]:
     bases = [line_freq] if line_freq else [50.0, 60.0]
     freqs = {k * base for base in bases for k in range(1, int(nyquist // base) + 1)}
     return sorted(f for f in freqs if f < 0.98 * nyquist)
 
 
+def filter_block(
+    x: np.ndarray, sfreq: float, config: PreprocessConfig, *, line_freq: float | None = None
+) -> np.ndarray:
+    """Resample, notch and high-pass one block of one channel (no pooling, no z-score).
+
+    Parameters
+    ----------
+    x : ndarray, shape (n_times,)
+        Samples in µV at ``sfreq``.
+    sfreq : float
+    config : PreprocessConfig
+    line_freq : float, optional
+
+    Returns
+    -------
+    y : ndarray, shape (n_resampled,), float64
+        ``n_resampled = ceil(n_times * up / down)`` for the resampling ratio ``up / down``.
+    """
+    y = np.asarray(x, dtype=np.float64)
+    rate = sfreq
+    if config.target_sfreq is not None:
+        config.check_sfreq(sfreq)
+        up, down, rate = _resample_ratio(sfreq, config.target_sfreq)
+        if up != down:
+            y = signal.resample_poly(y, up, down)
+    if config.notch:
+        for freq in _notch_frequencies(line_freq, rate / 2):
+            b, a = signal.iirnotch(freq, config.notch_quality, fs=rate)
+            y = signal.filtfilt(b, a, y, padlen=min(3 * len(a), len(y) - 1))
+    if config.highpass_hz is not None:
+        sos = signal.butter(2, config.highpass_hz, btype="highpass", fs=rate, output="sos")
+        y = signal.sosfiltfilt(sos, y, padlen=min(3 * (2 * len(sos) + 1), len(y) - 1))
+    return y
+
+
 def preprocess_channel(
     x: np.ndarray, sfreq: float, config: PreprocessConfig, *, line_freq: float | None = None
 ) -> np.ndarray:
-    """Preprocess one channel.
+    """Preprocess one whole channel in memory (the reference for the chunked ``preprocess_into``).
 
     Parameters
     ----------
@@ -172,23 +196,10 @@ def preprocess_channel(
 
     Returns
     -------
-    y : ndarray, shape (n_out,), float32
+    y : ndarray, shape (config.output_length(n_times, sfreq),), float32
         The preprocessed series at ``config.output_sfreq(sfreq)`` Hz.
     """
-    y = np.asarray(x, dtype=np.float64)
-    rate = sfreq
-    if config.target_sfreq is not None:
-        config.check_sfreq(sfreq)
-        up, down, rate = _resample_ratio(sfreq, config.target_sfreq)
-        if up != down:
-            y = signal.resample_poly(y, up, down)
-    if config.notch:
-        for freq in _notch_frequencies(line_freq, rate / 2):
-            b, a = signal.iirnotch(freq, config.notch_quality, fs=rate)
-            y = signal.filtfilt(b, a, y)
-    if config.highpass_hz is not None:
-        sos = signal.butter(2, config.highpass_hz, btype="highpass", fs=rate, output="sos")
-        y = signal.sosfiltfilt(sos, y)
+    y = filter_block(x, sfreq, config, line_freq=line_freq)
     if config.pool_kernel > 1 or config.pool_stride > 1:
         y = average_pool(y, config.pool_kernel, config.pool_stride)
     if config.zscore:

@@ -17,6 +17,13 @@ IEEG_CH_TYPES = ("ecog", "seeg", "dbs")
 """Channel types that SSS scores. Others (eeg, ecg, misc, stim …) are carried but not scored."""
 
 
+def _is_signal_array(data) -> bool:
+    """An ndarray, or a lazy reader with the ndarray attributes ``Recording`` relies on."""
+    if isinstance(data, np.ndarray):
+        return True
+    return all(hasattr(data, attr) for attr in ("read", "shape", "ndim", "dtype"))
+
+
 class Event(NamedTuple):
     """One annotation: ``onset`` and ``duration`` in seconds from the recording start."""
 
@@ -31,8 +38,10 @@ class Recording:
 
     Parameters
     ----------
-    data : ndarray, shape (n_channels, n_times), float32
-        Signals in microvolts. May be a read-only ``np.memmap``.
+    data : ndarray or LazySignals, shape (n_channels, n_times), float32
+        Signals in microvolts. May be a read-only ``np.memmap``, or a
+        ``sss_viewer.io.lazy.LazySignals`` that reads blocks from the file on demand (what
+        ``read_recording`` returns by default); use :meth:`get_data` to read a block either way.
     sfreq : float
         Sampling rate in Hz (may be non-integer, e.g. 249.85).
     ch_names : list of str, length n_channels
@@ -45,12 +54,20 @@ class Recording:
         Annotations (seizure onset/offset markers and others).
     subject, centre, run : str
         Metadata used for patient-level splits and per-centre reports.
+    session : str
+        BIDS session label, when read from a BIDS dataset.
     line_freq : float, optional
         Mains frequency (50 or 60 Hz) when known.
     bads : list of str
         Channels marked bad at the source; they are never scored.
     source : Path, optional
         The file this recording was read from.
+    seizure_onset_s, seizure_offset_s : float, optional
+        Clinical seizure onset / offset (s from the recording start) found in its events.
+    info : dict
+        Anything else a reader knows: clinical outcome, Engel/ILAE scores, SOZ names that match
+        no channel (``"unmatched_soz"``), the event texts the seizure times came from, the SOZ
+        label source.
     """
 
     data: np.ndarray
@@ -65,11 +82,15 @@ class Recording:
     line_freq: float | None = None
     bads: list[str] = field(default_factory=list)
     source: Path | None = None
+    session: str = ""
+    seizure_onset_s: float | None = None
+    seizure_offset_s: float | None = None
+    info: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         where = f" in {self.source}" if self.source else ""
         data = self.data
-        if not isinstance(data, np.ndarray) or data.ndim != 2:
+        if not _is_signal_array(data) or data.ndim != 2:
             shape = getattr(data, "shape", None)
             raise ValueError(f"Recording{where}: data must be a 2-D array (n_channels, n_times); got shape {shape}.")
         if data.dtype != np.float32:
@@ -138,6 +159,37 @@ class Recording:
             [i for i, (n, t) in enumerate(zip(self.ch_names, self.ch_types)) if t in IEEG_CH_TYPES and n not in bads],
             dtype=int,
         )
+
+    @property
+    def is_lazy(self) -> bool:
+        """True when ``data`` is read from the file on demand rather than held in memory."""
+        return not isinstance(self.data, np.ndarray)
+
+    def get_data(self, picks=None, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Read channels ``picks`` over samples ``[start, stop)`` into memory.
+
+        Parameters
+        ----------
+        picks : array of int, optional
+            Channel indices; all channels when None.
+        start, stop : int
+            Sample range; ``stop=None`` is the end.
+
+        Returns
+        -------
+        data : ndarray, shape (n_picks, stop - start), float32 µV
+        """
+        stop = self.n_times if stop is None else stop
+        rows = slice(None) if picks is None else np.asarray(picks, dtype=int)
+        if self.is_lazy:
+            return self.data.read(rows, start, stop)
+        return np.asarray(self.data[rows, start:stop])
+
+    def load(self) -> Recording:
+        """A copy with ``data`` read fully into memory (itself when already in memory)."""
+        if not self.is_lazy:
+            return self
+        return dataclasses.replace(self, data=np.asarray(self.data))
 
     def pick(self, picks: np.ndarray) -> Recording:
         """Return a new Recording restricted to the channel indices ``picks`` (data is sliced, not copied where possible)."""

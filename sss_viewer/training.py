@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 from sss_viewer._validate import check_option, check_positive_int, check_range
 from sss_viewer.calibration import make_calibrator
 from sss_viewer.checkpoint import ModelBundle
+from sss_viewer.cache import SeriesCache
 from sss_viewer.dataset import SeriesSet, build_series_set
 from sss_viewer.device import resolve_device
 from sss_viewer.inference import predict_window_probs
@@ -30,7 +31,7 @@ from sss_viewer.models import MODEL_REGISTRY, build_model
 from sss_viewer.preprocess import PreprocessConfig, preprocess_preset
 from sss_viewer.recording import Recording
 from sss_viewer.splits import SPLIT_MODES, assign_splits
-from sss_viewer.windows import WindowIndex, epoch_batches, gather_windows
+from sss_viewer.windows import WindowIndex, epoch_batches
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +60,10 @@ class TrainConfig:
         Default scoring stride; ``None`` means a quarter window.
     batch_size : int
     epochs : int
+    windows_per_epoch : int or None
+        Train each epoch on this many windows drawn without replacement from all training
+        windows (a fresh draw per epoch), for cohorts too large to sweep every epoch; ``None``
+        sweeps every training window once per epoch (Algorithm 1).
     lr, weight_decay : float
         Adam parameters.
     lr_final_factor : float
@@ -97,6 +102,7 @@ class TrainConfig:
     inference_stride: int | None = None
     batch_size: int = 128
     epochs: int = 5
+    windows_per_epoch: int | None = None
     lr: float = 1e-3
     weight_decay: float = 1e-4
     lr_final_factor: float = 0.01
@@ -124,6 +130,8 @@ class TrainConfig:
         check_option("threshold_criterion", self.threshold_criterion, ("f1", "youden"))
         for name in ("window_length", "train_stride", "val_stride", "batch_size", "epochs", "patience"):
             check_positive_int(name, getattr(self, name))
+        if self.windows_per_epoch is not None:
+            check_positive_int("windows_per_epoch", self.windows_per_epoch)
         check_range("lr", self.lr, 0, None, low_inclusive=False)
         check_range("lr_final_factor", self.lr_final_factor, 0, 1)
         check_range("window_loss_weight", self.window_loss_weight, 0, None)
@@ -245,6 +253,7 @@ def train(
     *,
     progress: bool = True,
     series_set: SeriesSet | None = None,
+    cache: SeriesCache | None = None,
 ) -> ModelBundle:
     """Train an SSS model on labelled recordings.
 
@@ -257,6 +266,9 @@ def train(
         Progress bars over batches.
     series_set : SeriesSet, optional
         Already preprocessed series (skips preprocessing; must match ``config.preprocess``).
+    cache : SeriesCache, optional
+        On-disk cache of preprocessed channels: series are memory-mapped and windows streamed
+        from disk, so memory stays bounded by the batch, not the cohort.
 
     Returns
     -------
@@ -269,7 +281,9 @@ def train(
         torch.set_num_threads(config.num_threads)
     generator = _seed_everything(config.seed)
     if series_set is None:
-        series_set = build_series_set(recordings, config.preprocess, min_length=config.window_length, progress=progress)
+        series_set = build_series_set(
+            recordings, config.preprocess, min_length=config.window_length, progress=progress, cache=cache
+        )
     meta = series_set.meta
     labelled = meta["label"].to_numpy() >= 0
     if not labelled.any():
@@ -301,11 +315,11 @@ def train(
     )
     model = build_model(config.backbone, window_length=L, **config.model_params).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    n_batches = -(-len(train_set) // config.batch_size)
+    n_epoch_windows = min(len(train_set), config.windows_per_epoch or len(train_set))
+    n_batches = -(-n_epoch_windows // config.batch_size)
     t_max = config.epochs * (n_batches if config.scheduler_step == "batch" else 1)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=t_max, eta_min=config.lr * config.lr_final_factor)
 
-    store_t = series_set.store.tensor()
     labels_t = torch.from_numpy(labels_np).to(device)
     series_weight = None
     if config.class_balanced_loss:
@@ -313,7 +327,7 @@ def train(
         n_pos, n_neg = train_labels.sum(), len(train_labels) - train_labels.sum()
         weights = np.where(labels_np == 1, 0.5 / max(n_pos, 1), 0.5 / max(n_neg, 1)) * len(train_labels)
         series_weight = torch.from_numpy(weights.astype(np.float32)).to(device)
-    train_starts = torch.from_numpy(train_set.starts)
+    train_starts = train_set.starts
     train_series = torch.from_numpy(train_set.series)
 
     history, best_auc, best_epoch, best_state, stale = [], -np.inf, -1, None, 0
@@ -322,11 +336,11 @@ def train(
         t0 = time.perf_counter()
         total, n_seen = 0.0, 0
         bar = tqdm(
-            epoch_batches(len(train_set), config.batch_size, generator),
+            epoch_batches(len(train_set), config.batch_size, generator, limit=n_epoch_windows),
             total=n_batches, desc=f"epoch {epoch + 1}/{config.epochs}", unit="batch", disable=not progress or None,
         )
         for idx in bar:
-            x = gather_windows(store_t, train_starts[idx], L).to(device, non_blocking=True)
+            x = torch.from_numpy(series_set.store.windows(train_starts[idx.numpy()], L)).to(device, non_blocking=True)
             s = train_series[idx].to(device)
             loss = channel_loss(model(x), s, labels_t, series_weight, config.window_loss_weight)
             optimiser.zero_grad(set_to_none=True)

@@ -1,8 +1,9 @@
 """Window index over one contiguous store of preprocessed series, and the SSS epoch sampler.
 
-A window is a row ``(series, start)``; batches are gathered by index arithmetic from a single
-1-D float32 store, so the dataset is never materialised as copies of overlapping windows
-(braindecode's ``i_start_in_trial`` idea, without a per-item ``Dataset``).
+A window is a row ``(series, start)``; batches are gathered by index arithmetic from flat 1-D
+float32 segments (in memory or memory-mapped from the preprocessed-series cache), so the dataset is
+never materialised as copies of overlapping windows (braindecode's ``i_start_in_trial`` idea,
+without a per-item ``Dataset``).
 """
 
 from __future__ import annotations
@@ -19,40 +20,114 @@ from sss_viewer._validate import check_positive_int
 logger = logging.getLogger(__name__)
 
 
-@dataclass
 class SeriesStore:
-    """Variable-length univariate series concatenated into one contiguous float32 array.
+    """Variable-length univariate series laid out back to back in one flat address space.
+
+    The samples live in one or more float32 segments (in-memory arrays or read-only
+    ``np.memmap`` files of the preprocessed-series cache, typically one per recording); series
+    ``i`` occupies ``[offsets[i], offsets[i] + lengths[i])`` of the concatenation of the segments,
+    and never straddles two segments. Windows are gathered from the segments by index arithmetic,
+    so a memory-mapped store is read page by page, never loaded whole.
 
     Parameters
     ----------
-    data : ndarray, shape (n_samples_total,), float32
-        All series back to back (may be a ``np.memmap``).
+    segments : sequence of ndarray, each shape (n_samples_k,), float32
+        The sample segments (may be ``np.memmap``).
     offsets : ndarray, shape (n_series,), int64
-        Start of each series in ``data``.
+        Start of each series in the concatenated address space.
     lengths : ndarray, shape (n_series,), int64
         Number of samples of each series.
     """
 
-    data: np.ndarray
-    offsets: np.ndarray
-    lengths: np.ndarray
+    def __init__(self, segments: Sequence[np.ndarray], offsets: np.ndarray, lengths: np.ndarray):
+        self.segments = [s if s.dtype == np.float32 else np.asarray(s, dtype=np.float32) for s in segments]
+        for k, seg in enumerate(self.segments):
+            if seg.ndim != 1:
+                raise ValueError(f"Store segment {k} must be 1-D; got shape {seg.shape}.")
+        sizes = np.array([len(seg) for seg in self.segments], dtype=np.int64)
+        self.segment_starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        if self.offsets.shape != self.lengths.shape:
+            raise ValueError(f"offsets {self.offsets.shape} and lengths {self.lengths.shape} differ in shape.")
+        if len(self.offsets):
+            first = self.segment_of(self.offsets)
+            last = self.segment_of(self.offsets + np.maximum(self.lengths, 1) - 1)
+            if (self.offsets < 0).any() or (self.offsets + self.lengths > self.segment_starts[-1]).any() or (first != last).any():
+                raise ValueError("Every series must lie inside one store segment.")
 
     @classmethod
     def from_series(cls, series: Sequence[np.ndarray]) -> SeriesStore:
-        """Concatenate 1-D arrays (each shape (n_i,)) into one store."""
+        """Concatenate 1-D arrays (each shape (n_i,)) into one in-memory segment."""
         lengths = np.array([len(s) for s in series], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64) if len(series) else lengths
         data = np.concatenate([np.asarray(s, dtype=np.float32) for s in series]) if len(series) else np.zeros(0, np.float32)
-        return cls(data=data, offsets=offsets, lengths=lengths)
+        return cls([data], offsets, lengths)
+
+    @classmethod
+    def concatenate(cls, stores: Sequence[SeriesStore]) -> SeriesStore:
+        """One store holding every series of ``stores`` in order (segments are shared, not copied)."""
+        segments, offsets, lengths, base = [], [], [], 0
+        for store in stores:
+            segments.extend(store.segments)
+            offsets.append(store.offsets + base)
+            lengths.append(store.lengths)
+            base += int(store.segment_starts[-1])
+        if not offsets:
+            return cls([], np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return cls(segments, np.concatenate(offsets), np.concatenate(lengths))
 
     @property
     def n_series(self) -> int:
         """Number of series."""
         return len(self.lengths)
 
-    def tensor(self) -> torch.Tensor:
-        """The store as a CPU tensor sharing memory with ``data``, shape (n_samples_total,)."""
-        return torch.from_numpy(np.ascontiguousarray(self.data))
+    @property
+    def n_samples(self) -> int:
+        """Samples in all segments."""
+        return int(self.segment_starts[-1])
+
+    def segment_of(self, positions: np.ndarray) -> np.ndarray:
+        """Segment number of each absolute position, shape like ``positions``."""
+        return np.searchsorted(self.segment_starts, positions, side="right") - 1
+
+    def series(self, i: int) -> np.ndarray:
+        """Samples of series ``i``, shape (lengths[i],) (a view; a memmap slice for cached stores)."""
+        k = int(self.segment_of(self.offsets[i]))
+        lo = int(self.offsets[i] - self.segment_starts[k])
+        return self.segments[k][lo : lo + int(self.lengths[i])]
+
+    def windows(self, starts: np.ndarray, length: int) -> np.ndarray:
+        """Gather windows by index arithmetic.
+
+        Parameters
+        ----------
+        starts : ndarray, shape (B,), int64
+            Absolute start of each window (window ``b`` is ``[starts[b], starts[b] + length)``).
+        length : int
+            Window length L.
+
+        Returns
+        -------
+        windows : ndarray, shape (B, L), float32
+            A new array; only the pages of the B windows are read from a memory-mapped segment.
+        """
+        starts = np.asarray(starts, dtype=np.int64)
+        out = np.empty((len(starts), length), dtype=np.float32)
+        if len(starts) == 0:
+            return out
+        seg = self.segment_of(starts)
+        if len(self.segments) == 1:
+            groups = [(0, np.arange(len(starts)))]
+        else:
+            order = np.argsort(seg, kind="stable")
+            bounds = np.flatnonzero(np.diff(seg[order])) + 1
+            groups = [(int(seg[g[0]]), g) for g in np.split(order, bounds)]
+        for k, rows in groups:
+            local = starts[rows] - self.segment_starts[k]
+            view = np.lib.stride_tricks.sliding_window_view(self.segments[k], length)
+            out[rows] = view[local]
+        return out
 
 
 @dataclass
@@ -117,32 +192,13 @@ class WindowIndex:
         return np.bincount(self.series, minlength=n_series)
 
     def absolute_starts(self, store: SeriesStore) -> np.ndarray:
-        """Start of each window in the store's flat array, shape (n_windows,), int64."""
+        """Start of each window in the store's address space, shape (n_windows,), int64."""
         return store.offsets[self.series] + self.start
 
 
-def gather_windows(store: torch.Tensor, starts: torch.Tensor, length: int) -> torch.Tensor:
-    """Gather windows from a flat store by index arithmetic.
-
-    Parameters
-    ----------
-    store : Tensor, shape (n_samples_total,)
-    starts : Tensor, shape (B,), int64
-        Absolute start of each window in ``store``.
-    length : int
-        Window length L.
-
-    Returns
-    -------
-    windows : Tensor, shape (B, L)
-        ``store[starts[:, None] + arange(L)]`` (a new tensor; the store itself is not copied).
-        Computed as a row selection from the strided view ``store.unfold(0, L, 1)``, which costs
-        one copy of the B windows and no (B, L) index tensor.
-    """
-    return store.unfold(0, length, 1).index_select(0, starts.to(store.device))
-
-
-def epoch_batches(n_windows: int, batch_size: int, generator: torch.Generator) -> Iterator[torch.Tensor]:
+def epoch_batches(
+    n_windows: int, batch_size: int, generator: torch.Generator, *, limit: int | None = None
+) -> Iterator[torch.Tensor]:
     """Algorithm 1's epoch: batches drawn uniformly without replacement until the pool is empty.
 
     Every window index in ``range(n_windows)`` appears in exactly one batch. A series with
@@ -155,6 +211,9 @@ def epoch_batches(n_windows: int, batch_size: int, generator: torch.Generator) -
     batch_size : int
     generator : torch.Generator
         Seeded generator; the permutation is drawn on the CPU.
+    limit : int, optional
+        Stop after this many windows (the first ``limit`` of the permutation: a uniform draw
+        without replacement).
 
     Yields
     ------
@@ -162,4 +221,6 @@ def epoch_batches(n_windows: int, batch_size: int, generator: torch.Generator) -
     """
     check_positive_int("batch_size", batch_size)
     perm = torch.randperm(n_windows, generator=generator)
+    if limit is not None:
+        perm = perm[:limit]
     yield from torch.split(perm, batch_size)

@@ -7,7 +7,6 @@ from scipy import signal
 from sss_viewer.preprocess import (
     PreprocessConfig,
     average_pool,
-    find_unusable_channels,
     preprocess_channel,
     preprocess_preset,
 )
@@ -67,14 +66,6 @@ def test_upsampling_is_refused_with_the_rates_named():
     with pytest.raises(ValueError, match=r"200 Hz.*250 Hz"):
         preprocess_channel(np.zeros(1000, np.float32), 200.0, config)
     config.check_sfreq(249.85)  # UMMC's rate is accepted
-
-
-def test_unusable_channels_are_listed():
-    data = np.random.default_rng(0).standard_normal((3, 100)).astype(np.float32)
-    data[1] = 5.0
-    data[2, 10] = np.nan
-    reasons = find_unusable_channels(data, ["A1", "A2", "A3"])
-    assert reasons == {"A2": "flat signal", "A3": "1 NaN/inf samples"}
 
 
 def test_config_validation_and_round_trip():

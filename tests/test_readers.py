@@ -259,7 +259,7 @@ def test_load_data_accepts_directory_or_file(cohort, tmp_path):
     path = cohort / pd.read_csv(cohort / "cohort.tsv", sep="\t")["path"][0]
     single = load_data(path)
     assert len(single) == 1 and single[0].soz is None
-    with pytest.raises(FileNotFoundError, match="without cohort.tsv"):
+    with pytest.raises(FileNotFoundError, match="without cohort.tsv or participants.tsv"):
         load_data(tmp_path)
     with pytest.raises(FileNotFoundError, match="not found"):
         load_cohort(tmp_path / "nowhere")
@@ -268,7 +268,7 @@ def test_load_data_accepts_directory_or_file(cohort, tmp_path):
 def test_read_labels_validation(tmp_path):
     path = tmp_path / "labels.tsv"
     path.write_text("subject\tchannel\tsoz\npt1\tLA1\t1\npt1\tLA2\tyes\n")
-    with pytest.raises(ValueError, match="soz must be 0 or 1"):
+    with pytest.raises(ValueError, match=r"soz must be 0, 1, true or false; lines \[3\]"):
         read_labels(path)
     path.write_text("subject\tname\tsoz\npt1\tLA1\t1\n")
     with pytest.raises(ValueError, match=r"lacks columns \['channel'\]"):

@@ -73,7 +73,8 @@ def test_short_and_bad_channels_are_skipped_with_reasons(tiny_bundle, caplog):
         "A2": "flat signal",
         "A3": "1 NaN/inf samples",
     }
-    assert "excluded 2 channel(s)" in caplog.text
+    assert "excluded 1 channel(s), flat signal: A2" in caplog.text
+    assert "excluded 1 channel(s), 1 NaN/inf samples: A3" in caplog.text
     assert set(result.channels["channel"]) == {f"A{i}" for i in (1, 4, 5, 6, 7, 8)}
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from sss_viewer.windows import SeriesStore, WindowIndex, epoch_batches, gather_windows
+from sss_viewer.windows import SeriesStore, WindowIndex, epoch_batches
 
 
 def test_window_counts_follow_the_paper():
@@ -21,16 +21,43 @@ def test_cover_end_adds_a_final_window_only_when_needed():
     assert index.start[index.series == 1].tolist() == [0, 3, 6]
 
 
-def test_gather_matches_slicing_without_copying_the_store():
+def test_gather_matches_slicing():
     series = [np.arange(10, dtype=np.float32), 100 + np.arange(7, dtype=np.float32)]
     store = SeriesStore.from_series(series)
     index = WindowIndex.build(store.lengths, window_length=4, stride=2)
-    starts = torch.from_numpy(index.absolute_starts(store))
-    windows = gather_windows(store.tensor(), starts, 4)
-    assert windows.shape == (len(index), 4)
+    windows = store.windows(index.absolute_starts(store), 4)
+    assert windows.shape == (len(index), 4) and windows.dtype == np.float32
     for row, (s, st) in enumerate(zip(index.series, index.start)):
-        np.testing.assert_array_equal(windows[row].numpy(), series[s][st : st + 4])
-    assert store.tensor().data_ptr() == torch.from_numpy(store.data).data_ptr()
+        np.testing.assert_array_equal(windows[row], series[s][st : st + 4])
+
+
+def test_gather_across_memmapped_segments(tmp_path):
+    """Series spread over several memory-mapped segments are gathered like one store."""
+    parts = []
+    for k, lengths in enumerate([(10, 7), (5,), (12, 4)]):
+        series = [1000 * k + 100 * j + np.arange(n, dtype=np.float32) for j, n in enumerate(lengths)]
+        path = tmp_path / f"seg{k}.f32"
+        flat = np.concatenate(series)
+        flat.tofile(path)
+        segment = np.memmap(path, dtype=np.float32, mode="r", shape=flat.shape)
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        parts.append((SeriesStore([segment], offsets, np.array(lengths)), series))
+    store = SeriesStore.concatenate([p for p, _ in parts])
+    expected = [s for _, series in parts for s in series]
+    assert store.n_series == 5 and store.n_samples == 38
+    index = WindowIndex.build(store.lengths, window_length=4, stride=3)
+    order = np.random.default_rng(0).permutation(len(index))  # batches mix segments
+    windows = store.windows(index.absolute_starts(store)[order], 4)
+    for row, w in zip(order, windows):
+        s, st = index.series[row], index.start[row]
+        np.testing.assert_array_equal(w, expected[s][st : st + 4])
+    for i, s in enumerate(expected):
+        np.testing.assert_array_equal(store.series(i), s)
+
+
+def test_series_may_not_straddle_segments():
+    with pytest.raises(ValueError, match="inside one store segment"):
+        SeriesStore([np.zeros(5, np.float32), np.zeros(5, np.float32)], np.array([3]), np.array([4]))
 
 
 def test_every_window_exactly_once_per_epoch():

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sss_viewer.io.lazy import LazySignals
 from sss_viewer.recording import IEEG_CH_TYPES, Event, Recording
 
 logger = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ SUPPORTED_FORMATS = {
     ".fif": "FIF",
     ".fif.gz": "FIF",
     ".set": "EEGLAB",
+    ".npz": "NumPy archive",
 }
 """File extensions ``read_recording`` accepts, with the format name used in messages."""
 
@@ -42,9 +44,6 @@ _TRUNCATION_HINTS = ("does not match the file size", "Invalid tag with only")
 
 _BRAINVISION_WIDTH = {"INT_16": 2, "UINT_16": 2, "INT_32": 4, "IEEE_FLOAT_32": 4}
 """Bytes per value of BrainVision binary formats."""
-
-_BLOCK_VALUES = 4_000_000
-"""Values read per block when converting to float32 (≈ 32 MB of float64 temporaries)."""
 
 
 class RecordingReadError(ValueError):
@@ -175,25 +174,18 @@ def _channel_info(raw, sidecar: pd.DataFrame | None, path: Path) -> tuple[list[s
     return names, types, [n for n in names if n in bads]
 
 
-def _data_uv(raw, picks: np.ndarray) -> np.ndarray:
-    """The picked channels as float32, read in time blocks: volts → µV; stim and other units as stored.
+def _signals_uv(raw, picks: np.ndarray, path: Path) -> LazySignals:
+    """The picked channels as a lazy float32 view: volts → µV; stim and other units as stored.
 
     Returns
     -------
-    data : ndarray, shape (n_picks, n_times), float32
+    data : LazySignals, shape (n_picks, n_times)
     """
     from mne.io.constants import FIFF
 
-    n_times = raw.n_times
     types = raw.get_channel_types()
     volts = [raw.info["chs"][p]["unit"] == FIFF.FIFF_UNIT_V and types[p] != "stim" for p in picks]
-    scale = np.where(volts, 1e6, 1.0)[:, None]
-    data = np.empty((len(picks), n_times), dtype=np.float32)
-    block = max(1, _BLOCK_VALUES // max(len(picks), 1))
-    for start in range(0, n_times, block):
-        stop = min(start + block, n_times)
-        data[:, start:stop] = raw.get_data(picks=picks, start=start, stop=stop) * scale
-    return data
+    return LazySignals(raw, picks, np.where(volts, 1e6, 1.0), source=path)
 
 
 def _events(raw, fmt: str) -> list[Event]:
@@ -228,9 +220,12 @@ def _line_freq(raw, path: Path, ext: str) -> float | None:
 
 
 def bids_entities(path: Path) -> dict[str, str]:
-    """``subject`` and ``run`` from a BIDS-style file name (``sub-pt01_..._run-01_ieeg.vhdr``); absent keys are left out."""
+    """``subject``, ``session`` and ``run`` from a BIDS-style file name (``sub-pt01_ses-x_..._run-01_ieeg.vhdr``).
+
+    Absent keys are left out.
+    """
     out = {}
-    for key, entity in (("subject", "sub"), ("run", "run")):
+    for key, entity in (("subject", "sub"), ("session", "ses"), ("run", "run")):
         match = re.search(rf"(?:^|_){entity}-([A-Za-z0-9]+)", path.name)
         if match:
             out[key] = match.group(1)
@@ -245,12 +240,14 @@ def read_recording(path: str | Path, *, preload: bool = False) -> Recording:
     path : str or Path
         The recording (for BrainVision the ``.vhdr`` header). Opened read-only.
     preload : bool
-        Passed to ``mne.io.read_raw``; the float32 µV array is built block by block either way.
+        False (default): ``data`` is a ``LazySignals`` view that reads blocks from the file when
+        asked (formats MNE must preload, such as a single-file EEGLAB ``.set``, are read whole and
+        say so in a warning). True: ``data`` is a float32 µV array in memory, built block by block.
 
     Returns
     -------
     recording : Recording
-        ``data`` of shape (n_channels, n_times), float32 µV; ``$``-prefixed duplicate channels are
+        ``data`` of shape (n_channels, n_times), float32 µV (lazy unless ``preload``); ``$``-prefixed duplicate channels are
         dropped; ``soz`` is None (labels come from a cohort's ``labels.tsv``).
 
     Raises
@@ -266,6 +263,8 @@ def read_recording(path: str | Path, *, preload: bool = False) -> Recording:
     ext, fmt = _format_of(path)
     if not path.is_file():
         raise FileNotFoundError(f"Recording file not found: {path}")
+    if fmt == "NumPy archive":
+        return read_npz_recording(path)
     raw = _read_raw(path, fmt, preload)
     sidecar_path = _sidecar(path, ext, "channels.tsv")
     sidecar = _read_channels_tsv(sidecar_path) if sidecar_path else None
@@ -280,8 +279,16 @@ def read_recording(path: str | Path, *, preload: bool = False) -> Recording:
         raise RecordingReadError(
             f"No iEEG channels in {path}: need ecog/seeg/dbs (or eeg) channels; found types {found}."
         )
-    with _mne_errors(path, fmt):
-        data = _data_uv(raw, keep)
+    data = _signals_uv(raw, keep, path)
+    if preload or raw.preload:
+        with _mne_errors(path, fmt):
+            data = data.read()
+    if fmt == "EEGLAB" and raw.preload and not preload:
+        logger.warning(
+            "%s keeps its samples inside the .set file, which MNE can only read whole: all %d channels "
+            "(%.1f MB) are in memory. Save it as .set + .fdt to read it lazily.",
+            path, len(names), data.nbytes / 1e6,
+        )  # fmt: skip
     recording = Recording(
         data=data,
         sfreq=float(raw.info["sfreq"]),
@@ -291,7 +298,8 @@ def read_recording(path: str | Path, *, preload: bool = False) -> Recording:
         line_freq=_line_freq(raw, path, ext),
         bads=[b for b in bads if b in names],
         source=path,
-        **bids_entities(path),
+        **{k: v for k, v in bids_entities(path).items() if k != "session"},
+        session=bids_entities(path).get("session", ""),
     )
     logger.info(
         "Read %s: %d channels (%d iEEG, %d bad), %.1f s at %g Hz.",
@@ -299,3 +307,61 @@ def read_recording(path: str | Path, *, preload: bool = False) -> Recording:
         recording.duration_s, recording.sfreq,
     )  # fmt: skip
     return recording
+
+
+NPZ_KEYS = {"data": "(n_channels, n_times) samples in µV", "ch_names": "(n_channels,) str", "fs or sfreq": "Hz"}
+"""What a ``.npz`` recording must hold; optional: ``soz`` (n_channels,) bool, ``ch_types`` (n_channels,) str."""
+
+
+def read_npz_recording(path: str | Path) -> Recording:
+    """Read a recording saved as a NumPy archive (research exports such as the EZFragility pt01 epoch).
+
+    The archive is read without unpickling (``allow_pickle=False``) and entirely into memory.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``.npz`` with ``data`` (n_channels, n_times) in µV, ``ch_names`` (n_channels,), ``fs`` or
+        ``sfreq`` (Hz); optionally ``soz`` (n_channels,) bool and ``ch_types`` (n_channels,) str
+        (default ``seeg``: any iEEG type is scored the same way).
+
+    Returns
+    -------
+    Recording
+        With ``soz`` when the archive has it.
+
+    Raises
+    ------
+    RecordingReadError
+        Not a readable archive, or a key is missing or malformed.
+    """
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {key: archive[key] for key in archive.files}
+    except (OSError, ValueError, EOFError) as exc:
+        raise RecordingReadError(f"Could not read {path} as a NumPy archive: {exc}") from exc
+    rate_key = "sfreq" if "sfreq" in arrays else "fs"
+    missing = [k for k in ("data", "ch_names", rate_key) if k not in arrays]
+    if missing:
+        need = "; ".join(f"{k}: {v}" for k, v in NPZ_KEYS.items())
+        raise RecordingReadError(f"{path} lacks {missing}; a recording archive needs {need}. It has {sorted(arrays)}.")
+    data = arrays["data"]
+    if data.ndim != 2 or not np.issubdtype(data.dtype, np.number):
+        raise RecordingReadError(f"{path}: 'data' must be a numeric (n_channels, n_times) array; got {data.dtype} {data.shape}.")
+    names = [str(n) for n in arrays["ch_names"]]
+    types = [str(t).lower() for t in arrays["ch_types"]] if "ch_types" in arrays else ["seeg"] * len(names)
+    if "ch_types" not in arrays:
+        logger.info("%s has no ch_types; treating its %d channels as iEEG (seeg).", path.name, len(names))
+    try:
+        return Recording(
+            data=np.ascontiguousarray(data, dtype=np.float32),
+            sfreq=float(np.asarray(arrays[rate_key]).reshape(-1)[0]),
+            ch_names=names,
+            ch_types=types,
+            soz=arrays["soz"].astype(bool) if "soz" in arrays else None,
+            source=path,
+            **{k: v for k, v in bids_entities(path).items() if k != "session"},
+        )
+    except ValueError as exc:
+        raise RecordingReadError(f"{path}: {exc}") from exc

@@ -1,0 +1,235 @@
+"""On-disk cache of preprocessed channels (float32, memory-mapped), keyed by content and config.
+
+One entry per (recording content, picked channels, preprocessing config)::
+
+    CACHE/<sha256 key>/series.f32    the picked channels' preprocessed samples back to back
+    CACHE/<sha256 key>/index.json    channel names, offsets, lengths, unusable channels, provenance
+
+The key hashes the bytes of the source file and its companions (``.vhdr``/``.vmrk``/``.eeg``,
+``.set``/``.fdt``, the BIDS ``_channels.tsv``), not its path or date, so a copied dataset hits
+the cache and an edited file misses it; recordings held only in memory are keyed by their samples.
+Hashes of large files are remembered per (path, size, mtime, inode) in ``CACHE/file_digests.json``
+so a second run does not re-read them. Entries are written to a temporary folder and renamed
+into place, so an interrupted build leaves no half entry. Source files are only ever read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sss_viewer.preprocess import PreprocessConfig
+from sss_viewer.preprocess_stream import preprocess_into
+from sss_viewer.recording import Recording
+
+logger = logging.getLogger(__name__)
+
+CACHE_VERSION = 1
+"""Bump when the preprocessing code changes what it writes for the same config."""
+_DIGESTS_FILE = "file_digests.json"
+
+
+def default_cache_dir() -> Path:
+    """``$SSS_VIEWER_CACHE``, else ``$XDG_CACHE_HOME/sss-viewer``, else ``~/.cache/sss-viewer``."""
+    if os.environ.get("SSS_VIEWER_CACHE"):
+        return Path(os.environ["SSS_VIEWER_CACHE"])
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "sss-viewer"
+
+
+def source_files(path: Path) -> list[Path]:
+    """The files a recording's samples and channel metadata come from, sorted.
+
+    ``path`` itself, files sharing its stem with another extension (BrainVision ``.eeg``/``.vmrk``,
+    EEGLAB ``.fdt``) and the BIDS ``_channels.tsv`` beside a ``…_ieeg.*`` file.
+    """
+    path = Path(path)
+    stem = path.name.split(".", 1)[0]
+    files = {path}
+    files.update(p for p in path.parent.glob(f"{stem}.*") if p.is_file())
+    if "_" in stem:
+        channels = path.with_name(stem.rsplit("_", 1)[0] + "_channels.tsv")
+        if channels.is_file():
+            files.add(channels)
+    return sorted(files)
+
+
+@dataclass
+class CachedSeries:
+    """The preprocessed picks of one recording, memory-mapped.
+
+    Parameters
+    ----------
+    data : ndarray, shape (n_total,), float32
+        Read-only memmap (or an empty array).
+    channels : list of str, length n_picks
+    offsets, lengths : ndarray, shape (n_picks,), int64
+        Where each channel's series lies in ``data``.
+    unusable : dict
+        ``{channel: reason}`` for channels that could not be preprocessed (NaN, flat).
+    key : str
+    """
+
+    data: np.ndarray
+    channels: list[str]
+    offsets: np.ndarray
+    lengths: np.ndarray
+    unusable: dict[str, str]
+    key: str
+
+
+class SeriesCache:
+    """Directory of preprocessed-channel entries.
+
+    Parameters
+    ----------
+    root : str or Path
+        Created when missing.
+    """
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OSError(f"Cannot create the cache directory {self.root}: {exc}") from exc
+        self._digests_path = self.root / _DIGESTS_FILE
+        self._digests = self._read_digests()
+
+    def __repr__(self) -> str:
+        return f"SeriesCache({str(self.root)!r})"
+
+    def _read_digests(self) -> dict:
+        try:
+            return json.loads(self._digests_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return {}
+
+    def file_digest(self, path: Path) -> str:
+        """SHA-256 of a file's bytes, remembered while its size, mtime and inode stay the same."""
+        path = Path(path).resolve()
+        st = path.stat()
+        stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
+        known = self._digests.get(str(path))
+        if known and known[0] == stamp:
+            return known[1]
+        with path.open("rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+        self._digests[str(path)] = [stamp, digest]
+        tmp = self._digests_path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self._digests), encoding="utf-8")
+        os.replace(tmp, self._digests_path)
+        return digest
+
+    def key(self, recording: Recording, picks: np.ndarray, config: PreprocessConfig) -> str:
+        """Cache key of ``recording``'s ``picks`` under ``config``."""
+        picks = np.asarray(picks, dtype=int)
+        if recording.is_lazy and recording.source is not None:
+            content = {p.name: self.file_digest(p) for p in source_files(recording.source)}
+        else:
+            h = hashlib.sha256()
+            for j in picks:
+                h.update(np.ascontiguousarray(recording.data[j], dtype=np.float32).tobytes())
+            content = {"samples": h.hexdigest()}
+        spec = {
+            "version": CACHE_VERSION,
+            "content": content,
+            "channels": [recording.ch_names[j] for j in picks],
+            "sfreq": recording.sfreq,
+            "n_times": recording.n_times,
+            "line_freq": recording.line_freq,
+            "config": config.to_dict(),
+        }
+        return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+
+    def load_or_build(
+        self,
+        recording: Recording,
+        picks: np.ndarray,
+        config: PreprocessConfig,
+        *,
+        progress: bool = False,
+        **stream_options,
+    ) -> CachedSeries:
+        """The cached entry for ``recording``'s ``picks``, preprocessing them first on a miss.
+
+        Parameters
+        ----------
+        recording : Recording
+        picks : ndarray, shape (n_picks,), int
+        config : PreprocessConfig
+        progress : bool
+        **stream_options
+            ``chunk_seconds`` / ``memory_bytes`` for ``preprocess_into``.
+
+        Returns
+        -------
+        CachedSeries
+        """
+        key = self.key(recording, picks, config)
+        entry = self.root / key
+        if (entry / "index.json").is_file():
+            logger.debug("cache hit %s for %s", key[:12], recording.label)
+            return self._open(entry, key)
+        logger.info("Preprocessing %s into the cache %s", recording.label, entry)
+        tmp = self.root / f".tmp-{key}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        try:
+            n_out = config.output_length(recording.n_times, recording.sfreq)
+            picks = np.asarray(picks, dtype=int)
+            offsets = np.arange(len(picks), dtype=np.int64) * n_out
+            total = n_out * len(picks)
+            if total:
+                out = np.memmap(tmp / "series.f32", dtype=np.float32, mode="w+", shape=(total,))
+                unusable = preprocess_into(recording, picks, config, out, offsets, progress=progress, **stream_options)
+                out.flush()
+                del out
+            else:
+                (tmp / "series.f32").touch()
+                unusable = {}
+            index = {
+                "version": CACHE_VERSION,
+                "channels": [recording.ch_names[j] for j in picks],
+                "offsets": offsets.tolist(),
+                "lengths": [n_out] * len(picks),
+                "unusable": {recording.ch_names[picks[j]]: reason for j, reason in unusable.items()},
+                "source": str(recording.source) if recording.source else None,
+                "recording": recording.label,
+                "output_sfreq": config.output_sfreq(recording.sfreq),
+                "config": config.to_dict(),
+            }
+            (tmp / "index.json").write_text(json.dumps(index, indent=1), encoding="utf-8")
+            try:
+                os.replace(tmp, entry)
+            except OSError:
+                if not (entry / "index.json").is_file():
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return self._open(entry, key)
+
+    @staticmethod
+    def _open(entry: Path, key: str) -> CachedSeries:
+        index = json.loads((entry / "index.json").read_text(encoding="utf-8"))
+        lengths = np.asarray(index["lengths"], dtype=np.int64)
+        total = int(lengths.sum())
+        path = entry / "series.f32"
+        if path.stat().st_size != 4 * total:
+            raise OSError(f"Cache entry {entry} is damaged: {path.name} has {path.stat().st_size} bytes, expected {4 * total}.")
+        data = np.memmap(path, dtype=np.float32, mode="r", shape=(total,)) if total else np.zeros(0, np.float32)
+        return CachedSeries(
+            data=data,
+            channels=list(index["channels"]),
+            offsets=np.asarray(index["offsets"], dtype=np.int64),
+            lengths=lengths,
+            unusable=dict(index["unusable"]),
+            key=key,
+        )

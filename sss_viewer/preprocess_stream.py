@@ -1,0 +1,193 @@
+"""Bounded-memory preprocessing: a recording's channels into a flat float32 array, chunk by chunk.
+
+``preprocess_channel`` needs a whole channel (and SciPy/MNE filters need preloaded data); a
+multi-hour channel at 2 kHz does not fit that comfortably, and a 100-channel recording certainly
+does not. ``preprocess_into`` reads a group of channels over one time chunk at a time (plus a
+margin either side), filters it with the same ``filter_block`` as the whole-channel path, keeps
+the chunk's centre, pools with a carry-over between chunks and writes the result straight into
+the output (an in-memory array or the cache's ``np.memmap``); a second pass z-scores in place.
+
+Edges are correct because
+
+* chunks start on multiples of the resampling ``down`` factor, so every chunk's resampled samples
+  sit on the whole channel's output grid;
+* the margin (≥ 10 s, plus 10 time constants of the high-pass) is far longer than the anti-alias
+  FIR's half-length and the IIR filters' decay, so the kept centre matches whole-channel filtering
+  to float rounding (``tests/test_preprocess_stream.py`` checks this), and the recording's own
+  first and last samples are filtered exactly as in the whole-channel path;
+* average pooling carries its unfinished kernel into the next chunk, which is exact.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from sss_viewer.preprocess import PreprocessConfig, average_pool, filter_block
+from sss_viewer.recording import Recording
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_CHUNK_SECONDS = 600.0
+"""Time chunk length; most ds003029 runs (≤ 10 min) are filtered whole."""
+DEFAULT_MEMORY_BYTES = 256 * 2**20
+"""Budget for the float64 chunk buffers of one channel group."""
+FLAT_STD_UV = 1e-6
+"""Standard deviation (µV) at or below which a channel counts as flat."""
+
+
+@dataclass
+class _RunningMoments:
+    """Count, mean and sum of squared deviations, merged chunk by chunk (Chan et al.)."""
+
+    n: int = 0
+    mean: float = 0.0
+    m2: float = 0.0
+
+    def add(self, x: np.ndarray) -> None:
+        if len(x) == 0:
+            return
+        n_b, mean_b = len(x), float(np.mean(x))
+        m2_b = float(np.sum((x - mean_b) ** 2))
+        n = self.n + n_b
+        delta = mean_b - self.mean
+        self.mean += delta * n_b / n
+        self.m2 += m2_b + delta**2 * self.n * n_b / n
+        self.n = n
+
+    @property
+    def std(self) -> float:
+        return math.sqrt(self.m2 / self.n) if self.n else 0.0
+
+
+class _Pooler:
+    """Average pooling over a stream of chunks, exact across chunk borders."""
+
+    def __init__(self, kernel: int, stride: int):
+        self.kernel, self.stride = kernel, stride
+        self.carry = np.zeros(0, dtype=np.float64)
+
+    def __call__(self, y: np.ndarray) -> np.ndarray:
+        if self.kernel == 1 and self.stride == 1:
+            return y
+        buf = np.concatenate([self.carry, y])
+        pooled = average_pool(buf, self.kernel, self.stride)
+        self.carry = buf[len(pooled) * self.stride :]
+        return pooled
+
+
+def chunk_plan(n_times: int, sfreq: float, config: PreprocessConfig, chunk_seconds: float) -> tuple[int, int]:
+    """Chunk step and margin in input samples, both multiples of the resampling ``down`` factor.
+
+    Returns
+    -------
+    step, margin : int
+    """
+    up, down = config.resample_ratio(sfreq)
+    filtering = up != down or config.notch or config.highpass_hz is not None
+    margin_s = 10.0 + (10.0 / config.highpass_hz if config.highpass_hz else 0.0) if filtering else 0.0
+    step = max(1, math.ceil(chunk_seconds * sfreq / down)) * down
+    margin = math.ceil(margin_s * sfreq / down) * down
+    return min(step, max(n_times, 1) + down), margin
+
+
+def preprocess_into(
+    recording: Recording,
+    picks: np.ndarray,
+    config: PreprocessConfig,
+    out: np.ndarray,
+    offsets: np.ndarray,
+    *,
+    chunk_seconds: float = DEFAULT_CHUNK_SECONDS,
+    memory_bytes: int = DEFAULT_MEMORY_BYTES,
+    progress: bool = False,
+) -> dict[int, str]:
+    """Preprocess channels ``picks`` of ``recording`` into ``out`` with bounded memory.
+
+    Parameters
+    ----------
+    recording : Recording
+        In memory or lazy (``read_recording``'s default); read with ``get_data`` block by block.
+    picks : ndarray, shape (n_picks,), int
+        Channel indices.
+    config : PreprocessConfig
+    out : ndarray, shape (n_total,), float32
+        Writable destination (e.g. an ``np.memmap``). Channel ``j`` is written to
+        ``out[offsets[j] : offsets[j] + n_out]`` with ``n_out = config.output_length(n_times, sfreq)``.
+    offsets : ndarray, shape (n_picks,), int
+    chunk_seconds : float
+        Time chunk length (s).
+    memory_bytes : int
+        Budget for one channel group's float64 buffers; decides how many channels are read at once.
+    progress : bool
+
+    Returns
+    -------
+    unusable : dict
+        ``{j: reason}`` for picks with NaN/inf samples or a flat signal; their output slots hold
+        no meaningful values.
+    """
+    picks = np.asarray(picks, dtype=int)
+    sfreq, n_times = recording.sfreq, recording.n_times
+    config.check_sfreq(sfreq, what=f"recording {recording.label} ({recording.source or 'in memory'})")
+    n_out = config.output_length(n_times, sfreq)
+    up, down = config.resample_ratio(sfreq)
+    step, margin = chunk_plan(n_times, sfreq, config, chunk_seconds)
+    per_channel = (min(step, n_times) + 2 * margin) * 8 * 4  # block + filter temporaries
+    group = max(1, min(len(picks), memory_bytes // max(per_channel, 1)))
+    unusable: dict[int, str] = {}
+    n_chunks = -(-n_times // step)
+    bar = tqdm(total=len(picks) * n_chunks, desc=f"preprocess {recording.label}", unit="chunk", disable=not progress or None)
+    for g0 in range(0, len(picks), group):
+        rows = np.arange(g0, min(g0 + group, len(picks)))
+        poolers = [_Pooler(config.pool_kernel, config.pool_stride) for _ in rows]
+        written = np.zeros(len(rows), dtype=np.int64)
+        raw_moments = [_RunningMoments() for _ in rows]
+        out_moments = [_RunningMoments() for _ in rows]
+        n_nonfinite = np.zeros(len(rows), dtype=np.int64)
+        for s in range(0, n_times, step):
+            e = min(s + step, n_times)
+            a, b = max(0, s - margin), min(n_times, e + margin)
+            block = recording.get_data(picks[rows], a, b)
+            keep_lo = (s - a) * up // down
+            keep_hi = None if e == n_times else (e - a) * up // down
+            for r, j in enumerate(rows):
+                x = block[r]
+                core = x[s - a : e - a]
+                bad = int(np.count_nonzero(~np.isfinite(core)))
+                n_nonfinite[r] += bad
+                if n_nonfinite[r]:
+                    continue
+                raw_moments[r].add(core.astype(np.float64))
+                y = filter_block(x, sfreq, config, line_freq=recording.line_freq)[keep_lo:keep_hi]
+                y = poolers[r](y)
+                out_moments[r].add(y)
+                lo = int(offsets[j] + written[r])
+                out[lo : lo + len(y)] = y
+                written[r] += len(y)
+            bar.update(len(rows))
+        for r, j in enumerate(rows):
+            if n_nonfinite[r]:
+                unusable[int(j)] = f"{n_nonfinite[r]} NaN/inf samples"
+                continue
+            if raw_moments[r].std <= FLAT_STD_UV:
+                unusable[int(j)] = "flat signal"
+                continue
+            if written[r] != n_out:
+                raise RuntimeError(f"chunked preprocessing wrote {written[r]} samples, expected {n_out}")
+            if config.zscore:
+                std = out_moments[r].std
+                _normalise_in_place(out, int(offsets[j]), n_out, out_moments[r].mean, std if std > 0 else 1.0)
+    bar.close()
+    return unusable
+
+
+def _normalise_in_place(out: np.ndarray, offset: int, n: int, mean: float, std: float, block: int = 1 << 22) -> None:
+    """``out[offset : offset + n] = (out[...] - mean) / std`` block by block (float64 arithmetic)."""
+    for lo in range(offset, offset + n, block):
+        hi = min(lo + block, offset + n)
+        out[lo:hi] = (out[lo:hi].astype(np.float64) - mean) / std

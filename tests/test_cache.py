@@ -1,0 +1,75 @@
+"""The on-disk cache of preprocessed channels: keys, reuse, equality with in-memory preprocessing."""
+
+import hashlib
+import shutil
+
+import numpy as np
+import pybv
+import pytest
+
+from sss_viewer import cache as cache_module
+from sss_viewer.cache import SeriesCache, source_files
+from sss_viewer.dataset import build_series_set
+from sss_viewer.io.readers import read_recording
+from sss_viewer.preprocess import preprocess_preset
+
+
+def _write_vhdr(folder, seed=0, n_channels=4, seconds=30.0, sfreq=1000.0):
+    folder.mkdir(parents=True, exist_ok=True)
+    data = np.random.default_rng(seed).standard_normal((n_channels, int(seconds * sfreq))) * 50
+    names = [f"LA{i + 1}" for i in range(n_channels)]
+    pybv.write_brainvision(
+        data=data, sfreq=sfreq, ch_names=names, fname_base="sub-01_run-01_ieeg", folder_out=folder,
+        fmt="binary_float32", unit="µV",
+    )  # fmt: skip
+    return folder / "sub-01_run-01_ieeg.vhdr"
+
+
+def _digests(folder):
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+
+
+def test_cached_series_equal_in_memory_preprocessing_and_are_reused(tmp_path, monkeypatch):
+    vhdr = _write_vhdr(tmp_path / "data")
+    before = _digests(vhdr.parent)
+    recording = read_recording(vhdr)
+    assert recording.is_lazy
+    config = preprocess_preset("default")
+    cache = SeriesCache(tmp_path / "cache")
+    cached = build_series_set([recording], config, min_length=256, progress=False, cache=cache)
+    in_memory = build_series_set([recording], config, min_length=256, progress=False)
+    assert isinstance(cached.store.segments[0], np.memmap)
+    for i in range(cached.store.n_series):
+        np.testing.assert_array_equal(cached.store.series(i), in_memory.store.series(i))
+    # a second build reads the entry: no preprocessing at all
+    monkeypatch.setattr(cache_module, "preprocess_into", lambda *a, **k: pytest.fail("cache miss"))
+    again = build_series_set([read_recording(vhdr)], config, min_length=256, progress=False, cache=cache)
+    np.testing.assert_array_equal(again.store.series(0), cached.store.series(0))
+    assert _digests(vhdr.parent) == before  # sources never modified
+
+
+def test_key_follows_content_and_config_not_path(tmp_path):
+    vhdr = _write_vhdr(tmp_path / "a")
+    copy_dir = tmp_path / "b"
+    shutil.copytree(vhdr.parent, copy_dir)
+    cache = SeriesCache(tmp_path / "cache")
+    picks = np.arange(4)
+    default, paper = preprocess_preset("default"), preprocess_preset("paper")
+    key = cache.key(read_recording(vhdr), picks, default)
+    assert cache.key(read_recording(copy_dir / vhdr.name), picks, default) == key  # same bytes elsewhere
+    assert cache.key(read_recording(vhdr), picks, paper) != key
+    assert cache.key(read_recording(vhdr), picks[:2], default) != key
+    other = _write_vhdr(tmp_path / "c", seed=1)
+    assert cache.key(read_recording(other), picks, default) != key
+    assert [p.suffix for p in source_files(vhdr)] == [".eeg", ".vhdr", ".vmrk"]
+
+
+def test_damaged_entry_is_reported(tmp_path):
+    vhdr = _write_vhdr(tmp_path / "data")
+    cache = SeriesCache(tmp_path / "cache")
+    recording = read_recording(vhdr)
+    entry = cache.load_or_build(recording, np.arange(4), preprocess_preset("default"))
+    series = tmp_path / "cache" / entry.key / "series.f32"
+    series.write_bytes(series.read_bytes()[:100])
+    with pytest.raises(OSError, match="damaged"):
+        cache.load_or_build(recording, np.arange(4), preprocess_preset("default"))

@@ -1,0 +1,64 @@
+"""Chunked preprocessing matches whole-channel preprocessing, edges included."""
+
+import numpy as np
+import pytest
+
+from sss_viewer.preprocess import PreprocessConfig, preprocess_channel, preprocess_preset
+from sss_viewer.preprocess_stream import chunk_plan, preprocess_into
+from sss_viewer.recording import Recording
+
+
+def _recording(sfreq: float, seconds: float, n_channels: int = 3, seed: int = 0) -> Recording:
+    rng = np.random.default_rng(seed)
+    n = int(seconds * sfreq)
+    t = np.arange(n) / sfreq
+    data = rng.standard_normal((n_channels, n)).cumsum(axis=1) * 2 + 30 * np.sin(2 * np.pi * 60 * t) + 500
+    names = [f"LA{i + 1}" for i in range(n_channels)]
+    return Recording(data.astype(np.float32), sfreq, names, ["seeg"] * n_channels, line_freq=60.0)
+
+
+@pytest.mark.parametrize(
+    ("sfreq", "config"),
+    [
+        (1000.0, preprocess_preset("default")),
+        (999.41, preprocess_preset("default")),
+        (249.85, preprocess_preset("default")),
+        (2000.0, preprocess_preset("default", highpass_hz=None)),
+        (1000.0, preprocess_preset("paper")),
+        (512.0, PreprocessConfig(target_sfreq=None, notch=True, highpass_hz=1.0, pool_kernel=4, pool_stride=2)),
+    ],
+)
+def test_chunked_equals_whole_channel(sfreq, config):
+    recording = _recording(sfreq, 200.0)
+    n_out = config.output_length(recording.n_times, sfreq)
+    step, margin = chunk_plan(recording.n_times, sfreq, config, chunk_seconds=30.0)
+    assert step < recording.n_times  # several chunks, so chunk edges are exercised
+    picks = np.arange(3)
+    out = np.full(3 * n_out, np.nan, dtype=np.float32)
+    unusable = preprocess_into(recording, picks, config, out, picks * n_out, chunk_seconds=30.0, memory_bytes=1)
+    assert unusable == {}
+    for j in picks:
+        whole = preprocess_channel(recording.data[j], sfreq, config, line_freq=60.0)
+        assert len(whole) == n_out
+        np.testing.assert_allclose(out[j * n_out : (j + 1) * n_out], whole, atol=2e-4)
+
+
+def test_output_length_matches_the_filters():
+    for sfreq in (1000.0, 999.41, 499.71, 249.85, 2000.0, 1024.6):
+        for preset in ("default", "paper"):
+            config = preprocess_preset(preset)
+            x = np.zeros(12345, dtype=np.float32)
+            x[::7] = 1.0
+            assert len(preprocess_channel(x, sfreq, config)) == config.output_length(len(x), sfreq)
+
+
+def test_unusable_channels_are_reported_not_normalised():
+    recording = _recording(1000.0, 60.0, n_channels=3)
+    recording.data[1, 5000] = np.nan
+    recording.data[2] = 7.0
+    config = preprocess_preset("default")
+    n_out = config.output_length(recording.n_times, 1000.0)
+    out = np.zeros(3 * n_out, dtype=np.float32)
+    unusable = preprocess_into(recording, np.arange(3), config, out, np.arange(3) * n_out, chunk_seconds=20.0)
+    assert unusable == {1: "1 NaN/inf samples", 2: "flat signal"}
+    assert abs(out[:n_out].mean()) < 1e-4 and out[:n_out].std() == pytest.approx(1.0, abs=1e-4)
