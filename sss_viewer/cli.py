@@ -21,6 +21,26 @@ def _add_device(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda (default: auto)")
 
 
+DATA_HELP = "BIDS root (e.g. ds003029), cohort folder (cohort.tsv + labels.tsv) or a recording file"
+
+
+def _add_cache(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cache-dir", type=Path, default=None,
+        help="preprocessed-channel cache (memory-mapped; default $SSS_VIEWER_CACHE or ~/.cache/sss-viewer)",
+    )  # fmt: skip
+    p.add_argument("--no-cache", action="store_true", help="preprocess in memory, write no cache")
+
+
+def _cache(args):
+    """The SeriesCache the command's options ask for, or None."""
+    from sss_viewer.cache import SeriesCache, default_cache_dir
+
+    if args.no_cache:
+        return None
+    return SeriesCache(args.cache_dir or default_cache_dir())
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one sub-command per job."""
     parser = argparse.ArgumentParser(
@@ -38,8 +58,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=1, help="runs per patient (default 1)")
     _add_common(p)
 
+    p = sub.add_parser("cohort", help="check a BIDS iEEG dataset and print its per-centre summary")
+    p.add_argument("root", type=Path, help="BIDS root (with participants.tsv), e.g. a copy of OpenNeuro ds003029")
+    p.add_argument("--labels", type=Path, help="TSV/CSV with subject, channel, soz (default: the dataset's clinical sheet)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _add_common(p)
+
     p = sub.add_parser("train", help="train an SSS model on a labelled cohort or file")
-    p.add_argument("data", type=Path, help="cohort folder (with cohort.tsv and labels.tsv) or a recording file")
+    p.add_argument("data", type=Path, help=DATA_HELP)
+    p.add_argument("--labels", type=Path, help="TSV/CSV with subject, channel, soz overriding the data's labels")
     p.add_argument("--out", required=True, type=Path, help="model directory to write")
     p.add_argument("--preset", default="default", choices=("default", "paper"), help="training preset (default: default)")
     p.add_argument("--backbone", help="local model (default: patchtst)")
@@ -48,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float)
     p.add_argument("--window-length", type=int, help="window length L in preprocessed samples")
     p.add_argument("--train-stride", type=int, help="stride of the training windows")
+    p.add_argument("--windows-per-epoch", type=int, help="train each epoch on a random draw of this many windows")
     p.add_argument("--calibrator", choices=("isotonic", "venn-abers", "none"))
     p.add_argument("--calibrate-on", choices=("val", "train+val"), help="windows the calibrator is fit on (default val)")
     p.add_argument("--split", choices=("patient", "channel"), help="split by patient (default) or by channel (paper)")
@@ -55,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--window-loss-weight", type=float, help="weight of the window-level BCE (default 0)")
     p.add_argument("--seed", type=int)
     p.add_argument("--overwrite", action="store_true", help="replace an existing model directory")
+    _add_cache(p)
     _add_device(p)
     _add_common(p)
 
@@ -66,14 +95,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--labels", type=Path, help="TSV/CSV with subject, channel, soz to add a label column")
     p.add_argument("--subject", help="subject id of the recording (default: from a BIDS file name)")
     p.add_argument("--batch-size", type=int, default=1024)
+    _add_cache(p)
     _add_device(p)
     _add_common(p)
 
     p = sub.add_parser("evaluate", help="channel metrics of a model on held-out patients")
     p.add_argument("model", type=Path, help="model directory")
-    p.add_argument("data", type=Path, help="cohort folder or labelled recording")
+    p.add_argument("data", type=Path, help=DATA_HELP)
+    p.add_argument("--labels", type=Path, help="TSV/CSV with subject, channel, soz overriding the data's labels")
     p.add_argument("--all", action="store_true", help="score every recording, not only the model's test split")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    _add_cache(p)
     _add_device(p)
     _add_common(p)
 
@@ -107,6 +139,7 @@ def _train_overrides(args) -> dict:
         "window_length": "window_length", "train_stride": "train_stride", "calibrator": "calibrator",
         "calibrate_on": "calibrate_on", "split": "split", "balance": "balance",
         "window_loss_weight": "window_loss_weight", "seed": "seed", "device": "device",
+        "windows_per_epoch": "windows_per_epoch",
     }
     overrides = {field: getattr(args, arg) for arg, field in names.items() if getattr(args, arg) is not None}
     if "window_length" in overrides:
@@ -121,8 +154,8 @@ def _cmd_train(args, progress: bool) -> int:
     if args.out.exists() and any(args.out.iterdir()) and not args.overwrite:
         raise SystemExit(f"error: model directory {args.out} exists and is not empty; pass --overwrite to replace it.")
     config = train_preset(args.preset, **_train_overrides(args))
-    recordings = load_data(args.data)
-    bundle = train(recordings, config, progress=progress)
+    recordings = load_data(args.data, labels=args.labels)
+    bundle = train(recordings, config, progress=progress, cache=_cache(args))
     bundle.save(args.out)
     val = bundle.info["val_metrics"]
     print(
@@ -141,18 +174,18 @@ def _write_csv(df, path: Path) -> None:
 def _cmd_score(args, progress: bool) -> int:
     from sss_viewer.checkpoint import ModelBundle
     from sss_viewer.inference import score_recording
-    from sss_viewer.io.cohort import read_labels
-    from sss_viewer.io.readers import read_recording
+    from sss_viewer.io.cohort import load_recording, read_labels
 
     bundle = ModelBundle.load(args.model)
-    recording = read_recording(args.recording)
+    recording = load_recording(args.recording)
     if args.subject:
         recording.subject = args.subject
     if args.labels is not None:
         recording.soz = _labels_for(recording, read_labels(args.labels), args.labels)
     result = score_recording(
-        bundle, recording, stride=args.stride, batch_size=args.batch_size, device=args.device, progress=progress
-    )
+        bundle, recording, stride=args.stride, batch_size=args.batch_size, device=args.device, progress=progress,
+        cache=_cache(args),
+    )  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     _write_csv(result.windows, args.out / "windows.csv")
     columns = ["channel", "score", "lower", "upper", "rank"] + (["label"] if "label" in result.channels else [])
@@ -201,11 +234,12 @@ def _cmd_evaluate(args, progress: bool) -> int:
     from sss_viewer.io.cohort import load_data, read_abnormal_intervals
 
     bundle = ModelBundle.load(args.model)
-    recordings = load_data(args.data)
-    abnormal = read_abnormal_intervals(args.data) if args.data.is_dir() else None
+    recordings = load_data(args.data, labels=args.labels)
+    abnormal = read_abnormal_intervals(args.data) if (args.data / "abnormal.tsv").is_file() else None
     report = evaluate_bundle(
-        bundle, recordings, held_out_only=not args.all, abnormal=abnormal, device=args.device, progress=progress
-    )
+        bundle, recordings, held_out_only=not args.all, abnormal=abnormal, device=args.device, progress=progress,
+        cache=_cache(args),
+    )  # fmt: skip
     if args.json:
         print(json.dumps(report, indent=2, default=float))
     else:
@@ -242,7 +276,33 @@ def _cmd_demo(args, progress: bool) -> int:
     return 0
 
 
+def _cmd_cohort(args, progress: bool) -> int:
+    from sss_viewer.io.bids import summarise_bids
+
+    summary = summarise_bids(args.root, labels=args.labels)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(f"BIDS dataset {summary['root']}; SOZ labels from {summary['soz_source'] or 'nowhere (unlabelled)'}")
+    header = f"{'centre':<8} {'subjects':>8} {'runs':>5} {'channels':>8} {'hours':>6} {'SOZ frac':>8} {'no onset':>8}  rates (Hz)"
+    print(header)
+    print("-" * len(header))
+    for row in summary["centres"] + ([summary["total"]] if summary["total"] else []):
+        frac = "-" if row["soz_fraction"] is None else f"{row['soz_fraction']:.3f}"
+        rates = ", ".join(f"{r:g}" for r in row["sampling_rates_hz"])
+        print(
+            f"{row['centre']:<8} {row['subjects']:>8} {row['runs']:>5} {row['channels']:>8} {row['hours']:>6.2f} "
+            f"{frac:>8} {row['runs_without_onset']:>8}  {rates}"
+        )
+    for subject, names in summary["unmatched_soz"].items():
+        print(f"sub-{subject}: SOZ names matching no channel: {', '.join(names)}")
+    for run, reason in summary["skipped"].items():
+        print(f"skipped {run}: {reason}")
+    return 0
+
+
 COMMANDS = {
+    "cohort": _cmd_cohort,
     "synth": _cmd_synth,
     "train": _cmd_train,
     "score": _cmd_score,

@@ -10,6 +10,15 @@ from sss_viewer.recording import Event, Recording
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_series_cache(tmp_path_factory):
+    """Point the CLI's default preprocessed-series cache at a per-session folder, not ~/.cache."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SSS_VIEWER_CACHE", str(tmp_path_factory.mktemp("series-cache")))
+    yield
+    mp.undo()
+
+
 def toy_recording(subject: str, seed: int, n_channels: int = 8, duration_s: float = 40.0, sfreq: float = 250.0) -> Recording:
     """A small labelled recording: the first quarter of channels carry sharp spikes (SOZ)."""
     rng = np.random.default_rng(seed)
@@ -38,3 +47,23 @@ def toy_recording(subject: str, seed: int, n_channels: int = 8, duration_s: floa
 def toy_cohort() -> list[Recording]:
     """Eight small labelled recordings from eight patients."""
     return [toy_recording(f"toy{i:02d}", i) for i in range(8)]
+
+
+DS003029_META = SHARED_DATA / "ds003029-meta"
+"""The real ds003029 sidecars (no signals) that ``write_ds003029_like`` mirrors."""
+
+
+@pytest.fixture(scope="session")
+def ds003029_like_root(tmp_path_factory) -> Path:
+    """A small ds003029-shaped BIDS tree, written once per session (≈ 3 s).
+
+    Default subjects (``sss_viewer.io.bids_fixture.DEFAULT_SUBJECTS``), two runs each, 24-s runs at
+    the real sampling rates, at most 40 channels per run; ``fixture_manifest.json`` in the root says
+    what was written. Skips where ``../shared/data/ds003029-meta`` is absent.
+    """
+    if not (DS003029_META / "participants.tsv").is_file():
+        pytest.skip(f"ds003029 sidecars not found at {DS003029_META} (participants.tsv missing)")
+    from sss_viewer.io.bids_fixture import write_ds003029_like
+
+    out = tmp_path_factory.mktemp("ds003029-like")
+    return write_ds003029_like(DS003029_META, out, duration_s=24.0, max_channels=40)

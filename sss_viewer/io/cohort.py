@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sss_viewer.io.readers import RecordingReadError, read_recording
+from sss_viewer.io.bids import find_bids_root, is_bids_root, load_bids_cohort, read_bids_run
+from sss_viewer.io.readers import RecordingReadError, bids_entities, read_recording
+from sss_viewer.io.soz_labels import match_soz, read_soz_table
 from sss_viewer.recording import Recording
 
 logger = logging.getLogger(__name__)
@@ -40,26 +42,19 @@ def _read_table(path: Path, required: tuple[str, ...], dtype: dict | None = None
 
 
 def read_labels(path: str | Path) -> pd.DataFrame:
-    """Read a SOZ label table (``subject``, ``channel``, ``soz`` as 0/1).
+    """Read a SOZ label table (``subject``, ``channel``, ``soz`` as 0/1), tab- or comma-separated.
 
     Parameters
     ----------
     path : str or Path
-        A ``labels.tsv`` (tab-separated).
+        A ``labels.tsv`` (or ``.csv``).
 
     Returns
     -------
     labels : DataFrame, shape (n_rows, >= 3)
         ``subject`` and ``channel`` as str, ``soz`` as bool.
     """
-    path = Path(path)
-    table = _read_table(path, LABEL_COLUMNS, dtype={"subject": str, "channel": str})
-    soz = pd.to_numeric(table["soz"], errors="coerce")
-    bad = ~soz.isin([0, 1])
-    if bad.any():
-        rows = (np.flatnonzero(bad.to_numpy()) + 2).tolist()[:5]
-        raise ValueError(f"{path}: soz must be 0 or 1; bad values on lines {rows}.")
-    return table.assign(soz=soz.astype(bool))
+    return read_soz_table(path)
 
 
 def read_abnormal_intervals(root: str | Path) -> pd.DataFrame:
@@ -86,13 +81,11 @@ def _soz_vector(recording: Recording, labels: pd.DataFrame) -> np.ndarray | None
     rows = labels[labels["subject"] == recording.subject]
     if rows.empty:
         return None
-    positive = set(rows.loc[rows["soz"], "channel"])
-    unmatched = sorted(positive - set(recording.ch_names))
+    mask, unmatched = match_soz(recording.ch_names, rows.loc[rows["soz"], "channel"].astype(str))
+    recording.info["unmatched_soz"] = unmatched
     if unmatched:
-        logger.warning(
-            "%s: SOZ channels in labels.tsv match no channel of the recording: %s", recording.label, unmatched
-        )
-    return np.array([name in positive for name in recording.ch_names], dtype=bool)
+        logger.warning("%s: SOZ channels in the labels table match no channel of the recording: %s", recording.label, unmatched)
+    return mask
 
 
 def load_cohort(root: str | Path, *, preload: bool = False) -> list[Recording]:
@@ -146,13 +139,36 @@ def load_cohort(root: str | Path, *, preload: bool = False) -> list[Recording]:
     return recordings
 
 
-def load_data(path: str | Path, *, preload: bool = False) -> list[Recording]:
-    """Load the CLI's DATA argument: a cohort directory or a single recording file.
+def load_recording(path: str | Path, *, preload: bool = False) -> Recording:
+    """Read one recording file; inside a BIDS dataset, with its sidecars, participant data and SOZ labels.
 
     Parameters
     ----------
     path : str or Path
-        A directory with ``cohort.tsv``, or a file ``read_recording`` accepts.
+        A file ``read_recording`` accepts.
+    preload : bool
+
+    Returns
+    -------
+    Recording
+    """
+    path = Path(path)
+    if path.is_file() and "subject" in bids_entities(path) and find_bids_root(path) is not None:
+        return read_bids_run(path, preload=preload)
+    return read_recording(path, preload=preload)
+
+
+def load_data(path: str | Path, *, preload: bool = False, labels: str | Path | None = None) -> list[Recording]:
+    """Load the CLI's DATA argument: a BIDS root, a cohort directory or a single recording file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A BIDS dataset root (``participants.tsv``/``dataset_description.json``), a directory with
+        ``cohort.tsv``, or a file ``read_recording`` accepts (read as a BIDS run when it sits in one).
+    preload : bool
+    labels : str or Path, optional
+        A ``subject, channel, soz`` table (TSV/CSV) overriding the data's own labels.
 
     Returns
     -------
@@ -161,9 +177,21 @@ def load_data(path: str | Path, *, preload: bool = False) -> list[Recording]:
     """
     path = Path(path)
     if path.is_dir():
-        if not (path / COHORT_FILE).is_file():
+        if (path / COHORT_FILE).is_file():
+            recordings = load_cohort(path, preload=preload)
+        elif is_bids_root(path):
+            return load_bids_cohort(path, labels=labels, preload=preload)
+        else:
             raise FileNotFoundError(
-                f"{path} is a directory without {COHORT_FILE}; pass a cohort directory or a recording file."
+                f"{path} is a directory without {COHORT_FILE} or participants.tsv; pass a BIDS root, "
+                "a cohort directory or a recording file."
             )
-        return load_cohort(path, preload=preload)
-    return [read_recording(path, preload=preload)]
+    else:
+        recordings = [load_recording(path, preload=preload)]
+    if labels is not None:
+        table = read_labels(labels)
+        for recording in recordings:
+            soz = _soz_vector(recording, table)
+            if soz is not None:
+                recording.soz = soz
+    return recordings
