@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import math
@@ -74,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int)
     p.add_argument("--lr", type=float)
     p.add_argument("--window-length", type=int, help="window length L in preprocessed samples")
+    p.add_argument(
+        "--target-sfreq", type=float,
+        help="common rate (Hz) every recording is resampled to before pooling (default preset: 250; 0 keeps native rates)",
+    )  # fmt: skip
     p.add_argument("--train-stride", type=int, help="stride of the training windows")
     p.add_argument("--windows-per-epoch", type=int, help="train each epoch on a random draw of this many windows")
     p.add_argument("--calibrator", choices=("isotonic", "venn-abers", "none"))
@@ -87,9 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_device(p)
     _add_common(p)
 
-    p = sub.add_parser("score", help="score one recording: windows.csv and channels.csv")
+    p = sub.add_parser("score", help="score recordings: windows.csv and channels.csv per run")
     p.add_argument("model", type=Path, help="model directory")
-    p.add_argument("recording", type=Path, help="recording file (EDF/BDF, BrainVision .vhdr, FIF, EEGLAB .set)")
+    p.add_argument(
+        "recording", type=Path,
+        help="recording file (EDF/BDF, BrainVision .vhdr, FIF, EEGLAB .set, .npz), or a BIDS root / cohort folder "
+        "(every run, each into OUT/<run>/)",
+    )  # fmt: skip
     p.add_argument("--out", required=True, type=Path, help="output folder")
     p.add_argument("--stride", type=int, help="window stride in preprocessed samples (default: a quarter window)")
     p.add_argument("--labels", type=Path, help="TSV/CSV with subject, channel, soz to add a label column")
@@ -154,6 +163,9 @@ def _cmd_train(args, progress: bool) -> int:
     if args.out.exists() and any(args.out.iterdir()) and not args.overwrite:
         raise SystemExit(f"error: model directory {args.out} exists and is not empty; pass --overwrite to replace it.")
     config = train_preset(args.preset, **_train_overrides(args))
+    if args.target_sfreq is not None:
+        preprocess = dataclasses.replace(config.preprocess, target_sfreq=args.target_sfreq or None)
+        config = dataclasses.replace(config, preprocess=preprocess)
     recordings = load_data(args.data, labels=args.labels)
     bundle = train(recordings, config, progress=progress, cache=_cache(args))
     bundle.save(args.out)
@@ -173,28 +185,46 @@ def _write_csv(df, path: Path) -> None:
 
 def _cmd_score(args, progress: bool) -> int:
     from sss_viewer.checkpoint import ModelBundle
-    from sss_viewer.inference import score_recording
     from sss_viewer.io.cohort import load_recording, read_labels
 
     bundle = ModelBundle.load(args.model)
+    if args.recording.is_dir():
+        from sss_viewer.io.cohort import load_data
+
+        recordings = load_data(args.recording, labels=args.labels)
+        for recording in recordings:
+            stem = recording.source.name.split(".", 1)[0] if recording.source else recording.label.replace(" ", "_")
+            try:
+                _score_one(args, bundle, recording, args.out / stem, progress, top=5)
+            except ValueError as err:
+                logger.warning("Not scored: %s", err)
+        return 0
     recording = load_recording(args.recording)
     if args.subject:
         recording.subject = args.subject
     if args.labels is not None:
         recording.soz = _labels_for(recording, read_labels(args.labels), args.labels)
+    _score_one(args, bundle, recording, args.out, progress, top=15)
+    return 0
+
+
+def _score_one(args, bundle, recording, out: Path, progress: bool, top: int) -> None:
+    """Score ``recording`` and write its CSVs into ``out``."""
+    from sss_viewer.inference import score_recording
+
     result = score_recording(
         bundle, recording, stride=args.stride, batch_size=args.batch_size, device=args.device, progress=progress,
         cache=_cache(args),
     )  # fmt: skip
-    args.out.mkdir(parents=True, exist_ok=True)
-    _write_csv(result.windows, args.out / "windows.csv")
+    out.mkdir(parents=True, exist_ok=True)
+    _write_csv(result.windows, out / "windows.csv")
     columns = ["channel", "score", "lower", "upper", "rank"] + (["label"] if "label" in result.channels else [])
-    _write_csv(result.channels[columns], args.out / "channels.csv")
+    _write_csv(result.channels[columns], out / "channels.csv")
     if len(result.excluded):
-        _write_csv(result.excluded, args.out / "excluded.csv")
-    print(_ranking_text(result.channels, bundle.threshold, top=15))
-    print(f"wrote {args.out / 'windows.csv'} and {args.out / 'channels.csv'}")
-    return 0
+        _write_csv(result.excluded, out / "excluded.csv")
+    print(f"{recording.label}:")
+    print(_ranking_text(result.channels, bundle.threshold, top=top))
+    print(f"wrote {out / 'windows.csv'} and {out / 'channels.csv'}")
 
 
 def _labels_for(recording, labels, source: Path):

@@ -202,9 +202,37 @@ def test_single_file_eeglab(tmp_path, caplog):
     _write_set(path, data, 200.0, ["LA1", "LA2", "LA3"])
     with caplog.at_level(logging.WARNING):
         recording = read_recording(path)  # any MNE warning is re-logged, never raised
+    assert "keeps its samples inside the .set" in caplog.text  # MNE had to preload: said, not hidden
     assert recording.ch_types == ["seeg"] * 3
     np.testing.assert_allclose(recording.data, data, rtol=1e-5, atol=1e-3)
     assert recording.events[0].description == "sz onset" and recording.events[0].onset == pytest.approx(1.0)
+
+
+def test_recordings_are_read_lazily_block_by_block(tmp_path, monkeypatch):
+    """A long file is opened without loading it; a page of it is read on demand."""
+    path = tmp_path / "long_raw.fif"
+    raw = _raw(["LA1", "LA2", "LA3", "EKG"], ["seeg", "seeg", "seeg", "ecg"], seconds=600.0)
+    raw.save(path, verbose="error")
+    recording = read_recording(path)
+    assert recording.is_lazy and recording.n_times == 150_000
+    calls = []
+    original = mne.io.BaseRaw.get_data
+
+    def counting(self, *args, **kwargs):
+        if self is not raw:  # count reads of the file, not of the in-memory reference
+            calls.append((kwargs.get("start"), kwargs.get("stop")))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(mne.io.BaseRaw, "get_data", counting)
+    page = recording.get_data([0, 3], start=2500, stop=5000)
+    assert calls == [(2500, 5000)]
+    np.testing.assert_allclose(page[0], raw.get_data(picks=[0], start=2500, stop=5000)[0] * 1e6, rtol=1e-6)
+    np.testing.assert_allclose(page[1], raw.get_data(picks=[3], start=2500, stop=5000)[0] * 1e6, rtol=1e-6)
+    view = recording.pick(np.array([1, 2]))
+    assert view.is_lazy and view.data.shape == (2, 150_000) and len(calls) == 1  # picking reads nothing
+    np.testing.assert_array_equal(view.data[0, 10:20], recording.get_data([1], 10, 20)[0])
+    loaded = recording.load()
+    assert not loaded.is_lazy and loaded.data.shape == (4, 150_000)
 
 
 def test_mne_warnings_are_logged_not_raised(tmp_path, caplog):

@@ -19,15 +19,12 @@ from sss_viewer.io.seizure_events import (
 )
 from sss_viewer.recording import Event
 
-
-def ds003029_meta() -> Path:
-    """The real BIDS sidecars of OpenNeuro ds003029 (``/work/shared/data/ds003029-meta``)."""
-    return Path(__file__).resolve().parents[2] / "shared" / "data" / "ds003029-meta"
+from .conftest import DS003029_META
 
 
 def real_events_files() -> list[Path]:
     """Every ``*_events.tsv`` of ds003029, or skip the test when the folder is absent."""
-    root = ds003029_meta()
+    root = DS003029_META
     if not root.is_dir():
         pytest.skip(f"real ds003029 sidecars not available at {root}")
     return sorted(root.glob("sub-*/ses-*/ieeg/*_events.tsv"))

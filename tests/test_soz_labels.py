@@ -19,15 +19,12 @@ from sss_viewer.io.soz_labels import (
     write_clinical_summary,
 )
 
-
-def ds003029_meta() -> Path:
-    """The real BIDS sidecars of OpenNeuro ds003029 (``/work/shared/data/ds003029-meta``)."""
-    return Path(__file__).resolve().parents[2] / "shared" / "data" / "ds003029-meta"
+from .conftest import DS003029_META
 
 
 def require_ds003029() -> Path:
     """The ds003029 sidecar folder, or skip the test when it is absent."""
-    root = ds003029_meta()
+    root = DS003029_META
     if not root.is_dir():
         pytest.skip(f"real ds003029 sidecars not available at {root}")
     return root

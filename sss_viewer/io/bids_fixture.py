@@ -79,7 +79,7 @@ from sss_viewer.io.synthetic import (
     _episode_members,
     _episode_segment,
     _Patient,
-    _sample_peaks,
+    channel_parameters,
 )
 
 logger = logging.getLogger(__name__)
@@ -575,14 +575,7 @@ def _patient(
         ch_names=list(names),
         soz=soz,
         shaft_of=np.zeros(n, dtype=int),
-        amplitude_uv=config.centre_amplitude_uv[key] * rng.lognormal(0.0, config.amplitude_log_sigma, n),
-        beta=rng.uniform(*config.beta_range, n),
-        knee_hz=rng.uniform(*config.knee_hz_range, n),
-        peaks=_sample_peaks(rng, n, config),
-        floor_log=rng.uniform(*config.noise_floor_log_range, n),
-        line_gain=config.centre_line_noise_uv[key] * rng.lognormal(0.0, 0.5, n),
-        polarity=rng.choice([-1.0, 1.0], n),
-        spike_gain=rng.uniform(*config.spike_amplitude, n),
+        **channel_parameters(rng, config, key, n),
         spread=spread,
         distractor_budget=budget,
     )

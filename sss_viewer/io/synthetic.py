@@ -379,6 +379,27 @@ def _distractor_budget(rng: np.random.Generator, soz: np.ndarray, config: SynthC
     return budget
 
 
+def channel_parameters(rng: np.random.Generator, config: SynthConfig, centre: str, n: int) -> dict[str, np.ndarray]:
+    """Per-channel background and spike parameters of ``n`` channels at ``centre`` (the ``_Patient`` fields).
+
+    Returns
+    -------
+    params : dict
+        ``amplitude_uv, beta, knee_hz, peaks, floor_log, line_gain, polarity, spike_gain``, each
+        with ``n`` entries, drawn from ``rng`` in that order.
+    """
+    return {
+        "amplitude_uv": config.centre_amplitude_uv[centre] * rng.lognormal(0.0, config.amplitude_log_sigma, n),
+        "beta": rng.uniform(*config.beta_range, n),
+        "knee_hz": rng.uniform(*config.knee_hz_range, n),
+        "peaks": _sample_peaks(rng, n, config),
+        "floor_log": rng.uniform(*config.noise_floor_log_range, n),
+        "line_gain": config.centre_line_noise_uv[centre] * rng.lognormal(0.0, 0.5, n),
+        "polarity": rng.choice([-1.0, 1.0], n),
+        "spike_gain": rng.uniform(*config.spike_amplitude, n),
+    }
+
+
 def _sample_patient(rng: np.random.Generator, index: int, config: SynthConfig) -> _Patient:
     """Draw one patient's montage, SOZ and per-channel parameters from its centre's real table."""
     centre = CENTRES[index % len(CENTRES)]
@@ -413,14 +434,7 @@ def _sample_patient(rng: np.random.Generator, index: int, config: SynthConfig) -
         ch_names=names,
         soz=soz,
         shaft_of=shaft_of,
-        amplitude_uv=config.centre_amplitude_uv[centre] * rng.lognormal(0.0, config.amplitude_log_sigma, n_channels),
-        beta=rng.uniform(*config.beta_range, n_channels),
-        knee_hz=rng.uniform(*config.knee_hz_range, n_channels),
-        peaks=_sample_peaks(rng, n_channels, config),
-        floor_log=rng.uniform(*config.noise_floor_log_range, n_channels),
-        line_gain=config.centre_line_noise_uv[centre] * rng.lognormal(0.0, 0.5, n_channels),
-        polarity=rng.choice([-1.0, 1.0], n_channels),
-        spike_gain=rng.uniform(*config.spike_amplitude, n_channels),
+        **channel_parameters(rng, config, centre, n_channels),
         spread=spread,
         distractor_budget=budget,
     )
