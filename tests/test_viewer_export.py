@@ -1,0 +1,215 @@
+"""Export: PNG through Chromium, the browser-free fallback, no silent overwrite, HTML report, CSV, downloads."""
+
+import io
+import shutil
+from pathlib import Path
+
+import holoviews as hv
+import numpy as np
+import pandas as pd
+import pytest
+
+from sss_viewer.viewer import export
+from sss_viewer.viewer.annotations import AnnotationSet, make_marker
+from sss_viewer.viewer.export import (
+    DEMO_MODEL_SENTENCE,
+    download_buttons,
+    export_basename,
+    export_figure,
+    export_ranking_csv,
+    export_report_html,
+    figure_bytes,
+)
+
+hv.extension("bokeh", logo=False)
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+HAS_CHROMIUM = Path("/usr/bin/chromium").exists() and shutil.which("chromedriver") is not None
+
+
+def curve(seed: int):
+    rng = np.random.default_rng(seed)
+    return hv.Curve((np.arange(100), rng.standard_normal(100).cumsum()), "time", "amplitude").opts(
+        width=400, height=200
+    )
+
+
+def viewer_like():
+    """Traces on sub-coordinate rows with a marker line, and a heat map under them."""
+    t = np.linspace(0, 10, 300)
+    amp = hv.Dimension("amplitude", range=(-3, 3))
+    curves = [hv.Curve((t, np.sin(t * (i + 1))), "time", amp, label=f"LA{i + 1}") for i in range(3)]
+    traces = hv.Overlay([c.opts(subcoordinate_y=True) for c in curves]) * hv.VLine(4.0)
+    heat = hv.Image(np.random.default_rng(0).random((3, 10)), bounds=(0, -0.5, 10, 2.5)).opts(cmap="viridis")
+    return (traces.opts(width=500, height=200) + heat.opts(width=500, height=120)).cols(1)
+
+
+@pytest.fixture
+def no_browser(monkeypatch):
+    """Hide chromium and chromedriver from the exporter (as on a machine without them)."""
+    real_which = shutil.which
+    hidden = {"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chromedriver",
+              "chromium.chromedriver"}
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name in hidden else real_which(name, *a, **k))
+    assert export.find_browser() is None
+
+
+def ranking() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "rank": [1, 2, 3],
+            "channel": ["LA1", "LA2", "RB1"],
+            "shaft": ["LA", "LA", "RB"],
+            "score": [0.91, 0.62, 0.11],
+            "interval": ["[0.880, 0.940]", "[0.600, 0.650]", "[0.080, 0.150]"],
+            "label": ["SOZ", "SOZ", "—"],
+            "n_windows": [40, 40, 40],
+            "above": [True, True, False],
+            "lower": [0.88, 0.60, 0.08],
+            "upper": [0.94, 0.65, 0.15],
+        }
+    )
+
+
+@pytest.mark.skipif(not HAS_CHROMIUM, reason="needs /usr/bin/chromium and chromedriver for Bokeh's PNG export")
+def test_png_export_with_chromium(tmp_path):
+    a, b = tmp_path / "a.png", tmp_path / "b.png"
+    assert export_figure(curve(0), a) == "bokeh+chromium"
+    assert export_figure(curve(1), b) == "bokeh+chromium"
+    da, db = a.read_bytes(), b.read_bytes()
+    assert da.startswith(PNG_MAGIC) and db.startswith(PNG_MAGIC)
+    assert len(da) > 1000 and len(db) > 1000
+    assert da != db
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left
+
+
+def test_png_fallback_without_browser(tmp_path, no_browser):
+    a, b = tmp_path / "a.png", tmp_path / "b.png"
+    assert export_figure(viewer_like(), a) == "matplotlib"
+    assert export_figure(curve(1), b) == "matplotlib"
+    da = a.read_bytes()
+    assert da.startswith(PNG_MAGIC) and len(da) > 1000
+    assert da != b.read_bytes()
+    svg = tmp_path / "a.svg"
+    assert export_figure(viewer_like(), svg) == "matplotlib"
+    assert svg.read_text().lstrip().startswith("<?xml") and "<svg" in svg.read_text()
+
+
+def test_fallback_callable_is_used_without_browser(tmp_path, no_browser):
+    from matplotlib.figure import Figure
+
+    def draw():
+        fig = Figure(figsize=(2, 1))
+        fig.add_subplot().plot([0, 1], [1, 0])
+        return fig
+
+    out = tmp_path / "f.png"
+    assert export_figure(curve(0), out, fallback=draw) == "fallback"
+    assert out.read_bytes().startswith(PNG_MAGIC)
+
+
+def test_browser_that_fails_to_start_falls_back(tmp_path, monkeypatch):
+    monkeypatch.setattr(export, "find_browser", lambda: ("/nonexistent/chromium", "/nonexistent/chromedriver"))
+    out = tmp_path / "x.png"
+    assert export_figure(curve(0), out) == "matplotlib"
+    assert out.read_bytes().startswith(PNG_MAGIC)
+
+
+def test_no_overwrite_without_flag(tmp_path, no_browser):
+    out = tmp_path / "fig.png"
+    out.write_bytes(b"keep me")
+    with pytest.raises(FileExistsError, match="fig.png"):
+        export_figure(curve(0), out)
+    assert out.read_bytes() == b"keep me"
+    assert export_figure(curve(0), out, overwrite=True) == "matplotlib"
+    assert out.read_bytes().startswith(PNG_MAGIC)
+    csv = tmp_path / "r.csv"
+    export_ranking_csv(ranking(), csv)
+    with pytest.raises(FileExistsError, match="r.csv"):
+        export_ranking_csv(ranking(), csv)
+    with pytest.raises(FileExistsError, match="report.html"):
+        (tmp_path / "report.html").write_text("x")
+        export_report_html(tmp_path / "report.html", figure=None, ranking_df=ranking(), recording_label="r",
+                           model_description="m")
+
+
+def test_bad_format_and_object_are_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="Invalid figure format 'jpg'"):
+        export_figure(curve(0), tmp_path / "x.jpg")
+    with pytest.raises(TypeError, match="Cannot export a list"):
+        export_figure([1, 2], tmp_path / "x.html")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        export_figure(curve(0), tmp_path / "missing" / "x.html")
+
+
+def test_html_export_works_offline(tmp_path):
+    out = tmp_path / "fig.html"
+    assert export_figure(curve(0), out) == "bokeh-html"
+    text = out.read_text()
+    assert "<script" in text and "Bokeh" in text
+    assert 'src="https://cdn.bokeh.org' not in text  # JavaScript inlined
+
+
+def test_report_html(tmp_path, no_browser):
+    png, renderer = figure_bytes(curve(0), "png")
+    assert renderer == "matplotlib" and png.startswith(PNG_MAGIC)
+    ann = AnnotationSet(markers=[make_marker(12.5, "onset", "LVFA in <LA1>")], bad_channels=["RB3"])
+    out = export_report_html(
+        tmp_path / "report.html",
+        figure=png,
+        ranking_df=ranking(),
+        recording_label="sub-pt01 run-01",
+        model_description="SSS transformer, window 128 samples",
+        annotations=ann,
+        demo_model=True,
+        threshold=0.42,
+        agreement="AUC 1.00 · F1 1.00 at 0.42",
+    )
+    text = out.read_text()
+    assert DEMO_MODEL_SENTENCE in text
+    for ch in ("LA1", "LA2", "RB1"):
+        assert f"<td>{ch}</td>" in text
+    assert text.count('<tr class="above">') == 2
+    assert "data:image/png;base64," in text
+    assert "LVFA in &lt;LA1&gt;" in text and "RB3" in text
+    assert "sub-pt01 run-01" in text and "0.420" in text and "Generated 20" in text
+    plain = export_report_html(tmp_path / "plain.html", figure=curve(1), ranking_df=ranking(),
+                               recording_label="r", model_description="a trained model")
+    assert DEMO_MODEL_SENTENCE not in plain.read_text() and "data:image/png;base64," in plain.read_text()
+
+
+def test_ranking_csv_round_trip(tmp_path):
+    df = ranking()
+    path = export_ranking_csv(df, tmp_path / "ranking.csv")
+    back = pd.read_csv(path, keep_default_na=False)
+    pd.testing.assert_frame_equal(back, df, check_dtype=False)
+
+
+def test_download_buttons_serve_files_with_stem_and_time_range():
+    window = {"t": (120.0, 150.0)}
+    errors = []
+
+    def broken():
+        raise RuntimeError("no figure yet")
+
+    buttons = download_buttons(
+        broken,
+        None,
+        lambda: ranking().to_csv(index=False),
+        lambda: b"<html></html>",
+        basename=lambda: export_basename("sub-pt01_run-01", *window["t"]),
+        on_error=errors.append,
+    )
+    assert len(buttons) == 3  # the SVG button is left out
+    png, csv, report = buttons
+    data = csv.callback()
+    assert isinstance(data, io.BytesIO)
+    assert data.getvalue().decode().startswith("rank,channel,shaft")
+    assert csv.filename == "sub-pt01_run-01_t120.0-150.0s_ranking.csv"
+    window["t"] = (150.0, 180.0)
+    report.callback()
+    assert report.filename == "sub-pt01_run-01_t150.0-180.0s_report.html"
+    with pytest.raises(RuntimeError):
+        png.callback()
+    assert errors == ["Could not make the PNG file: no figure yet"]
+    assert export_basename("sub pt/01") == "sub_pt_01"
