@@ -9,6 +9,7 @@ which channels were left out and why.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +40,7 @@ def predict_window_probs(
     device: torch.device | str = "cpu",
     progress: bool = False,
     desc: str = "score",
+    on_progress: Callable[[float], None] | None = None,
 ) -> np.ndarray:
     """Sigmoid probability of every window.
 
@@ -55,6 +57,9 @@ def predict_window_probs(
     progress : bool
     desc : str
         Progress-bar label.
+    on_progress : callable, optional
+        Called with the fraction of windows done (0–1) after each batch; an exception it raises
+        stops the loop and propagates (a viewer uses this to cancel an outdated job).
 
     Returns
     -------
@@ -69,6 +74,8 @@ def predict_window_probs(
         for lo in tqdm(range(0, len(starts), batch_size), desc=desc, unit="batch", disable=not progress or None):
             x = torch.from_numpy(store.windows(starts[lo : lo + batch_size], window_length)).to(device, non_blocking=True)
             out[lo : lo + len(x)] = torch.sigmoid(model(x).float()).cpu().numpy()
+            if on_progress is not None:
+                on_progress((lo + len(x)) / len(starts))
     finally:
         model.train(was_training)
     return out
@@ -196,6 +203,7 @@ def score_recording(
     device: str = "auto",
     progress: bool = True,
     cache: SeriesCache | None = None,
+    on_progress: Callable[[float], None] | None = None,
 ) -> RecordingScores:
     """Score every window of every good iEEG channel of ``recording`` with a trained model.
 
@@ -212,6 +220,9 @@ def score_recording(
     progress : bool
     cache : SeriesCache, optional
         On-disk cache of preprocessed channels (the recording is preprocessed in memory otherwise).
+    on_progress : callable, optional
+        Called with the fraction of windows scored (0–1) after each batch (see
+        :func:`predict_window_probs`).
 
     Returns
     -------
@@ -250,6 +261,7 @@ def score_recording(
         device=dev,
         progress=progress,
         desc=f"score {recording.label}",
+        on_progress=on_progress,
     )
     p_cal, p0, p1 = bundle.calibrator.transform(p_raw)
     rate = series.meta["sfreq"].to_numpy()[index.series]

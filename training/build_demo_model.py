@@ -1,0 +1,123 @@
+"""Train the small demo model bundled with the viewer, and precompute its scores of the demo recording.
+
+The model is trained with the project's own training code (``sss_viewer.training.train``, the
+``default`` preset, split by patient) on a synthetic cohort drawn with seed ``TRAIN_SEED``, which
+differs from the demo recording's seed (``sss_viewer.viewer.demo.DEMO_SEED``): the demo patient
+is not in its training, validation or test data. It is saved with ``ModelBundle.save`` into
+``sss_viewer/data/demo/model/`` (``model.safetensors`` + ``config.json``), and the demo recording's
+window and channel scores go to ``sss_viewer/data/demo/scores/`` so the viewer's demo starts
+without scoring. Usage (≈ 3–5 min on 2 CPU cores)::
+
+    python training/build_demo_model.py [--patients 12] [--epochs 4] [--out sss_viewer/data/demo]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sss_viewer.checkpoint import ModelBundle
+from sss_viewer.inference import score_recording
+from sss_viewer.io.synthetic import SynthConfig, synthesise_recording
+from sss_viewer.metrics import binary_auc
+from sss_viewer.training import train, train_preset
+from sss_viewer.viewer.demo import (
+    DEMO_DESCRIPTION,
+    DEMO_PATIENT_INDEX,
+    DEMO_SEED,
+    demo_scores_key,
+    load_demo,
+    save_scores,
+)
+
+logger = logging.getLogger("build_demo_model")
+
+TRAIN_SEED = 1
+"""Seed of the training cohort; must differ from ``DEMO_SEED``."""
+TRAIN_SYNTH = {"duration_scale": 0.3, "max_channels": 40}
+"""``SynthConfig`` overrides of the training cohort (runs of ≈ 40–300 s, at most 40 contacts)."""
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "sss_viewer" / "data" / "demo"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--patients", type=int, default=12, help="synthetic training patients (default 12)")
+    p.add_argument("--epochs", type=int, default=4, help="training epochs (default 4)")
+    p.add_argument("--train-stride", type=int, default=256, help="training window stride in samples (default 256)")
+    p.add_argument("--seed", type=int, default=TRAIN_SEED, help=f"cohort seed (default {TRAIN_SEED}; not {DEMO_SEED})")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="writes OUT/model/ and OUT/scores/")
+    return p.parse_args(argv)
+
+
+def synth_cohort(n_patients: int, seed: int) -> list:
+    """The training recordings, in memory (the same signals ``sss-viewer synth`` would write)."""
+    if seed == DEMO_SEED:
+        raise ValueError(f"--seed {seed} is the demo recording's seed; the demo patient must not be trained on.")
+    config = SynthConfig(**TRAIN_SYNTH)
+    return [synthesise_recording(k, 1, seed=seed, config=config)[0] for k in range(n_patients)]
+
+
+def channel_auc(bundle: ModelBundle, recordings: list) -> float:
+    """Pooled channel AUC of ``bundle`` over ``recordings`` (scores first, labels second)."""
+    scores, labels = [], []
+    for recording in recordings:
+        table = score_recording(bundle, recording, device="cpu", progress=False).channels
+        soz = dict(zip(recording.ch_names, recording.soz))
+        scores += table["score"].tolist()
+        labels += [int(soz[c]) for c in table["channel"]]
+    return float(binary_auc(np.asarray(scores), np.asarray(labels)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    started = time.perf_counter()
+    recordings = synth_cohort(args.patients, args.seed)
+    logger.info("synthesised %d patients in %.1f s", len(recordings), time.perf_counter() - started)
+    config = train_preset(
+        "default", epochs=args.epochs, train_stride=args.train_stride, device="cpu", seed=0, split="patient"
+    )
+    t0 = time.perf_counter()
+    bundle = train(recordings, config, progress=False)
+    train_seconds = time.perf_counter() - t0
+    test = set(bundle.info["split"]["test"])
+    test_auc = channel_auc(bundle, [r for r in recordings if r.subject in test])
+    with tempfile.TemporaryDirectory() as cache:
+        demo = load_demo(cache)
+        demo_auc = channel_auc(bundle, [demo])
+        bundle.info["description"] = DEMO_DESCRIPTION
+        bundle.info["training_data"] = {
+            "generator": "sss_viewer.io.synthetic.synthesise_recording",
+            "seed": args.seed,
+            "patients": args.patients,
+            "synth_config": TRAIN_SYNTH,
+            "demo_recording": {"seed": DEMO_SEED, "patient_index": DEMO_PATIENT_INDEX, "in_training_data": False},
+        }
+        bundle.info["demo_metrics"] = {"held_out_test_channel_auc": test_auc, "demo_recording_channel_auc": demo_auc}
+        model_dir = args.out / "model"
+        if model_dir.exists():
+            shutil.rmtree(model_dir)
+        bundle.save(model_dir)
+        for path in model_dir.iterdir():
+            path.chmod(0o644)  # atomic_write's temporary files are private; these are package data
+        size = sum(p.stat().st_size for p in model_dir.iterdir())
+        logger.info("saved %s (%.2f MB) after %.1f s of training", model_dir, size / 1e6, train_seconds)
+        t0 = time.perf_counter()
+        scores = score_recording(ModelBundle.load(model_dir), demo, device="cpu", progress=False)
+        save_scores(scores, args.out / "scores", demo_scores_key(model_dir, cache))
+        logger.info("demo scores written to %s in %.1f s", args.out / "scores", time.perf_counter() - t0)
+    logger.info(
+        "held-out test channel AUC %.3f, demo recording channel AUC %.3f; total %.1f s",
+        test_auc, demo_auc, time.perf_counter() - started,
+    )  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
