@@ -1,6 +1,6 @@
 # Two commands do all set-up on a fresh machine:
-#   make demo   — create .venv if missing, install, run the main job
-#   make test   — create .venv if missing, install, run the tests
+#   make demo   — create .venv if missing, install, serve the viewer on the demo recording and model
+#   make test   — create .venv if missing, install (with Debian chromium for the browser tests), run the tests
 # Both are idempotent. torch==2.13.0 is installed first where no torch is present (a CPU wheel on
 # this project's machines); an existing torch (e.g. a CUDA build on a GPU machine) is kept.
 
@@ -9,7 +9,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.sss-viewer-installed
 
-.PHONY: setup demo test test-fast bench clean
+PORT ?= 5006
+BROWSER_STAMP := $(VENV)/.sss-viewer-browser
+
+.PHONY: setup browser demo test test-fast bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,14 +23,25 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-demo: setup
-	$(VENV)/bin/sss-viewer demo
+# Debian chromium + chromedriver for the browser tests and PNG export; needs root (as in CI). Without
+# it the browser tests skip with a reason and export falls back to the browser-free renderer.
+$(BROWSER_STAMP): $(STAMP)
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	else echo "note: chromium/chromedriver not installed (need root): browser tests will be skipped"; fi
+	@touch $(BROWSER_STAMP)
 
-test: setup
-	$(PY) -m pytest
+browser: $(BROWSER_STAMP)
+
+demo: setup
+	$(VENV)/bin/panel serve app.py --port $(PORT) --address 127.0.0.1 --allow-websocket-origin=127.0.0.1:$(PORT) --allow-websocket-origin=localhost:$(PORT)
+
+test: setup browser
+	BOKEH_IN_DOCKER=1 $(PY) -m pytest
 
 test-fast: setup
-	$(PY) -m pytest -m "not slow"
+	BOKEH_IN_DOCKER=1 $(PY) -m pytest -m "not slow and not browser"
 
 bench: setup
 	$(PY) benchmarks/throughput.py

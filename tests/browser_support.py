@@ -1,0 +1,68 @@
+"""Serve ``app.py`` with ``panel serve`` in a subprocess for the browser tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def chromium_missing() -> str | None:
+    """Why the browser tests cannot run here, or None."""
+    if not Path(CHROMIUM).exists():
+        return "Debian chromium is not installed (make test installs it as root: apt-get install chromium chromium-driver)"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def served_app(env: dict[str, str], timeout_s: float = 90.0):
+    """Start ``panel serve app.py`` on a free loopback port; yield its URL once the server answers; stop it.
+
+    ``env["SSS_VIEWER_OUTPUT"] + ".server.log"`` receives the server's output.
+    """
+    port = _free_port()
+    cmd = [
+        sys.executable, "-m", "panel", "serve", str(REPO / "app.py"), "--port", str(port), "--address", "127.0.0.1",
+        f"--allow-websocket-origin=127.0.0.1:{port}", "--num-procs", "1", "--liveness",
+    ]  # fmt: skip
+    log = open(env["SSS_VIEWER_OUTPUT"] + ".server.log", "w")  # noqa: SIM115 (closed below)
+    proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/app"
+    liveness = f"http://127.0.0.1:{port}/liveness"  # answers without building an app session
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"panel serve exited with {proc.returncode}; see {log.name}")
+            try:
+                with urllib.request.urlopen(liveness, timeout=5) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"panel serve did not answer within {timeout_s} s; see {log.name}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
