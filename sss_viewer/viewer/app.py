@@ -80,7 +80,9 @@ class ViewerApp(pn.viewable.Viewer):
         )
         self.models = ModelPicker(model_dir=Path(model_dir or os.environ.get("SSS_VIEWER_MODEL") or DEMO_MODEL_DIR))
         self.scorer = BackgroundScorer()
-        self.traces = TraceView()
+        # The overview's datashader compile (≈ 4 s once per process) waits until the page has loaded,
+        # so the ranking, traces and heat map appear first (in Jupyter onload runs at once).
+        self.traces = TraceView(show_overview=False)
         self.timecourse = SozTimeCourse()
         self.ranking = RankingTable()
         self.annotations = AnnotationPanel()
@@ -90,6 +92,10 @@ class ViewerApp(pn.viewable.Viewer):
         self.bundle = self.models.bundle
         if load_demo:
             self.open_demo()
+        pn.state.onload(self._enable_overview)
+
+    def _enable_overview(self) -> None:
+        self.traces.show_overview = True
 
     # ------------------------------------------------------------------ wiring
     def _wire(self) -> None:

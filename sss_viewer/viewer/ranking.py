@@ -38,6 +38,16 @@ def labels_known(channels: pd.DataFrame | None) -> bool:
     return channels is not None and "label" in channels.columns and bool(channels["label"].notna().any())
 
 
+NO_INTERVAL = "— (isotonic: no interval)"
+
+
+def _interval_text(lower: np.ndarray, upper: np.ndarray) -> list[str]:
+    """``"[lower, upper]"`` per channel; a calibrator without intervals (every lower == upper) says so."""
+    if len(lower) and np.allclose(lower, upper):
+        return [NO_INTERVAL] * len(lower)
+    return [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(lower, upper)]
+
+
 def ranking_frame(
     channels: pd.DataFrame | None, threshold: float, bad_channels: Iterable[str] = ()
 ) -> pd.DataFrame:
@@ -56,7 +66,8 @@ def ranking_frame(
     -------
     ranking : DataFrame, one row per remaining channel, best first
         ``rank`` (1..n, recomputed without the bad channels), ``channel``, ``shaft``, ``score``,
-        ``interval`` (``"[lower, upper]"``), ``label`` (``"SOZ"``/``"—"``/``"?"``, only when labels are
+        ``interval`` (``"[lower, upper]"``, or :data:`NO_INTERVAL` when the calibrator gives point
+        probabilities only), ``label`` (``"SOZ"``/``"—"``/``"?"``, only when labels are
         known), ``n_windows``, ``above`` (bool), ``lower``, ``upper``.
     """
     columns = [c for c in RANKING_COLUMNS if c != "label" or labels_known(channels)]
@@ -71,7 +82,7 @@ def ranking_frame(
             "channel": df["channel"].astype(str).to_numpy(),
             "shaft": [shaft_name(c) for c in df["channel"].astype(str)],
             "score": df["score"].to_numpy(dtype=np.float64),
-            "interval": [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(df["lower"], df["upper"])],
+            "interval": _interval_text(df["lower"].to_numpy(dtype=np.float64), df["upper"].to_numpy(dtype=np.float64)),
             "n_windows": df["n_windows"].to_numpy(dtype=np.int64),
             "above": df["score"].to_numpy(dtype=np.float64) >= float(threshold),
             "lower": df["lower"].to_numpy(dtype=np.float64),
