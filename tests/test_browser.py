@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
+import pybv
+
 from .browser_support import CHROMIUM, chromium_missing, served_app
+from .conftest import toy_recording
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
 
@@ -26,6 +29,11 @@ def app_env(tmp_path_factory):
     outside.write_bytes(b"outside the data root")
     (root / "escape.edf").symlink_to(outside)
     (root / "sub").mkdir()
+    rec = toy_recording("browser", 3, n_channels=8, duration_s=30.0)
+    pybv.write_brainvision(
+        data=rec.data, sfreq=rec.sfreq, ch_names=[f"LQ{i + 1}" for i in range(8)], fname_base="patient",
+        folder_out=root, fmt="binary_float32", unit="µV",
+    )  # fmt: skip
     out = tmp_path_factory.mktemp("viewer-output")
     return {
         "SSS_VIEWER_DATA_ROOT": str(root),
@@ -179,4 +187,15 @@ def test_oversize_upload_is_refused(browser, app_url, tmp_path):
     page.locator("input[type=file]").first.set_input_files(str(big))
     page.wait_for_selector("text=/(too large|larger than|exceeds|MB)/i", timeout=30_000)
     assert "big.edf" not in " ".join(page.locator("select").first.evaluate("s => Array.from(s.options).map(o => o.text)"))
+    page.context.close()
+
+
+def test_opening_a_recording_scores_it_in_the_background(browser, app_url):
+    page = _open(browser, app_url)
+    listing = page.locator("select").filter(has=page.locator("option", has_text="patient.vhdr"))
+    listing.select_option(label=next(o for o in listing.evaluate("s => Array.from(s.options).map(o => o.text)") if "patient.vhdr" in o))
+    page.wait_for_selector(".tabulator-row:has-text('LQ1')", timeout=60_000)
+    assert page.locator(".tabulator-row").count() == 8
+    assert _selected_text(_channel_page_select(page)).startswith("1: LQ1")
+    assert not page.get_by_text("trained on synthetic data by this project", exact=False).first.is_visible()
     page.context.close()

@@ -252,23 +252,6 @@ def rasterise_envelopes(
         rgba = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)] + [255], dtype=np.uint8)
         pixels[hit] = rgba.view(np.uint32)[0]
     return pixels.view(np.uint8).reshape(height, width, 4)
-    canvas = ds.Canvas(plot_width=width, plot_height=height, x_range=x_range, y_range=(-0.5, n_rows - 0.5))
-    n_bins = lo.shape[1]
-    x = np.empty(2 * n_bins + 1)
-    x[0 : 2 * n_bins : 2] = centres
-    x[1 : 2 * n_bins : 2] = centres
-    x[-1] = np.nan
-    for colour in dict.fromkeys(colours):
-        idx = [i for i, c in enumerate(colours) if c == colour]
-        y = np.empty((len(idx), 2 * n_bins + 1))
-        y[:, 0 : 2 * n_bins : 2] = lo[idx]
-        y[:, 1 : 2 * n_bins : 2] = hi[idx]
-        y[:, -1] = np.nan
-        frame = pd.DataFrame({"x": np.tile(x, len(idx)), "y": y.ravel()})
-        hit = canvas.line(frame, "x", "y", agg=ds.any()).to_numpy()[::-1]
-        rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
-        rgba[hit] = [*rgb, 255]
-    return rgba
 
 
 @dataclass(frozen=True)
