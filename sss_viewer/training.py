@@ -27,7 +27,7 @@ from sss_viewer.dataset import SeriesSet, build_series_set
 from sss_viewer.device import resolve_device
 from sss_viewer.inference import predict_window_probs
 from sss_viewer.metrics import binary_auc, choose_threshold, evaluate_scores
-from sss_viewer.models import MODEL_REGISTRY, build_model
+from sss_viewer.models import MODEL_REGISTRY, build_window_model
 from sss_viewer.preprocess import PreprocessConfig, preprocess_preset
 from sss_viewer.recording import Recording
 from sss_viewer.splits import SPLIT_MODES, assign_splits
@@ -313,7 +313,7 @@ def train(
         "training on %d series (%d windows), validating on %d series (%d windows), device %s",
         len(train_set.members), len(train_set), len(val_set.members), len(val_set), device,
     )
-    model = build_model(config.backbone, window_length=L, **config.model_params).to(device)
+    model = build_window_model(config.backbone, L, **config.model_params).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     n_epoch_windows = min(len(train_set), config.windows_per_epoch or len(train_set))
     n_batches = -(-n_epoch_windows // config.batch_size)

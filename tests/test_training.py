@@ -100,3 +100,21 @@ def test_cpu_and_gpu_window_probabilities_agree(tiny_bundle, toy_cohort):
     gpu = score_recording(tiny_bundle, rec, device="cuda", progress=False).windows["p_raw"].to_numpy()
     tiny_bundle.model.cpu()
     np.testing.assert_allclose(cpu, gpu, atol=1e-4)
+
+
+@pytest.mark.parametrize("backbone", ["timesnet", "moderntcn", "dlinear", "rocket", "mamba", "gru", "lstm"])
+def test_every_backbone_serves_as_the_sss_local_model(backbone, toy_cohort, tmp_path):
+    """SSS is backbone-agnostic: any registered window model trains, saves, loads and scores."""
+    from .test_models import SMALL_PARAMS
+
+    params = {k: v for k, v in SMALL_PARAMS[backbone].items() if k not in ("window_length", "input_length")}
+    config = train_preset(
+        "default", backbone=backbone, model_params=params, window_length=64, train_stride=64, val_stride=256,
+        windows_per_epoch=256, batch_size=64, epochs=1, device="cpu",
+    )  # fmt: skip
+    bundle = train(toy_cohort[:6], config, progress=False)
+    bundle.save(tmp_path / "model")
+    loaded = ModelBundle.load(tmp_path / "model")
+    assert loaded.model.get_config()["name"] == backbone
+    result = score_recording(loaded, toy_cohort[6], stride=128, device="cpu", progress=False)
+    assert len(result.channels) == 8 and result.channels["score"].between(0, 1).all()

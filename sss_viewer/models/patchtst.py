@@ -50,7 +50,14 @@ from sss_viewer.models.revin import RevIN
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PatchTST"]
+__all__ = ["APP_C_BEST", "PatchTST"]
+
+APP_C_BEST = {
+    "d_model": 32, "d_ff": 32, "n_heads": 4, "lr": 1e-5, "window_length": 10000,
+    "note": "App. C table 'PatchTST' (red entries); num_enc_layers {1,2,3} has none marked. The defaults "
+            "here follow the authors' code (d_ff 128, 2 layers, L 1024 pooled samples), see DESIGN.md.",
+}  # fmt: skip
+"""The paper's best PatchTST configuration (appendix C)."""
 
 
 class _TokenBatchNorm(nn.BatchNorm1d):

@@ -14,16 +14,38 @@ from typing import Any
 
 from torch import nn
 
+from sss_viewer.models.dlinear import DLinear
+from sss_viewer.models.mamba import MambaClassifier
+from sss_viewer.models.moderntcn import ModernTCN
 from sss_viewer.models.patchtst import PatchTST
+from sss_viewer.models.rnn import GRUClassifier, LSTMClassifier
+from sss_viewer.models.rocket import RocketClassifier
+from sss_viewer.models.timesnet import TimesNet
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MODEL_REGISTRY", "build_model", "model_from_config"]
+__all__ = [
+    "FINITE_CONTEXT",
+    "INFINITE_CONTEXT",
+    "MODEL_REGISTRY",
+    "app_c_best",
+    "build_model",
+    "build_window_model",
+    "model_from_config",
+]
 
 MODEL_REGISTRY: dict[str, type[nn.Module]] = {
-    PatchTST.name: PatchTST,
-}
+    cls.name: cls
+    for cls in (
+        PatchTST, TimesNet, ModernTCN, DLinear, RocketClassifier, MambaClassifier, GRUClassifier, LSTMClassifier,
+    )
+}  # fmt: skip
 """Known backbones by name."""
+
+FINITE_CONTEXT = ("patchtst", "timesnet", "moderntcn", "dlinear")
+"""Backbones with a fixed input length L (``window_length``): whole channels are padded or truncated to L."""
+INFINITE_CONTEXT = ("rocket", "mamba", "gru", "lstm")
+"""Backbones that read a whole variable-length channel (and equally a batch of fixed windows)."""
 
 
 def _accepted_params(cls: type[nn.Module]) -> list[str]:
@@ -69,6 +91,30 @@ def build_model(name: str, **params: Any) -> nn.Module:
         )
     logger.debug("Building backbone %r with %s", name, params)
     return cls(**params)
+
+
+def build_window_model(name: str, window_length: int, **params: Any) -> nn.Module:
+    """A backbone that scores windows of ``window_length`` samples (the SSS local model).
+
+    Finite-context backbones get ``window_length``; ROCKET gets it as the reference length of its
+    kernel dilations (``input_length``); recurrent and Mamba backbones take any length.
+    """
+    accepted = _accepted_params(MODEL_REGISTRY[name]) if name in MODEL_REGISTRY else []
+    if "window_length" in accepted:
+        params.setdefault("window_length", window_length)
+    elif "input_length" in accepted:
+        params.setdefault("input_length", window_length)
+    return build_model(name, **params)
+
+
+def app_c_best(name: str) -> dict[str, Any]:
+    """The paper's best configuration of a backbone (App. C, red in its tables), incl. ``lr`` and L where given."""
+    if name not in MODEL_REGISTRY:
+        known = ", ".join(repr(k) for k in sorted(MODEL_REGISTRY))
+        raise ValueError(f"Unknown backbone {name!r}: expected one of {known}.")
+    module = inspect.getmodule(MODEL_REGISTRY[name])
+    best = getattr(module, "APP_C_BEST")
+    return dict(best[name] if name in best and isinstance(best[name], dict) else best)
 
 
 def model_from_config(cfg: dict[str, Any]) -> nn.Module:

@@ -1,0 +1,244 @@
+"""DLinear window classifier: one univariate window ``(B, L)`` to one logit per window ``(B,)``.
+
+Zeng et al. (2023), *Are Transformers Effective for Time Series Forecasting?*, used as a
+finite-context baseline in the SSS paper (appendix C, "DLinear", via the Time-Series-Library).
+Written from the paper's description, not from any published code.
+
+Architecture
+------------
+RevIN → series decomposition ``x = trend + seasonal`` where ``trend`` is a moving average of
+``moving_avg`` samples (the series is extended at both ends by repeating its first / last value
+so the trend has length ``L``) → one linear layer ``L → d_hidden`` on the seasonal part and one on
+the trend, summed → dropout → linear ``d_hidden → 1``.
+
+Head choice (deviation)
+-----------------------
+The Time-Series-Library classifier maps each component ``L → L`` (its ``pred_len`` equals the
+input length) and then flattens into the class projection: ``2 L²`` weights, 200 M at the
+paper's ``L = 10000``. Every map in DLinear is linear, so the hidden width changes only the
+parametrisation, not the family of functions (a linear functional of the normalised window, with
+dropout in between). We use ``d_hidden`` (default 128) instead; ``d_hidden=window_length``
+reproduces the library's sizes.
+
+Mask
+----
+``forward(x, mask)``: RevIN statistics are taken over the valid samples only, and padded samples
+are set to 0 (the window mean, in normalised units) before the decomposition, so the output does
+not depend on what the padding holds. The linear layers still see the zeros at padded positions
+(the model has a fixed input length); the moving average near the end of the valid part averages
+in those zeros.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from sss_viewer._validate import check_positive_int, check_range
+from sss_viewer.models.revin import RevIN
+
+__all__ = ["APP_C_BEST", "DLinear", "MaskedRevIN", "check_window"]
+
+APP_C_BEST: dict[str, Any] = {"moving_avg": 25, "lr": 1e-6, "window_length": 10000}
+"""The paper's best DLinear configuration (appendix C, red entries); ``lr`` is for Adam."""
+
+
+class MaskedRevIN(RevIN):
+    """:class:`RevIN` whose statistics can be restricted to the valid samples of each window.
+
+    Same parameters and state dict as :class:`RevIN` (a scalar ``weight`` and ``bias``).
+
+    Parameters
+    ----------
+    eps : float
+        Added to the variance before the square root.
+    affine : bool
+        Whether to learn the scalar affine map.
+    """
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:  # type: ignore[override]
+        """Normalise each window.
+
+        Parameters
+        ----------
+        x : Tensor, shape (B, L), float
+            Windows.
+        mask : Tensor, shape (B, L), bool, optional
+            True at valid samples. Mean and (biased) variance are taken over these only, and
+            the output is 0 at the other samples. A window without any valid sample maps to 0.
+
+        Returns
+        -------
+        Tensor, shape (B, L)
+            Normalised windows.
+        """
+        if mask is None:
+            return super().forward(x)
+        zero = torch.zeros((), dtype=x.dtype, device=x.device)
+        # torch.where (not a product) throughout so that non-finite padding cannot leak NaNs.
+        x = torch.where(mask, x, zero)
+        with torch.no_grad():
+            count = mask.sum(-1, keepdim=True).clamp_min(1).to(x.dtype)
+            mean = x.sum(-1, keepdim=True) / count
+            var = torch.where(mask, x - mean, zero).square().sum(-1, keepdim=True) / count
+            scale = torch.rsqrt(var + self.eps)
+        centred = x - mean
+        out = torch.addcmul(self.bias, centred, scale * self.weight) if self.affine \
+            else centred * scale
+        return torch.where(mask, out, zero)
+
+
+def check_window(model_name: str, window_length: int, x: Tensor, mask: Tensor | None) -> None:
+    """Raise a ValueError unless ``x`` is ``(B, window_length)`` and ``mask`` matches it.
+
+    Parameters
+    ----------
+    model_name : str
+        Shown in the message.
+    window_length : int
+        The expected ``L``.
+    x : Tensor
+        The input windows.
+    mask : Tensor or None
+        Optional validity mask.
+    """
+    if x.ndim != 2 or x.shape[1] != window_length:
+        raise ValueError(
+            f"{model_name} expects windows of shape (B, {window_length}), got {tuple(x.shape)}."
+        )
+    if mask is not None:
+        if mask.shape != x.shape:
+            raise ValueError(
+                f"{model_name}: mask shape {tuple(mask.shape)} differs from x shape "
+                f"{tuple(x.shape)}."
+            )
+        if mask.dtype != torch.bool:
+            raise ValueError(f"{model_name}: mask must be bool, got {mask.dtype}.")
+
+
+def moving_average(x: Tensor, kernel: int) -> Tensor:
+    """Moving average over the last axis with edge replication, same length as the input.
+
+    Parameters
+    ----------
+    x : Tensor, shape (B, L)
+    kernel : int
+        Window of the average; the series is extended by ``(kernel - 1) // 2`` copies of its
+        first value and ``kernel - 1 - (kernel - 1) // 2`` copies of its last value.
+
+    Returns
+    -------
+    Tensor, shape (B, L)
+    """
+    if kernel == 1:
+        return x
+    front = (kernel - 1) // 2
+    back = kernel - 1 - front
+    padded = torch.cat([x[:, :1].expand(-1, front), x, x[:, -1:].expand(-1, back)], dim=1)
+    return F.avg_pool1d(padded.unsqueeze(1), kernel, stride=1).squeeze(1)
+
+
+class DLinear(nn.Module):
+    """DLinear classifier for univariate windows: ``(B, L)`` float32 → ``(B,)`` logits.
+
+    Parameters
+    ----------
+    window_length : int
+        Window length ``L`` in samples (App. C's best is 10000; see :data:`APP_C_BEST`).
+    moving_avg : int
+        Kernel of the trend moving average (App. C best: 25).
+    d_hidden : int
+        Output width of the seasonal and trend linear layers (see the module notes).
+    dropout : float
+        Dropout on the summed components before the output layer.
+    revin : bool
+        Instance-normalise every window (RevIN).
+    revin_affine : bool
+        Learn RevIN's scalar affine map.
+    revin_eps : float
+        RevIN's variance floor.
+
+    Notes
+    -----
+    The seasonal and trend layers are initialised as in the DLinear paper's description: every
+    weight ``1 / L`` (a moving average of the input) with zero bias; the output layer uses
+    PyTorch's default initialisation.
+    """
+
+    name: ClassVar[str] = "dlinear"
+
+    def __init__(
+        self,
+        window_length: int = 1024,
+        moving_avg: int = 25,
+        d_hidden: int = 128,
+        dropout: float = 0.2,
+        revin: bool = True,
+        revin_affine: bool = True,
+        revin_eps: float = 1e-5,
+    ) -> None:
+        super().__init__()
+        for key, value in (("window_length", window_length), ("moving_avg", moving_avg),
+                           ("d_hidden", d_hidden)):
+            check_positive_int(key, value)
+        if moving_avg > window_length:
+            raise ValueError(
+                f"Invalid moving_avg={moving_avg}: longer than window_length={window_length}."
+            )
+        check_range("dropout", dropout, 0.0, 1.0, high_inclusive=False)
+        self._config: dict[str, Any] = {
+            "window_length": window_length,
+            "moving_avg": moving_avg,
+            "d_hidden": d_hidden,
+            "dropout": float(dropout),
+            "revin": bool(revin),
+            "revin_affine": bool(revin_affine),
+            "revin_eps": float(revin_eps),
+        }
+        self.window_length = window_length
+        self.moving_avg = moving_avg
+        self.revin = MaskedRevIN(revin_eps, revin_affine) if revin else None
+        self.seasonal = nn.Linear(window_length, d_hidden)
+        self.trend = nn.Linear(window_length, d_hidden)
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(d_hidden, 1)
+        for layer in (self.seasonal, self.trend):
+            nn.init.constant_(layer.weight, 1.0 / window_length)
+            nn.init.zeros_(layer.bias)
+
+    def get_config(self) -> dict[str, Any]:
+        """Return the JSON-serialisable constructor arguments, with ``"name"``.
+
+        Returns
+        -------
+        dict
+            ``build_model(**cfg)`` rebuilds an identically shaped model.
+        """
+        return {"name": self.name, **self._config}
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Score windows.
+
+        Parameters
+        ----------
+        x : Tensor, shape (B, L), float32
+            Windows with ``L == window_length``.
+        mask : Tensor, shape (B, L), bool, optional
+            True at valid (non-padded) samples; see the module notes.
+
+        Returns
+        -------
+        Tensor, shape (B,)
+            One logit per window.
+        """
+        check_window("DLinear", self.window_length, x, mask)
+        if self.revin is not None:
+            x = self.revin(x, mask)
+        elif mask is not None:
+            x = torch.where(mask, x, torch.zeros((), dtype=x.dtype, device=x.device))
+        trend = moving_average(x, self.moving_avg)
+        z = self.seasonal(x - trend) + self.trend(trend)  # (B, d_hidden)
+        return self.head(self.dropout(z)).squeeze(-1)

@@ -1,0 +1,173 @@
+"""Mamba infinite-context classifier: a whole channel ``(1, T)`` or windows ``(B, L)`` → ``(B,)``.
+
+The SSS paper's Mamba baseline (appendix C): Mamba blocks from the pure-PyTorch ``mambapy``
+package (``mambapy.mamba.Mamba`` / ``MambaConfig``; each block is ``x + mixer(RMSNorm(x))`` with
+the selective-scan mixer of Gu & Dao, 2023, computed by a parallel scan), on PatchTST-style
+patches of 64 samples with stride 16, 2 layers and ``lr=1e-6`` (App. C best; ``d_model`` was
+searched over {16, 32, 64} with no best marked, 32 is used).
+
+Pipeline
+--------
+``x (B, T)`` → RevIN over the whole sequence → patches ``(B, N, patch_size)`` with
+``N = (T - patch_size) // patch_stride + 1`` → linear patch embedding to ``d_model`` → ``n_layers``
+Mamba residual blocks → final RMSNorm → mean over the ``N`` tokens → dropout → linear head.
+
+No padding is added: any ``T >= patch_size`` works (shorter input raises a ValueError naming the
+minimum); samples past the last full patch (fewer than ``patch_stride``) are not seen.
+
+Memory
+------
+``mambapy``'s parallel scan materialises ``(B, N', 2 * d_model, d_state)`` float32 tensors, with
+``N'`` the token count rounded up to a power of two, several times per layer: about 270 MB each
+for a 10^6-sample channel at the default sizes (62,497 tokens), so a 1 kHz channel of ~17 minutes
+needs a few GB in eval mode and more to train.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar
+
+from mambapy.mamba import Mamba, MambaConfig, RMSNorm
+from torch import Tensor, nn
+
+from sss_viewer._validate import check_positive_int, check_range
+from sss_viewer.models.revin import RevIN
+from sss_viewer.models.rnn import check_sequence
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["APP_C_BEST", "MambaClassifier"]
+
+APP_C_BEST: dict[str, Any] = {
+    "lr": 1e-6,
+    "n_layers": 2,
+    "patch_size": 64,
+    "patch_stride": 16,
+    "d_model": None,
+    "note": "App. C table 'Mamba': lr {1e-4,1e-5,1e-6} best 1e-6; layers {1,2,3} best 2; "
+            "d_model {16,32,64} with no best marked (32 used as default); patching 64/16.",
+}
+"""Best configuration from the paper's appendix C (learning rate and sizes)."""
+
+
+class MambaClassifier(nn.Module):
+    """Mamba classifier over a whole sequence: ``(B, T)`` float32 → ``(B,)`` logits.
+
+    Parameters
+    ----------
+    d_model : int
+        Token width.
+    n_layers : int
+        Mamba residual blocks.
+    patch_size : int
+        Samples per token.
+    patch_stride : int
+        Step between token starts.
+    d_state : int
+        SSM state size per channel (``mambapy`` default 16).
+    expand_factor : int
+        Inner width multiplier of the Mamba mixer (default 2).
+    d_conv : int
+        Width of the mixer's causal depthwise convolution (default 4).
+    head_dropout : float
+        Dropout on the pooled features before the linear head.
+    revin : bool
+        Instance-normalise every row over its whole length (RevIN) first.
+    revin_affine : bool
+        Learn RevIN's scalar affine map.
+    revin_eps : float
+        RevIN's variance floor.
+
+    Attributes
+    ----------
+    min_length : int
+        Smallest accepted ``T`` (``patch_size``).
+    """
+
+    name: ClassVar[str] = "mamba"
+
+    def __init__(
+        self,
+        d_model: int = 32,
+        n_layers: int = 2,
+        patch_size: int = 64,
+        patch_stride: int = 16,
+        d_state: int = 16,
+        expand_factor: int = 2,
+        d_conv: int = 4,
+        head_dropout: float = 0.2,
+        revin: bool = True,
+        revin_affine: bool = True,
+        revin_eps: float = 1e-5,
+    ) -> None:
+        super().__init__()
+        for key, value in (("d_model", d_model), ("n_layers", n_layers),
+                           ("patch_size", patch_size), ("patch_stride", patch_stride),
+                           ("d_state", d_state), ("expand_factor", expand_factor),
+                           ("d_conv", d_conv)):
+            check_positive_int(key, value)
+        check_range("head_dropout", head_dropout, 0.0, 1.0, high_inclusive=False)
+        self._config: dict[str, Any] = {
+            "d_model": d_model,
+            "n_layers": n_layers,
+            "patch_size": patch_size,
+            "patch_stride": patch_stride,
+            "d_state": d_state,
+            "expand_factor": expand_factor,
+            "d_conv": d_conv,
+            "head_dropout": float(head_dropout),
+            "revin": bool(revin),
+            "revin_affine": bool(revin_affine),
+            "revin_eps": float(revin_eps),
+        }
+        self.patch_size = patch_size
+        self.patch_stride = patch_stride
+        self.min_length = patch_size
+        self.revin = RevIN(revin_eps, revin_affine) if revin else nn.Identity()
+        self.patch_embed = nn.Linear(patch_size, d_model)
+        self.mamba = Mamba(MambaConfig(
+            d_model=d_model, n_layers=n_layers, d_state=d_state,
+            expand_factor=expand_factor, d_conv=d_conv,
+            pscan=True, use_cuda=False,
+        ))
+        self.norm = RMSNorm(d_model)
+        self.head_dropout = nn.Dropout(head_dropout)
+        self.head = nn.Linear(d_model, 1)
+
+    def get_config(self) -> dict[str, Any]:
+        """Return the JSON-serialisable constructor arguments, with ``"name"``.
+
+        Returns
+        -------
+        dict
+            ``cls(**{k: v for k, v in cfg.items() if k != "name"})`` rebuilds the model.
+        """
+        return {"name": self.name, **self._config}
+
+    def n_tokens(self, length: int) -> int:
+        """Tokens for a sequence of ``length`` samples."""
+        return (length - self.patch_size) // self.patch_stride + 1
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Score whole sequences.
+
+        Parameters
+        ----------
+        x : Tensor, shape (B, T), float32
+            A batch of windows, or one whole channel (``B=1``); ``T >= patch_size``.
+
+        Returns
+        -------
+        Tensor, shape (B,)
+            One logit per row (apply a sigmoid for probabilities).
+
+        Raises
+        ------
+        ValueError
+            If ``x`` is not 2-D float or ``T < patch_size``.
+        """
+        check_sequence(x, self.min_length, "MambaClassifier")
+        patches = self.revin(x).unfold(-1, self.patch_size, self.patch_stride)  # (B, N, P)
+        z = self.norm(self.mamba(self.patch_embed(patches)))  # (B, N, d_model)
+        return self.head(self.head_dropout(z.mean(dim=1))).squeeze(-1)
