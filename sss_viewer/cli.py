@@ -118,6 +118,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_device(p)
     _add_common(p)
 
+    p = sub.add_parser("experiment", help="run (or resume) one of the paper's protocols; --list shows them")
+    p.add_argument("protocol", nargs="?", help="protocol name (see --list)")
+    p.add_argument("--list", action="store_true", help="list every protocol and model")
+    p.add_argument("--data", type=Path, help=DATA_HELP)
+    p.add_argument("--out", type=Path, help="results folder (default experiments/<protocol>-<preset>)")
+    p.add_argument("--preset", default="cpu", help="cpu (2-core sizes) or paper (App. C sizes, for a GPU)")
+    p.add_argument("--models", nargs="+", help="models (default: SSS and every baseline)")
+    p.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the preset's five)")
+    p.add_argument("--split-modes", nargs="+", choices=("channel", "patient"), help="default: both")
+    p.add_argument("--labels", type=Path, help="TSV/CSV with subject, channel, soz overriding the data's labels")
+    _add_common(p)
+
     p = sub.add_parser("demo", help="synthesise a cohort, train a small model, score a held-out patient, print the ranking")
     p.add_argument("--out", type=Path, default=Path("demo_output"), help="working folder (default ./demo_output)")
     p.add_argument("--patients", type=int, default=12)
@@ -331,7 +343,42 @@ def _cmd_cohort(args, progress: bool) -> int:
     return 0
 
 
+def _cmd_experiment(args, progress: bool) -> int:
+    from sss_viewer.experiments import MODELS, PRESETS, PROTOCOLS, plan_runs
+    from sss_viewer.experiments.protocols import check_models
+
+    if args.list or not args.protocol:
+        print("protocols:")
+        for spec in PROTOCOLS.values():
+            print(f"  {spec.name:<22} {spec.description}")
+        print("models: " + ", ".join(MODELS) + " (and sss-<backbone> for SSS with another local model)")
+        print("presets: " + ", ".join(PRESETS))
+        return 0
+    from sss_viewer.experiments import run_experiment
+    from sss_viewer.io.cohort import load_data
+
+    if args.protocol not in PROTOCOLS:
+        raise ValueError(f"Unknown protocol {args.protocol!r}: expected one of {', '.join(PROTOCOLS)} (see --list).")
+    if args.preset not in PRESETS:
+        raise ValueError(f"Unknown preset {args.preset!r}: expected one of {', '.join(PRESETS)}.")
+    if args.models:
+        check_models(args.models)
+    if args.data is None:
+        raise ValueError("--data is required: a BIDS root, a cohort folder or a recording file.")
+    recordings = load_data(args.data, labels=args.labels)
+    centres = sorted({r.centre for r in recordings if r.centre})
+    plan_runs(args.protocol, centres, args.models or MODELS, args.seeds or (0,), args.split_modes or ("channel",))
+    out = args.out or Path("experiments") / f"{args.protocol}-{args.preset}"
+    results = run_experiment(
+        args.protocol, recordings, out, preset=args.preset, models=args.models, seeds=args.seeds,
+        split_modes=args.split_modes, progress=progress,
+    )  # fmt: skip
+    print(f"{len(results)} runs; wrote {out / 'results.csv'} and {out / 'tables.md'}")
+    return 0
+
+
 COMMANDS = {
+    "experiment": _cmd_experiment,
     "cohort": _cmd_cohort,
     "synth": _cmd_synth,
     "train": _cmd_train,

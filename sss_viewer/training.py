@@ -254,6 +254,7 @@ def train(
     progress: bool = True,
     series_set: SeriesSet | None = None,
     cache: SeriesCache | None = None,
+    split: np.ndarray | None = None,
 ) -> ModelBundle:
     """Train an SSS model on labelled recordings.
 
@@ -269,6 +270,10 @@ def train(
     cache : SeriesCache, optional
         On-disk cache of preprocessed channels: series are memory-mapped and windows streamed
         from disk, so memory stays bounded by the batch, not the cohort.
+    split : ndarray of str, shape (n_series,), optional
+        A given assignment of every series of ``series_set`` to ``"train"``, ``"val"``, ``"test"`` or
+        ``"unused"`` (experiment protocols such as leave-one-centre-out); ``config.split`` decides
+        it otherwise.
 
     Returns
     -------
@@ -288,16 +293,21 @@ def train(
     labelled = meta["label"].to_numpy() >= 0
     if not labelled.any():
         raise ValueError("None of the training recordings has SOZ labels; training needs labelled channels.")
-    meta_l = meta[labelled]
-    split = np.full(len(meta), "unused", dtype=object)
-    split[labelled] = assign_splits(
-        meta_l,
-        config.split,
-        val_fraction=config.val_fraction,
-        test_fraction=config.test_fraction,
-        balance=config.balance,
-        seed=config.seed,
-    )
+    if split is None:
+        split = np.full(len(meta), "unused", dtype=object)
+        split[labelled] = assign_splits(
+            meta[labelled],
+            config.split,
+            val_fraction=config.val_fraction,
+            test_fraction=config.test_fraction,
+            balance=config.balance,
+            seed=config.seed,
+        )
+    else:
+        split = np.asarray(split, dtype=object)
+        if split.shape != (len(meta),):
+            raise ValueError(f"split must give one entry per series ({len(meta)}); got shape {split.shape}.")
+        split = np.where(labelled, split, "unused")
     labels_np = meta["label"].to_numpy().astype(np.float32)
     for name in ("train", "val"):
         classes = set(labels_np[split == name].astype(int))

@@ -1,0 +1,175 @@
+"""The paper's evaluation protocols as plans of runs: Table 1, Table 2 and the App. A ablations.
+
+A protocol expands, for the centres of a cohort, the models, the seeds and the split modes, into
+``RunSpec``s — one trained-and-tested model each. Plans are plain data, so a runner can skip the runs
+it has already finished (resumable experiments) and a table can be laid out from the specs alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from sss_viewer._validate import check_option
+from sss_viewer.models import FINITE_CONTEXT, INFINITE_CONTEXT
+from sss_viewer.splits import assign_splits
+
+SSS_MODEL = "sss"
+"""SSS with its default local model (PatchTST); ``sss-<backbone>`` uses another registered backbone."""
+BASELINES = (*FINITE_CONTEXT, *INFINITE_CONTEXT)
+MODELS = (SSS_MODEL, *BASELINES)
+SPLIT_MODES = ("channel", "patient")
+ALL_CENTRES = "all"
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One experiment: which settings, and (for ablations) which SSS parameter varies over which values."""
+
+    name: str
+    description: str
+    kind: str  # "table1", "table2" or "ablation"
+    parameter: str | None = None
+    values: tuple = ()
+
+
+PROTOCOLS = {
+    p.name: p
+    for p in (
+        Protocol("paper-table1", "Table 1: train and test within each centre, and all centres pooled", "table1"),
+        Protocol("paper-table2", "Table 2: leave one centre out; train on the others, test on the unseen centre", "table2"),
+        Protocol("ablation-batch", "App. A: SSS batch size", "ablation", "batch_size", (128, 512, 2048, 8192)),
+        Protocol("ablation-window", "App. A: SSS window length L", "ablation", "window_length", (512, 1024, 2048)),
+        Protocol("ablation-calibration", "App. A: SSS calibration", "ablation", "calibrator", ("isotonic", "venn-abers", "none")),
+    )
+}  # fmt: skip
+"""Every protocol by name (``sss-viewer experiment --list``)."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run: a model trained on ``train_centres`` and tested on ``test_centre`` with one split and seed.
+
+    ``setting`` is the table column group: a centre, ``all``, or ``unseen <centre>`` (Table 2);
+    ``overrides`` are SSS parameters an ablation changes (``(("batch_size", 512),)``).
+    """
+
+    protocol: str
+    model: str
+    setting: str
+    split_mode: str
+    seed: int
+    train_centres: tuple[str, ...]
+    test_centre: str | None = None
+    overrides: tuple = field(default_factory=tuple)
+
+    @property
+    def key(self) -> str:
+        """Stable identifier of the run (file name of its result)."""
+        text = json.dumps(asdict(self), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def label(self) -> str:
+        """Row label in tables: the model, plus the ablated value."""
+        if not self.overrides:
+            return self.model
+        return f"{self.model} " + ", ".join(f"{k}={v}" for k, v in self.overrides)
+
+
+def check_models(models) -> list[str]:
+    """Validate model names (``sss``, ``sss-<backbone>`` or a baseline) before anything is trained."""
+    out = []
+    for name in models:
+        if name.startswith(SSS_MODEL + "-"):
+            check_option("SSS backbone", name[len(SSS_MODEL) + 1 :], BASELINES)
+        else:
+            check_option("model", name, MODELS)
+        out.append(name)
+    return out
+
+
+def plan_runs(protocol: str, centres: list[str], models, seeds, split_modes) -> list[RunSpec]:
+    """All runs of ``protocol`` for a cohort with ``centres``.
+
+    Parameters
+    ----------
+    protocol : str
+        A key of :data:`PROTOCOLS`.
+    centres : list of str
+        Centres of the cohort (at least two for Table 2).
+    models : iterable of str
+        Models (ablations use the SSS models among them, or ``sss`` when none is given).
+    seeds : iterable of int
+    split_modes : iterable of str
+        ``channel`` (the paper's: 1:1 balanced, 70/10/20) and/or ``patient``.
+    """
+    check_option("protocol", protocol, sorted(PROTOCOLS))
+    spec = PROTOCOLS[protocol]
+    models = check_models(models)
+    for mode in split_modes:
+        check_option("split mode", mode, SPLIT_MODES)
+    centres = sorted(centres)
+    if spec.kind == "table2" and len(centres) < 2:
+        raise ValueError(f"{protocol} needs at least two centres; the cohort has {centres}.")
+    if spec.kind == "table1":
+        settings = [(c, (c,), None) for c in centres] + [(ALL_CENTRES, tuple(centres), None)]
+    elif spec.kind == "table2":
+        settings = [(f"unseen {c}", tuple(x for x in centres if x != c), c) for c in centres]
+    else:
+        settings = [(ALL_CENTRES, tuple(centres), None)]
+    variants = [()] if spec.kind != "ablation" else [((spec.parameter, v),) for v in spec.values]
+    if spec.kind == "ablation":
+        models = [m for m in models if m.startswith(SSS_MODEL)] or [SSS_MODEL]
+    return [
+        RunSpec(protocol, model, setting, mode, int(seed), train, test, overrides)
+        for mode in split_modes
+        for setting, train, test in settings
+        for model in models
+        for overrides in variants
+        for seed in seeds
+    ]
+
+
+def split_for_run(meta: pd.DataFrame, run: RunSpec) -> np.ndarray:
+    """Assign every series of ``meta`` to train/val/test/unused for ``run``.
+
+    Table 1 and ablations: the labelled series of the run's centres, split 70/10/20 by channel
+    (non-SOZ dropped at random to 1:1 first, as the paper) or by patient. Table 2: the unseen
+    centre is the test set; the other centres give train and validation (1/8 of them) by channel
+    (balanced) or by patient.
+
+    Returns
+    -------
+    split : ndarray of str, shape (n_series,)
+    """
+    split = np.full(len(meta), "unused", dtype=object)
+    labelled = meta["label"].to_numpy() >= 0
+    in_train = meta["centre"].isin(run.train_centres).to_numpy() & labelled
+    balance = run.split_mode == "channel"
+    where = f"{run.protocol} {run.setting} ({run.split_mode} split, seed {run.seed})"
+    fractions = (0.1, 0.2) if run.test_centre is None else (0.125, 0.0)
+    try:
+        split[in_train] = assign_splits(
+            meta[in_train], run.split_mode, val_fraction=fractions[0], test_fraction=fractions[1], balance=balance,
+            seed=run.seed,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise ValueError(
+            f"{where}: centre(s) {', '.join(run.train_centres)} have too few SOZ channels or patients to split: {exc}"
+        ) from exc
+    if run.test_centre is not None:
+        split[(meta["centre"] == run.test_centre).to_numpy() & labelled] = "test"
+    for name in ("train", "val", "test"):
+        classes = set(meta["label"].to_numpy()[split == name])
+        if classes != {0, 1}:
+            centres = run.test_centre if name == "test" and run.test_centre else ", ".join(run.train_centres)
+            raise ValueError(
+                f"{where}: the {name} split of centre(s) {centres} has class(es) {sorted(classes)} only — "
+                "too few SOZ channels to split."
+            )
+    return split

@@ -1,0 +1,215 @@
+"""Run a protocol: train and test every planned run, resumably, and tabulate the results.
+
+Each finished run is written as ``OUT/runs/<key>.json`` (atomically) before the next starts, so an
+interrupted experiment continues from its finished runs, and the final ``OUT/results.csv`` (one row
+per run, in plan order) and ``OUT/tables.md`` are rebuilt from those files: a kill-and-resume gives
+the same CSV as an uninterrupted run. Runs are deterministic given their seed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from sss_viewer._validate import check_option
+from sss_viewer.checkpoint import atomic_write
+from sss_viewer.dataset import SeriesSet, build_series_set
+from sss_viewer.experiments.protocols import BASELINES, SSS_MODEL, RunSpec, plan_runs, split_for_run
+from sss_viewer.experiments.tables import markdown_tables
+from sss_viewer.inference import predict_window_probs
+from sss_viewer.metrics import choose_threshold, evaluate_scores
+from sss_viewer.preprocess import preprocess_preset
+from sss_viewer.recording import Recording
+from sss_viewer.training import train, train_preset
+from sss_viewer.windows import WindowIndex
+
+logger = logging.getLogger(__name__)
+
+METRICS = ("f1", "auc", "accuracy", "auprc", "balanced_accuracy")
+
+
+@dataclass(frozen=True)
+class ExperimentPreset:
+    """Sizes of an experiment: SSS training preset + overrides, whole-channel baseline settings, seeds."""
+
+    name: str
+    sss: dict = field(default_factory=dict)
+    baseline: dict = field(default_factory=dict)
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    split_modes: tuple[str, ...] = ("channel", "patient")
+
+
+PRESETS = {
+    "cpu": ExperimentPreset(
+        "cpu",
+        sss={"preset": "default", "epochs": 2, "window_length": 256, "train_stride": 256, "val_stride": 512,
+             "windows_per_epoch": 1024, "batch_size": 64,
+             "model_params": {"d_model": 16, "d_ff": 32, "n_heads": 2, "n_layers": 1}},
+        baseline={"epochs": 3, "window_length": 2048, "max_length": 4096, "patience": 15,
+                  "small": True},
+    ),
+    "paper": ExperimentPreset(
+        "paper",
+        sss={"preset": "paper"},
+        baseline={"epochs": 50, "window_length": 10000, "patience": 15},
+    ),
+}  # fmt: skip
+"""``cpu``: minutes on 2 cores with small models; ``paper``: App. C sizes, for a GPU and a real ds003029 copy."""
+
+SMALL_BASELINE_PARAMS = {
+    "patchtst": {"d_model": 16, "d_ff": 32, "n_heads": 2, "n_layers": 1},
+    "timesnet": {"d_model": 16, "d_ff": 16, "num_kernels": 2, "top_k": 2, "n_layers": 1},
+    "moderntcn": {"d_model": 16, "dw_dims": 32, "n_layers": 1},
+    "dlinear": {"d_hidden": 32},
+    "rocket": {"num_kernels": 1000},
+    "mamba": {"d_model": 16, "n_layers": 1},
+    "gru": {"d_model": 16, "n_layers": 2, "patch_size": 16, "patch_stride": 8},
+    "lstm": {"d_model": 16, "n_layers": 2, "patch_size": 16, "patch_stride": 8},
+}
+"""Model sizes of the ``cpu`` preset's baselines (App. C sizes in the ``paper`` preset)."""
+
+
+def _sss_config(preset: ExperimentPreset, run: RunSpec):
+    params = dict(preset.sss)
+    name = params.pop("preset", "default")
+    if run.model != SSS_MODEL:
+        params["backbone"] = run.model[len(SSS_MODEL) + 1 :]
+        if preset.name == "cpu":
+            params["model_params"] = SMALL_BASELINE_PARAMS[params["backbone"]]
+    params.update(dict(run.overrides))
+    if "window_length" in dict(run.overrides):
+        params["inference_stride"] = max(1, params["window_length"] // 4)
+        params["train_stride"] = params["window_length"]
+    return train_preset(name, seed=run.seed, device="auto", **params)
+
+
+def _sss_test_probs(bundle, series_set: SeriesSet, members: np.ndarray) -> np.ndarray:
+    """Mean calibrated window probability of each member series (SSS inference)."""
+    lengths = np.where(np.isin(np.arange(series_set.store.n_series), members), series_set.store.lengths, 0)
+    index = WindowIndex.build(lengths, bundle.window_length, bundle.inference_stride, cover_end=True)
+    p = predict_window_probs(bundle.model, series_set.store, index.absolute_starts(series_set.store), bundle.window_length)
+    p_cal = bundle.calibrator.transform(p)[0]
+    sums = np.bincount(index.series, weights=p_cal, minlength=series_set.store.n_series)
+    counts = np.bincount(index.series, minlength=series_set.store.n_series)
+    return sums[members] / np.maximum(counts[members], 1)
+
+
+def _execute(run: RunSpec, series_set: SeriesSet, preset: ExperimentPreset) -> dict:
+    """Train and test one run; return its record (metrics on the test channels)."""
+    split = split_for_run(series_set.meta, run)
+    labels = series_set.meta["label"].to_numpy()
+    test = np.flatnonzero(split == "test")
+    val = np.flatnonzero(split == "val")
+    started = time.perf_counter()
+    if run.model.startswith(SSS_MODEL):
+        bundle = train([], _sss_config(preset, run), progress=False, series_set=series_set, split=split)
+        val_probs, test_probs = _sss_test_probs(bundle, series_set, val), _sss_test_probs(bundle, series_set, test)
+    else:
+        from sss_viewer.whole_channel import WholeChannelConfig, fit_whole_channel
+
+        params = dict(preset.baseline)
+        small = params.pop("small", False)
+        if small:
+            params["model_params"] = SMALL_BASELINE_PARAMS[run.model]
+        result = fit_whole_channel(series_set, split, WholeChannelConfig(backbone=run.model, seed=run.seed, **params))
+        val_probs, test_probs = result.val_probs, result.test_probs
+    threshold = choose_threshold(val_probs, labels[val])
+    metrics = evaluate_scores(test_probs, labels[test], threshold)
+    return {
+        **dataclasses.asdict(run),
+        "key": run.key,
+        "label": run.label,
+        "n_train": int((split == "train").sum()),
+        "n_val": int(len(val)),
+        "n_test": int(len(test)),
+        "n_test_soz": int(labels[test].sum()),
+        "seconds": round(time.perf_counter() - started, 2),
+        **{m: float(metrics[m]) for m in METRICS},
+        "threshold": float(threshold),
+    }
+
+
+def run_experiment(
+    protocol: str,
+    recordings: Sequence[Recording],
+    out_dir: str | Path,
+    *,
+    preset: str = "cpu",
+    models: Sequence[str] | None = None,
+    seeds: Sequence[int] | None = None,
+    split_modes: Sequence[str] | None = None,
+    progress: bool = True,
+    max_new_runs: int | None = None,
+) -> pd.DataFrame:
+    """Run (or resume) ``protocol`` on labelled recordings; write ``results.csv`` and ``tables.md``.
+
+    Parameters
+    ----------
+    protocol : str
+        A key of :data:`sss_viewer.experiments.protocols.PROTOCOLS`.
+    recordings : sequence of Recording
+        Labelled recordings with ``centre`` set.
+    out_dir : str or Path
+    preset : str
+        ``cpu`` or ``paper`` (:data:`PRESETS`).
+    models, seeds, split_modes : sequences, optional
+        Default: SSS and every baseline, the preset's seeds and both split modes.
+    progress : bool
+    max_new_runs : int, optional
+        Stop after this many new runs (the rest continue on the next call).
+
+    Returns
+    -------
+    results : DataFrame
+        One row per finished run, in plan order.
+    """
+    check_option("experiment preset", preset, sorted(PRESETS))
+    spec = PRESETS[preset]
+    models = list(models or (SSS_MODEL, *BASELINES))
+    centres = sorted({r.centre for r in recordings if r.centre})
+    runs = plan_runs(protocol, centres, models, seeds or spec.seeds, split_modes or spec.split_modes)
+    out_dir = Path(out_dir)
+    (out_dir / "runs").mkdir(parents=True, exist_ok=True)
+    atomic_write(out_dir / "plan.json", lambda p: Path(p).write_text(json.dumps(
+        {"protocol": protocol, "preset": preset, "runs": [r.key for r in runs]}, indent=1)))  # fmt: skip
+    min_length = max(
+        [_sss_config(spec, r).window_length for r in runs if r.model.startswith(SSS_MODEL)] or [1]
+    )
+    todo = [r for r in runs if not (out_dir / "runs" / f"{r.key}.json").is_file()]
+    logger.info("%s: %d runs planned, %d finished, %d to do", protocol, len(runs), len(runs) - len(todo), len(todo))
+    if todo:
+        series_set = build_series_set(recordings, preprocess_preset("default"), min_length=min_length, progress=progress)
+        for n, run in enumerate(tqdm(todo, desc=protocol, unit="run", disable=not progress or None)):
+            if max_new_runs is not None and n >= max_new_runs:
+                break
+            record = _execute(run, series_set, spec)
+            atomic_write(out_dir / "runs" / f"{run.key}.json", lambda p, r=record: Path(p).write_text(json.dumps(r, indent=1)))
+    results = collect_results(out_dir, runs)
+    atomic_write(out_dir / "results.csv", lambda p: results.to_csv(p, index=False, float_format="%.6g"))
+    atomic_write(out_dir / "tables.md", lambda p: Path(p).write_text(markdown_tables(results, protocol), encoding="utf-8"))
+    return results
+
+
+def collect_results(out_dir: Path, runs: Sequence[RunSpec]) -> pd.DataFrame:
+    """The finished runs' records, in plan order (runs not finished yet are left out)."""
+    rows = []
+    for run in runs:
+        path = Path(out_dir) / "runs" / f"{run.key}.json"
+        if path.is_file():
+            record = json.loads(path.read_text())
+            record.pop("seconds", None)  # wall time differs between an interrupted and a straight run
+            rows.append(record)
+    table = pd.DataFrame(rows)
+    for column in ("train_centres", "overrides"):
+        if column in table:
+            table[column] = table[column].map(lambda v: json.dumps(v))
+    return table
