@@ -81,3 +81,21 @@ def test_kill_and_resume_gives_the_same_csv(cohort, tmp_path):
     assert len(resumed) == 6
     tables = (tmp_path / "resumed" / "tables.md").read_text()
     assert "unseen JHH F1" in tables and "| sss |" in tables
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ["paper-table1", "paper-table2"])
+def test_full_grid_smoke(cohort, tmp_path, protocol):
+    """Every model, every setting, both split modes, one epoch: the table has every row and column."""
+    results = run_experiment(protocol, cohort, tmp_path, preset="smoke", progress=False)
+    settings = ["JHH", "NIH", "UMMC", "all"] if protocol == "paper-table1" else ["unseen JHH", "unseen NIH", "unseen UMMC"]
+    assert len(results) == len(MODELS) * len(settings) * 2
+    assert results[["f1", "auc", "accuracy", "auprc", "balanced_accuracy"]].notna().all().all()
+    tables = (tmp_path / "tables.md").read_text()
+    for mode in ("channel split", "patient split"):
+        assert mode in tables
+    for model in MODELS:
+        assert tables.count(f"| {model} |") == 4  # 2 split modes × (main + extra metrics)
+    for setting in settings:
+        for metric in ("F1", "AUC", "Acc", "AUPRC", "Bal. acc"):
+            assert f"{setting} {metric}" in tables

@@ -57,20 +57,29 @@ PRESETS = {
         baseline={"epochs": 3, "window_length": 2048, "max_length": 4096, "patience": 15,
                   "small": True},
     ),
+    "smoke": ExperimentPreset(
+        "smoke",
+        sss={"preset": "default", "epochs": 1, "window_length": 256, "train_stride": 256, "val_stride": 1024,
+             "windows_per_epoch": 128, "batch_size": 64,
+             "model_params": {"d_model": 8, "d_ff": 16, "n_heads": 2, "n_layers": 1}},
+        baseline={"epochs": 1, "window_length": 1024, "max_length": 1024, "small": True},
+        seeds=(0,),
+    ),
     "paper": ExperimentPreset(
         "paper",
         sss={"preset": "paper"},
         baseline={"epochs": 50, "window_length": 10000, "patience": 15},
     ),
 }  # fmt: skip
-"""``cpu``: minutes on 2 cores with small models; ``paper``: App. C sizes, for a GPU and a real ds003029 copy."""
+"""``cpu``: minutes on 2 cores with small models; ``smoke``: one epoch, one seed (tests); ``paper``: App. C sizes,
+for a GPU and a real ds003029 copy."""
 
 SMALL_BASELINE_PARAMS = {
     "patchtst": {"d_model": 16, "d_ff": 32, "n_heads": 2, "n_layers": 1},
     "timesnet": {"d_model": 16, "d_ff": 16, "num_kernels": 2, "top_k": 2, "n_layers": 1},
     "moderntcn": {"d_model": 16, "dw_dims": 32, "n_layers": 1},
     "dlinear": {"d_hidden": 32},
-    "rocket": {"num_kernels": 1000},
+    "rocket": {"num_kernels": 500},
     "mamba": {"d_model": 16, "n_layers": 1},
     "gru": {"d_model": 16, "n_layers": 2, "patch_size": 16, "patch_stride": 8},
     "lstm": {"d_model": 16, "n_layers": 2, "patch_size": 16, "patch_stride": 8},

@@ -1,0 +1,449 @@
+"""Whole-channel baselines (paper App. C): one backbone classifies an entire channel.
+
+SSS scores a channel from many short windows; the paper compares it against the same backbones
+trained to classify a *whole* channel in one pass:
+
+* **Finite-context** backbones (``patchtst``, ``timesnet``, ``moderntcn``, ``dlinear``) have a fixed
+  input length L (``window_length``). Every channel is truncated to its first L samples or padded
+  with zeros at the end up to L, as in the paper. A padding mask ``(B, L)`` (True on real samples)
+  goes to ``model.forward(x, mask=...)`` where the backbone accepts one (TimesNet, ModernTCN and
+  DLinear do; PatchTST does not and sees the zero padding).
+* **Infinite-context** backbones (``rocket``, ``mamba``, ``gru``, ``lstm``) read the whole
+  variable-length channel, one channel per batch (batch size 1, one optimiser step per channel).
+  ``max_length`` optionally trains them on a random crop of at most that many samples per channel
+  per epoch (to bound CPU time and memory); validation and test always read the whole channel.
+
+Training follows App. C: Adam (App. C's learning rate of the backbone unless overridden), weight
+decay 1e-4, cosine annealing over the epochs down to ``lr * lr_final_factor`` (two orders of
+magnitude by default), early stopping on validation channel AUC with patience 15, and the best
+epoch's weights kept. RevIN lives inside the backbones. With ``class_balanced_loss`` the binary
+cross-entropy weighs SOZ and non-SOZ training channels so that both classes count equally (the
+paper balanced by dropping non-SOZ channels instead).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+
+from sss_viewer._validate import check_option, check_positive_int, check_range
+from sss_viewer.dataset import SeriesSet
+from sss_viewer.device import resolve_device
+from sss_viewer.metrics import binary_auc
+from sss_viewer.models.registry import (
+    FINITE_CONTEXT,
+    INFINITE_CONTEXT,
+    MODEL_REGISTRY,
+    app_c_best,
+    build_window_model,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "SPLIT_NAMES",
+    "WholeChannelConfig",
+    "WholeChannelResult",
+    "fit_whole_channel",
+    "pad_or_truncate",
+    "predict_channels",
+]
+
+DEFAULT_BATCH_SIZE = 64
+"""Finite-context batch size when ``batch_size`` is None: all training channels, at most this many."""
+
+SPLIT_NAMES = ("train", "val", "test", "unused")
+"""Values accepted in the ``split`` array of :func:`fit_whole_channel`."""
+
+
+@dataclass
+class WholeChannelConfig:
+    """Parameters of a whole-channel baseline run.
+
+    Parameters
+    ----------
+    backbone : str
+        A key of :data:`~sss_viewer.models.registry.MODEL_REGISTRY`.
+    model_params : dict
+        Constructor arguments of the backbone (``window_length`` excepted: set it here).
+    window_length : int
+        L of finite-context backbones (channels are truncated / zero-padded to it); for ROCKET the
+        reference length of its kernel dilations (``input_length``) unless ``model_params`` gives
+        one; unused by the recurrent and Mamba backbones.
+    max_length : int or None
+        Infinite-context backbones only: train on a random crop of at most this many samples of each
+        channel, drawn afresh every epoch (validation and test read the whole channel). None trains
+        on whole channels. Ignored by finite-context backbones.
+    epochs : int
+        Maximum number of epochs.
+    lr : float or None
+        Adam learning rate; None takes App. C's best for the backbone (``app_c_best(backbone)["lr"]``).
+    weight_decay : float
+        Adam weight decay.
+    batch_size : int or None
+        Finite-context channels per optimiser step (and per scoring batch). None: all training
+        channels (App. C: "the entire dataset"), capped at :data:`DEFAULT_BATCH_SIZE`.
+        Infinite-context backbones always train and score one channel at a time and ignore it.
+    patience : int
+        Epochs without a strictly better validation AUC before stopping.
+    seed : int
+        Seeds torch's global generator (model initialisation, dropout) and the shuffling / cropping.
+    device : str
+        ``"auto"``, ``"cpu"`` or ``"cuda[:N]"``.
+    lr_final_factor : float
+        The cosine schedule ends at ``lr * lr_final_factor`` after ``epochs`` epochs.
+    class_balanced_loss : bool
+        Weigh the loss so that SOZ and non-SOZ training channels count equally.
+    """
+
+    backbone: str = "patchtst"
+    model_params: dict = field(default_factory=dict)
+    window_length: int = 1024
+    max_length: int | None = None
+    epochs: int = 50
+    lr: float | None = None
+    weight_decay: float = 1e-4
+    batch_size: int | None = None
+    patience: int = 15
+    seed: int = 0
+    device: str = "auto"
+    lr_final_factor: float = 0.01
+    class_balanced_loss: bool = True
+
+    def __post_init__(self) -> None:
+        check_option("backbone", self.backbone, sorted(MODEL_REGISTRY))
+        if not isinstance(self.model_params, dict):
+            raise ValueError(f"Invalid model_params={self.model_params!r}: expected a dict.")
+        if "window_length" in self.model_params:
+            raise ValueError(
+                "Set the window length with WholeChannelConfig.window_length, not model_params['window_length'] "
+                "(channels are padded / truncated to it)."
+            )
+        for name in ("window_length", "epochs", "patience"):
+            check_positive_int(name, getattr(self, name))
+        for name in ("max_length", "batch_size"):
+            if getattr(self, name) is not None:
+                check_positive_int(name, getattr(self, name))
+        if self.max_length is not None and self.max_length < 2:
+            raise ValueError(f"Invalid max_length={self.max_length!r}: expected at least 2 samples or None.")
+        if self.lr is not None:
+            check_range("lr", self.lr, 0, None, low_inclusive=False)
+        check_range("weight_decay", self.weight_decay, 0, None)
+        check_range("lr_final_factor", self.lr_final_factor, 0, 1)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"Invalid seed={self.seed!r}: expected a non-negative integer.")
+        if not isinstance(self.device, str):
+            raise ValueError(f"Invalid device={self.device!r}: expected 'auto', 'cpu' or 'cuda[:N]'.")
+        check_option("device", self.device.split(":")[0], ("auto", "cpu", "cuda"))
+        if not isinstance(self.class_balanced_loss, bool):
+            raise ValueError(f"Invalid class_balanced_loss={self.class_balanced_loss!r}: expected a bool.")
+
+    @property
+    def finite_context(self) -> bool:
+        """Whether the backbone has a fixed input length (channels padded / truncated to L)."""
+        return self.backbone in FINITE_CONTEXT
+
+    def resolved_lr(self) -> float:
+        """The learning rate used: ``lr``, or App. C's best for the backbone."""
+        if self.lr is not None:
+            return float(self.lr)
+        return float(app_c_best(self.backbone)["lr"])
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable parameters (``lr`` as given; see :meth:`resolved_lr`)."""
+        out = dataclasses.asdict(self)
+        out["model_params"] = copy.deepcopy(dict(self.model_params))
+        return out
+
+
+@dataclass
+class WholeChannelResult:
+    """Outcome of :func:`fit_whole_channel`.
+
+    Attributes
+    ----------
+    model : nn.Module
+        The best epoch's model, in eval mode, on the training device.
+    val_probs, test_probs : ndarray, shapes (n_val,), (n_test,), float64
+        SOZ probabilities of ``np.flatnonzero(split == "val")`` / ``== "test"``, in that order.
+    history : list of dict
+        Per epoch: ``epoch`` (1-based), ``loss`` (mean training loss), ``val_auc``, ``lr`` (the rate
+        used during the epoch) and ``seconds`` (training plus validation).
+    best_epoch : int
+        1-based epoch whose weights ``model`` holds (0 if no epoch had a finite validation AUC; the
+        last weights are kept then).
+    config : WholeChannelConfig
+    """
+
+    model: nn.Module
+    val_probs: np.ndarray
+    test_probs: np.ndarray
+    history: list[dict[str, Any]]
+    best_epoch: int
+    config: WholeChannelConfig
+
+
+# --------------------------------------------------------------------------------------------
+# batching
+# --------------------------------------------------------------------------------------------
+
+
+def pad_or_truncate(series: Sequence[np.ndarray], length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lay channels out as fixed-length rows: the first ``length`` samples, zero-padded at the end.
+
+    Parameters
+    ----------
+    series : sequence of ndarray, each shape (n_i,)
+    length : int
+        L.
+
+    Returns
+    -------
+    x : ndarray, shape (B, L), float32
+    mask : ndarray, shape (B, L), bool
+        True on real samples, False on padding.
+    """
+    check_positive_int("length", length)
+    x = np.zeros((len(series), length), dtype=np.float32)
+    mask = np.zeros((len(series), length), dtype=bool)
+    for row, s in enumerate(series):
+        s = np.asarray(s)
+        if s.ndim != 1:
+            raise ValueError(f"Series {row} must be 1-D; got shape {s.shape}.")
+        n = min(len(s), length)
+        x[row, :n] = s[:n]
+        mask[row, :n] = True
+    return x, mask
+
+
+def _accepts_mask(model: nn.Module) -> bool:
+    return "mask" in inspect.signature(model.forward).parameters
+
+
+def _finite_logits(model: nn.Module, series_set: SeriesSet, members: np.ndarray, length: int,
+                   device: torch.device, use_mask: bool) -> torch.Tensor:
+    x, mask = pad_or_truncate([series_set.store.series(int(i)) for i in members], length)
+    xt = torch.from_numpy(x).to(device)
+    if use_mask:
+        return model(xt, mask=torch.from_numpy(mask).to(device))
+    return model(xt)
+
+
+def _crop(s: np.ndarray, max_length: int | None, rng: np.random.Generator) -> np.ndarray:
+    if max_length is None or len(s) <= max_length:
+        return s
+    start = int(rng.integers(0, len(s) - max_length + 1))
+    return s[start : start + max_length]
+
+
+def predict_channels(model: nn.Module, series_set: SeriesSet, members: Any,
+                     config: WholeChannelConfig) -> np.ndarray:
+    """SOZ probabilities of whole channels (eval mode, no gradients).
+
+    Finite-context backbones score channels truncated / zero-padded to ``config.window_length``
+    (with the padding mask where accepted), ``batch_size`` at a time; infinite-context backbones
+    score each whole channel on its own (``max_length`` does not apply).
+
+    Parameters
+    ----------
+    model : nn.Module
+        A backbone of ``config.backbone``; its device is used.
+    series_set : SeriesSet
+    members : array-like of int, shape (n,)
+        Series indices to score.
+    config : WholeChannelConfig
+
+    Returns
+    -------
+    ndarray, shape (n,), float64
+        Probabilities in [0, 1], in the order of ``members``.
+    """
+    members = np.asarray(members, dtype=np.int64).reshape(-1)
+    n_series = len(series_set.meta)
+    if len(members) and (members.min() < 0 or members.max() >= n_series):
+        raise ValueError(f"members must be series indices in [0, {n_series}); got {members.min()}..{members.max()}.")
+    out = np.empty(len(members), dtype=np.float64)
+    if not len(members):
+        return out
+    try:
+        device = next(model.parameters()).device
+    except StopIteration:
+        device = torch.device("cpu")
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            if config.finite_context:
+                use_mask = _accepts_mask(model)
+                bs = config.batch_size or DEFAULT_BATCH_SIZE
+                for lo in range(0, len(members), bs):
+                    logits = _finite_logits(model, series_set, members[lo : lo + bs], config.window_length,
+                                            device, use_mask)
+                    out[lo : lo + bs] = torch.sigmoid(logits.float()).cpu().numpy()
+            else:
+                for k, i in enumerate(members):
+                    x = torch.from_numpy(np.ascontiguousarray(series_set.store.series(int(i)))).to(device)
+                    out[k] = float(torch.sigmoid(model(x[None]).float())[0])
+    finally:
+        model.train(was_training)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# training
+# --------------------------------------------------------------------------------------------
+
+
+def _check_split(series_set: SeriesSet, split: Any) -> tuple[np.ndarray, np.ndarray]:
+    split = np.asarray(split)
+    n_series = len(series_set.meta)
+    if split.shape != (n_series,):
+        raise ValueError(f"split must have shape ({n_series},) (one entry per series); got {split.shape}.")
+    bad = sorted({str(v) for v in np.unique(split.astype(str))} - set(SPLIT_NAMES))
+    if bad:
+        raise ValueError(f"split holds unknown value(s) {bad}: expected only {list(SPLIT_NAMES)}.")
+    split = split.astype(str)
+    labels = series_set.labels()
+    for name in ("train", "val"):
+        got = labels[split == name]
+        if len(got) == 0:
+            raise ValueError(f"The {name} split is empty; it needs SOZ and non-SOZ channels.")
+        if (got < 0).any():
+            raise ValueError(f"The {name} split holds {int((got < 0).sum())} unlabelled channel(s) (label -1).")
+        classes = sorted(set(got.tolist()))
+        if classes != [0, 1]:
+            raise ValueError(
+                f"The {name} split has channels of class {classes} only; it needs SOZ and non-SOZ channels."
+            )
+    return split, labels
+
+
+def fit_whole_channel(series_set: SeriesSet, split: Any, config: WholeChannelConfig, *,
+                      progress: bool = False) -> WholeChannelResult:
+    """Train a whole-channel baseline and score its validation and test channels.
+
+    Parameters
+    ----------
+    series_set : SeriesSet
+        Preprocessed channels.
+    split : array-like of str, shape (n_series,)
+        ``"train"``, ``"val"``, ``"test"`` or ``"unused"`` per series. Train and validation
+        channels must be labelled and hold both classes.
+    config : WholeChannelConfig
+    progress : bool
+        A progress bar over epochs.
+
+    Returns
+    -------
+    WholeChannelResult
+        Deterministic for a given ``config.seed`` (on the CPU).
+    """
+    if not isinstance(config, WholeChannelConfig):
+        raise ValueError(f"config must be a WholeChannelConfig; got {type(config).__name__}.")
+    split, labels = _check_split(series_set, split)
+    train_idx = np.flatnonzero(split == "train")
+    val_idx = np.flatnonzero(split == "val")
+    test_idx = np.flatnonzero(split == "test")
+    device = resolve_device(config.device)
+    lr = config.resolved_lr()
+    L = config.window_length
+
+    torch.manual_seed(config.seed)
+    rng = np.random.default_rng(config.seed)
+    model = build_window_model(config.backbone, L, **config.model_params).to(device)
+    optimiser = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=config.weight_decay)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
+        optimiser, T_max=config.epochs, eta_min=lr * config.lr_final_factor
+    )
+
+    y_train = labels[train_idx].astype(np.float32)
+    if config.class_balanced_loss:
+        n_pos = float(y_train.sum())
+        n_neg = len(y_train) - n_pos
+        # Mean weight over the training set is 1; each class carries half the total weight.
+        w_train = np.where(y_train == 1, 0.5 / n_pos, 0.5 / n_neg).astype(np.float32) * len(y_train)
+    else:
+        w_train = np.ones_like(y_train)
+    use_mask = config.finite_context and _accepts_mask(model)
+    batch_size = min(len(train_idx), config.batch_size or DEFAULT_BATCH_SIZE)
+    logger.info(
+        "whole-channel %s (%s context): %d train, %d val, %d test channels; lr %.3g, device %s",
+        config.backbone, "finite" if config.finite_context else "infinite",
+        len(train_idx), len(val_idx), len(test_idx), lr, device,
+    )
+
+    history: list[dict[str, Any]] = []
+    best_auc, best_epoch, best_state, stale = -np.inf, 0, None, 0
+    for epoch in tqdm(range(config.epochs), desc=f"whole-channel {config.backbone}", unit="epoch",
+                      disable=not progress or None):
+        t0 = time.perf_counter()
+        model.train()
+        epoch_lr = optimiser.param_groups[0]["lr"]
+        order = rng.permutation(len(train_idx))
+        total = 0.0
+        if config.finite_context:
+            for lo in range(0, len(order), batch_size):
+                pick = order[lo : lo + batch_size]
+                logits = _finite_logits(model, series_set, train_idx[pick], L, device, use_mask)
+                y = torch.from_numpy(y_train[pick]).to(device)
+                w = torch.from_numpy(w_train[pick]).to(device)
+                loss = (F.binary_cross_entropy_with_logits(logits.float(), y, reduction="none") * w).mean()
+                optimiser.zero_grad(set_to_none=True)
+                loss.backward()
+                optimiser.step()
+                total += float(loss.detach()) * len(pick)
+        else:
+            for k in order:
+                s = _crop(series_set.store.series(int(train_idx[k])), config.max_length, rng)
+                x = torch.from_numpy(np.ascontiguousarray(s, dtype=np.float32)).to(device)[None]
+                y = torch.tensor([y_train[k]], device=device)
+                loss = F.binary_cross_entropy_with_logits(model(x).float(), y) * float(w_train[k])
+                optimiser.zero_grad(set_to_none=True)
+                loss.backward()
+                optimiser.step()
+                total += float(loss.detach())
+        scheduler.step()
+        val_probs = predict_channels(model, series_set, val_idx, config)
+        val_auc = binary_auc(val_probs, labels[val_idx])
+        record = {
+            "epoch": epoch + 1,
+            "loss": total / len(train_idx),
+            "val_auc": val_auc,
+            "lr": epoch_lr,
+            "seconds": time.perf_counter() - t0,
+        }
+        history.append(record)
+        logger.info("epoch %d: loss %.4f, val channel AUC %.3f, %.1f s",
+                    record["epoch"], record["loss"], val_auc, record["seconds"])
+        if np.isfinite(val_auc) and val_auc > best_auc:
+            best_auc, best_epoch, stale = val_auc, epoch + 1, 0
+            best_state = copy.deepcopy(model.state_dict())
+        else:
+            stale += 1
+            if stale >= config.patience:
+                logger.info("early stopping after epoch %d (best %d)", epoch + 1, best_epoch)
+                break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    model.eval()
+    return WholeChannelResult(
+        model=model,
+        val_probs=predict_channels(model, series_set, val_idx, config),
+        test_probs=predict_channels(model, series_set, test_idx, config),
+        history=history,
+        best_epoch=best_epoch,
+        config=config,
+    )
