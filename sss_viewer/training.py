@@ -7,7 +7,6 @@ validation → calibrator fit on validation windows → channel threshold chosen
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import logging
 import time
@@ -25,6 +24,7 @@ from sss_viewer.checkpoint import ModelBundle
 from sss_viewer.cache import SeriesCache
 from sss_viewer.dataset import SeriesSet, build_series_set
 from sss_viewer.device import resolve_device
+from sss_viewer.early_stopping import EarlyStopping
 from sss_viewer.inference import predict_window_probs
 from sss_viewer.metrics import binary_auc, choose_threshold, evaluate_scores
 from sss_viewer.models import MODEL_REGISTRY, build_window_model
@@ -340,7 +340,7 @@ def train(
     train_starts = train_set.starts
     train_series = torch.from_numpy(train_set.series)
 
-    history, best_auc, best_epoch, best_state, stale = [], -np.inf, -1, None, 0
+    history, stopper = [], EarlyStopping(config.patience, no_best_epoch=-1)
     for epoch in range(config.epochs):
         model.train()
         t0 = time.perf_counter()
@@ -377,16 +377,10 @@ def train(
             "epoch %d: loss %.4f, val channel AUC %.3f, %.0f windows/s",
             epoch + 1, record["train_loss"], val_auc, record["train_windows_per_s"],
         )
-        if np.isfinite(val_auc) and val_auc > best_auc:
-            best_auc, best_epoch, stale = val_auc, epoch + 1, 0
-            best_state = copy.deepcopy(model.state_dict())
-        else:
-            stale += 1
-            if stale >= config.patience:
-                logger.info("early stopping after epoch %d (best %d)", epoch + 1, best_epoch)
-                break
-    if best_state is not None:
-        model.load_state_dict(best_state)
+        if stopper.update(val_auc, epoch + 1, model):
+            break
+    stopper.restore_best(model)
+    best_epoch = stopper.best_epoch
     model.eval()
 
     calibrator, threshold, val_metrics = _calibrate(model, series_set, train_set, val_set, labels_np, config, device)

@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 from sss_viewer._validate import check_option, check_positive_int, check_range
 from sss_viewer.dataset import SeriesSet
 from sss_viewer.device import resolve_device
+from sss_viewer.early_stopping import EarlyStopping
 from sss_viewer.metrics import binary_auc
 from sss_viewer.models.registry import (
     FINITE_CONTEXT,
@@ -386,7 +387,7 @@ def fit_whole_channel(series_set: SeriesSet, split: Any, config: WholeChannelCon
     )
 
     history: list[dict[str, Any]] = []
-    best_auc, best_epoch, best_state, stale = -np.inf, 0, None, 0
+    stopper = EarlyStopping(config.patience)
     for epoch in tqdm(range(config.epochs), desc=f"whole-channel {config.backbone}", unit="epoch",
                       disable=not progress or None):
         t0 = time.perf_counter()
@@ -428,16 +429,10 @@ def fit_whole_channel(series_set: SeriesSet, split: Any, config: WholeChannelCon
         history.append(record)
         logger.info("epoch %d: loss %.4f, val channel AUC %.3f, %.1f s",
                     record["epoch"], record["loss"], val_auc, record["seconds"])
-        if np.isfinite(val_auc) and val_auc > best_auc:
-            best_auc, best_epoch, stale = val_auc, epoch + 1, 0
-            best_state = copy.deepcopy(model.state_dict())
-        else:
-            stale += 1
-            if stale >= config.patience:
-                logger.info("early stopping after epoch %d (best %d)", epoch + 1, best_epoch)
-                break
-    if best_state is not None:
-        model.load_state_dict(best_state)
+        if stopper.update(val_auc, epoch + 1, model):
+            break
+    stopper.restore_best(model)
+    best_epoch = stopper.best_epoch
     model.eval()
     return WholeChannelResult(
         model=model,
