@@ -146,3 +146,14 @@ def test_one_class_labels_show_auc_not_available():
     table = RankingTable(scores=make_scores(labels=labels), threshold=0.5)
     assert np.isnan(table.agreement()["auc"])
     assert "AUC n/a" in table._agreement.object
+
+
+def test_interval_column_says_when_the_calibrator_has_none():
+    from sss_viewer.viewer.ranking import NO_INTERVAL, ranking_frame
+
+    channels = pd.DataFrame(
+        {"channel": ["A1", "A2"], "score": [0.7, 0.2], "lower": [0.7, 0.2], "upper": [0.7, 0.2], "n_windows": [3, 3]}
+    )
+    assert list(ranking_frame(channels, 0.5)["interval"]) == [NO_INTERVAL] * 2
+    channels["lower"], channels["upper"] = [0.6, 0.1], [0.8, 0.3]
+    assert list(ranking_frame(channels, 0.5)["interval"]) == ["[0.600, 0.800]", "[0.100, 0.300]"]

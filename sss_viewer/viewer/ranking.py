@@ -38,7 +38,7 @@ def labels_known(channels: pd.DataFrame | None) -> bool:
     return channels is not None and "label" in channels.columns and bool(channels["label"].notna().any())
 
 
-NO_INTERVAL = "— (isotonic: no interval)"
+NO_INTERVAL = "n/a (isotonic)"
 
 
 def _interval_text(lower: np.ndarray, upper: np.ndarray) -> list[str]:
