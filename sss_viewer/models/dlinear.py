@@ -40,7 +40,7 @@ from torch import Tensor, nn
 from sss_viewer._validate import check_positive_int, check_range
 from sss_viewer.models.revin import RevIN
 
-__all__ = ["APP_C_BEST", "DLinear", "MaskedRevIN", "check_window"]
+__all__ = ["APP_C_BEST", "DLinear", "MaskedRevIN", "check_window", "masked_input"]
 
 APP_C_BEST: dict[str, Any] = {"moving_avg": 25, "lr": 1e-6, "window_length": 10000}
 """The paper's best DLinear configuration (appendix C, red entries); ``lr`` is for Adam."""
@@ -117,6 +117,34 @@ def check_window(model_name: str, window_length: int, x: Tensor, mask: Tensor | 
             )
         if mask.dtype != torch.bool:
             raise ValueError(f"{model_name}: mask must be bool, got {mask.dtype}.")
+
+
+def masked_input(
+    model_name: str, window_length: int, x: Tensor, mask: Tensor | None, revin: MaskedRevIN | None
+) -> Tensor:
+    """Check the windows, then RevIN them over their valid samples (or just zero the padding).
+
+    Parameters
+    ----------
+    model_name : str
+        Shown in error messages.
+    window_length : int
+    x : Tensor, shape (B, window_length)
+    mask : Tensor, shape (B, window_length), bool, optional
+        True at valid samples.
+    revin : MaskedRevIN or None
+
+    Returns
+    -------
+    Tensor, shape (B, window_length)
+        Padded samples are 0.
+    """
+    check_window(model_name, window_length, x, mask)
+    if revin is not None:
+        return revin(x, mask)
+    if mask is not None:
+        return torch.where(mask, x, torch.zeros((), dtype=x.dtype, device=x.device))
+    return x
 
 
 def moving_average(x: Tensor, kernel: int) -> Tensor:
@@ -234,11 +262,7 @@ class DLinear(nn.Module):
         Tensor, shape (B,)
             One logit per window.
         """
-        check_window("DLinear", self.window_length, x, mask)
-        if self.revin is not None:
-            x = self.revin(x, mask)
-        elif mask is not None:
-            x = torch.where(mask, x, torch.zeros((), dtype=x.dtype, device=x.device))
+        x = masked_input("DLinear", self.window_length, x, mask, self.revin)
         trend = moving_average(x, self.moving_avg)
         z = self.seasonal(x - trend) + self.trend(trend)  # (B, d_hidden)
         return self.head(self.dropout(z)).squeeze(-1)

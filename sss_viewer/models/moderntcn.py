@@ -49,7 +49,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from sss_viewer._validate import check_positive_int, check_range
-from sss_viewer.models.dlinear import MaskedRevIN, check_window
+from sss_viewer.models.dlinear import MaskedRevIN, masked_input
 
 __all__ = ["APP_C_BEST", "ModernTCN"]
 
@@ -248,11 +248,7 @@ class ModernTCN(nn.Module):
         Tensor, shape (B,)
             One logit per window.
         """
-        check_window("ModernTCN", self.window_length, x, mask)
-        if self.revin is not None:
-            x = self.revin(x, mask)
-        elif mask is not None:
-            x = torch.where(mask, x, torch.zeros((), dtype=x.dtype, device=x.device))
+        x = masked_input("ModernTCN", self.window_length, x, mask, self.revin)
         h = self.embed(self._patch(x.unsqueeze(1)))  # (B, d_model, N)
         if mask is None:
             for block in self.blocks:

@@ -55,7 +55,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from sss_viewer._validate import check_positive_int, check_range
-from sss_viewer.models.dlinear import MaskedRevIN, check_window
+from sss_viewer.models.dlinear import MaskedRevIN, masked_input
 
 __all__ = ["APP_C_BEST", "TimesNet"]
 
@@ -251,11 +251,7 @@ class TimesNet(nn.Module):
         Tensor, shape (B,)
             One logit per window.
         """
-        check_window("TimesNet", self.window_length, x, mask)
-        if self.revin is not None:
-            x = self.revin(x, mask)
-        elif mask is not None:
-            x = torch.where(mask, x, torch.zeros((), dtype=x.dtype, device=x.device))
+        x = masked_input("TimesNet", self.window_length, x, mask, self.revin)
         keep = None if mask is None else mask.unsqueeze(-1).to(x.dtype)  # (B, T, 1)
         h = self.value_embed(x.unsqueeze(1)).transpose(1, 2) + self.pos_embed  # (B, T, D)
         h = self.dropout(h)
