@@ -37,6 +37,10 @@ logger = logging.getLogger(__name__)
 
 TRAIN_PRESETS = ("default", "paper")
 CALIBRATE_ON = ("val", "train+val")
+FEATURE_CACHE_BYTES = 2 << 30
+"""Largest feature matrix (bytes) kept for a local model with a frozen front end (see ``_frozen_features``)."""
+INITIALISATION_WINDOWS = 1024
+"""Training windows shown to a local model's ``initialise_from_data`` (MiniRocket's bias quantiles)."""
 
 
 @dataclass
@@ -324,6 +328,9 @@ def train(
         len(train_set.members), len(train_set), len(val_set.members), len(val_set), device,
     )
     model = build_window_model(config.backbone, L, **config.model_params).to(device)
+    if hasattr(model, "initialise_from_data"):  # data-dependent set-up (MiniRocket's biases)
+        pick = torch.randperm(len(train_set), generator=generator)[:INITIALISATION_WINDOWS].numpy()
+        model.initialise_from_data(torch.from_numpy(series_set.store.windows(train_set.starts[pick], L)).to(device))
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     n_epoch_windows = min(len(train_set), config.windows_per_epoch or len(train_set))
     n_batches = -(-n_epoch_windows // config.batch_size)
@@ -339,6 +346,7 @@ def train(
         series_weight = torch.from_numpy(weights.astype(np.float32)).to(device)
     train_starts = train_set.starts
     train_series = torch.from_numpy(train_set.series)
+    frozen = _frozen_features(model, series_set.store, (train_set.starts, val_set.starts), L, device)
 
     history, stopper = [], EarlyStopping(config.patience, no_best_epoch=-1)
     for epoch in range(config.epochs):
@@ -350,9 +358,13 @@ def train(
             total=n_batches, desc=f"epoch {epoch + 1}/{config.epochs}", unit="batch", disable=not progress or None,
         )
         for idx in bar:
-            x = torch.from_numpy(series_set.store.windows(train_starts[idx.numpy()], L)).to(device, non_blocking=True)
+            if frozen is not None:
+                logits = model.classify(frozen[0][idx.to(device)])
+            else:
+                x = torch.from_numpy(series_set.store.windows(train_starts[idx.numpy()], L)).to(device, non_blocking=True)
+                logits = model(x)
             s = train_series[idx].to(device)
-            loss = channel_loss(model(x), s, labels_t, series_weight, config.window_loss_weight)
+            loss = channel_loss(logits, s, labels_t, series_weight, config.window_loss_weight)
             optimiser.zero_grad(set_to_none=True)
             loss.backward()
             optimiser.step()
@@ -363,7 +375,12 @@ def train(
         if config.scheduler_step == "epoch":
             scheduler.step()
         train_seconds = time.perf_counter() - t0
-        p_val = predict_window_probs(model, series_set.store, val_set.starts, L, device=device)
+        if frozen is not None:
+            model.eval()
+            with torch.no_grad():
+                p_val = torch.sigmoid(model.classify(frozen[1]).float()).cpu().numpy()
+        else:
+            p_val = predict_window_probs(model, series_set.store, val_set.starts, L, device=device)
         val_auc = _selection_auc(p_val, val_set, labels_np, config.calibrator)
         record = {
             "epoch": epoch + 1,
@@ -383,7 +400,11 @@ def train(
     best_epoch = stopper.best_epoch
     model.eval()
 
-    calibrator, threshold, val_metrics = _calibrate(model, series_set, train_set, val_set, labels_np, config, device)
+    p_val = None
+    if frozen is not None:
+        with torch.no_grad():
+            p_val = torch.sigmoid(model.classify(frozen[1]).float()).cpu().numpy()
+    calibrator, threshold, val_metrics = _calibrate(model, series_set, train_set, val_set, labels_np, config, device, p_val)
     info = {
         "train_config": config.to_dict(),
         "split": _split_record(meta, split, config.split),
@@ -405,6 +426,35 @@ def train(
     )
 
 
+def _frozen_features(model, store, start_sets, L, device) -> list[torch.Tensor] | None:
+    """Features of fixed window sets under a model's frozen front end, computed once; None if not applicable.
+
+    A local model whose front end is not trained (MiniRocket: fixed kernels and fitted biases)
+    exposes ``frozen_features(x)`` and ``classify(features)``; its features are computed once per
+    window here, so each epoch trains only the head. Skipped (None) when the model has no frozen
+    front end or the features would take more than :data:`FEATURE_CACHE_BYTES`.
+    """
+    if not getattr(model, "has_frozen_front_end", False):
+        return None
+    n_windows = sum(len(starts) for starts in start_sets)
+    needed = n_windows * model.n_features * 4
+    if needed > FEATURE_CACHE_BYTES:
+        logger.info("frozen features of %d windows would need %.1f GB: computing them per batch", n_windows, needed / 1e9)
+        return None
+    out = []
+    model.eval()
+    with torch.no_grad():
+        for starts in start_sets:
+            parts = [
+                model.frozen_features(torch.from_numpy(store.windows(starts[lo : lo + 256], L)).to(device))
+                for lo in range(0, len(starts), 256)
+            ]
+            out.append(torch.cat(parts) if parts else torch.empty(0, model.n_features, device=device))
+    model.train()
+    logger.info("computed the frozen features of %d windows once (%.0f MB)", n_windows, needed / 1e6)
+    return out
+
+
 def _selection_auc(p_val: np.ndarray, val_set: _Subset, labels_np: np.ndarray, calibrator: str) -> float:
     """Validation channel AUC used for early stopping, measured the way the model will be used.
 
@@ -421,10 +471,14 @@ def _selection_auc(p_val: np.ndarray, val_set: _Subset, labels_np: np.ndarray, c
     return binary_auc(scores, labels_np[val_set.members].astype(int))
 
 
-def _calibrate(model, series_set, train_set, val_set, labels_np, config, device):
-    """Fit the calibrator on window probabilities and pick the channel threshold on validation."""
+def _calibrate(model, series_set, train_set, val_set, labels_np, config, device, p_val=None):
+    """Fit the calibrator on window probabilities and pick the channel threshold on validation.
+
+    ``p_val`` (the validation windows' raw probabilities) is computed here unless given.
+    """
     L = config.window_length
-    p_val = predict_window_probs(model, series_set.store, val_set.starts, L, device=device)
+    if p_val is None:
+        p_val = predict_window_probs(model, series_set.store, val_set.starts, L, device=device)
     fit_p, fit_y = p_val, labels_np[val_set.series]
     if config.calibrate_on == "train+val":
         p_train = predict_window_probs(model, series_set.store, train_set.starts, L, device=device)

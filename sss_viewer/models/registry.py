@@ -16,6 +16,7 @@ from torch import nn
 
 from sss_viewer.models.dlinear import DLinear
 from sss_viewer.models.mamba import MambaClassifier
+from sss_viewer.models.minirocket import MiniRocketClassifier
 from sss_viewer.models.moderntcn import ModernTCN
 from sss_viewer.models.patchtst import PatchTST
 from sss_viewer.models.rnn import GRUClassifier, LSTMClassifier
@@ -38,13 +39,14 @@ MODEL_REGISTRY: dict[str, type[nn.Module]] = {
     cls.name: cls
     for cls in (
         PatchTST, TimesNet, ModernTCN, DLinear, RocketClassifier, MambaClassifier, GRUClassifier, LSTMClassifier,
+        MiniRocketClassifier,
     )
 }  # fmt: skip
 """Known backbones by name."""
 
 FINITE_CONTEXT = ("patchtst", "timesnet", "moderntcn", "dlinear")
 """Backbones with a fixed input length L (``window_length``): whole channels are padded or truncated to L."""
-INFINITE_CONTEXT = ("rocket", "mamba", "gru", "lstm")
+INFINITE_CONTEXT = ("rocket", "mamba", "gru", "lstm", "minirocket")
 """Backbones that read a whole variable-length channel (and equally a batch of fixed windows)."""
 
 
@@ -96,8 +98,8 @@ def build_model(name: str, **params: Any) -> nn.Module:
 def build_window_model(name: str, window_length: int, **params: Any) -> nn.Module:
     """A backbone that scores windows of ``window_length`` samples (the SSS local model).
 
-    Finite-context backbones get ``window_length``; ROCKET gets it as the reference length of its
-    kernel dilations (``input_length``); recurrent and Mamba backbones take any length.
+    Finite-context backbones get ``window_length``; ROCKET and MiniRocket get it as the reference
+    length of their kernel dilations (``input_length``); recurrent and Mamba backbones take any length.
     """
     accepted = _accepted_params(MODEL_REGISTRY[name]) if name in MODEL_REGISTRY else []
     if "window_length" in accepted:

@@ -126,7 +126,7 @@ def generate_kernels(
     }
 
 
-class _RunningStandardizer(nn.Module):
+class RunningStandardizer(nn.Module):
     """Standardise features with a running mean/variance over every training row seen.
 
     Training mode: update the statistics with the batch (detached), then normalise with the
@@ -231,7 +231,7 @@ class RocketClassifier(nn.Module):
         self.register_load_state_dict_post_hook(_regroup)
         self.revin = RevIN(revin_eps, revin_affine) if revin else nn.Identity()
         if normalisation == "running":
-            self.norm: nn.Module = _RunningStandardizer(self.n_features)
+            self.norm: nn.Module = RunningStandardizer(self.n_features)
         else:
             self.norm = nn.BatchNorm1d(self.n_features, affine=False)
         self.head = nn.Linear(self.n_features, 1)
@@ -301,6 +301,20 @@ class RocketClassifier(nn.Module):
                     ppv[:, c0:c1] = (out > 0).sum(-1) / (hi - lo)
                     mx[:, c0:c1] = out.amax(-1)
         return torch.cat([ppv, mx], dim=1)
+
+    @property
+    def has_frozen_front_end(self) -> bool:
+        """Whether nothing before the head is trained (RevIN without affine map): features can be cached."""
+        return not self._config["revin_affine"]
+
+    def frozen_features(self, x: Tensor) -> Tensor:
+        """RevIN + ROCKET features ``(B, n_features)`` of ``x (B, T)``: the untrained front end."""
+        check_sequence(x, self.min_length, "RocketClassifier")
+        return self.transform(self.revin(x))
+
+    def classify(self, feats: Tensor) -> Tensor:
+        """The trained part: standardise ``(B, n_features)`` and apply the logistic head → ``(B,)`` logits."""
+        return self.head(self.norm(feats)).squeeze(-1)
 
     def forward(self, x: Tensor) -> Tensor:
         """Score sequences.
