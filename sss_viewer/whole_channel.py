@@ -8,10 +8,13 @@ trained to classify a *whole* channel in one pass:
   with zeros at the end up to L, as in the paper. A padding mask ``(B, L)`` (True on real samples)
   goes to ``model.forward(x, mask=...)`` where the backbone accepts one (TimesNet, ModernTCN and
   DLinear do; PatchTST does not and sees the zero padding).
-* **Infinite-context** backbones (``rocket``, ``mamba``, ``gru``, ``lstm``) read the whole
-  variable-length channel, one channel per batch (batch size 1, one optimiser step per channel).
-  ``max_length`` optionally trains them on a random crop of at most that many samples per channel
-  per epoch (to bound CPU time and memory); validation and test always read the whole channel.
+* **Infinite-context** backbones (``rocket``, ``mamba``, ``gru``, ``lstm``, ``minirocket``) read the
+  whole variable-length channel, one channel per batch (batch size 1, one optimiser step per
+  channel). ``max_length`` optionally trains them on a random crop of at most that many samples per
+  channel per epoch, and ``batch_size`` > 1 batches equal-length crops (to bound CPU time and
+  memory); validation and test always read the whole channel. ROCKET and MiniRocket train only
+  their head: their features are computed once per whole channel (no crops) and each epoch fits
+  the head on them.
 
 Training follows App. C: Adam (App. C's learning rate of the backbone unless overridden), weight
 decay 1e-4, cosine annealing over the epochs down to ``lr * lr_final_factor`` (two orders of
@@ -65,6 +68,10 @@ __all__ = [
 
 DEFAULT_BATCH_SIZE = 64
 """Finite-context batch size when ``batch_size`` is None: all training channels, at most this many."""
+INITIALISATION_CHANNELS = 256
+"""Training channels shown to a model's ``initialise_from_data`` (MiniRocket's bias quantiles)."""
+INFINITE_EVAL_BATCH = 32
+"""Infinite-context scoring: whole channels of equal length (those of one recording) per forward pass."""
 
 SPLIT_NAMES = ("train", "val", "test", "unused")
 """Values accepted in the ``split`` array of :func:`fit_whole_channel`."""
@@ -95,9 +102,12 @@ class WholeChannelConfig:
     weight_decay : float
         Adam weight decay.
     batch_size : int or None
-        Finite-context channels per optimiser step (and per scoring batch). None: all training
-        channels (App. C: "the entire dataset"), capped at :data:`DEFAULT_BATCH_SIZE`.
-        Infinite-context backbones always train and score one channel at a time and ignore it.
+        Channels per optimiser step. Finite context (and scoring batches): None means all training
+        channels (App. C: "the entire dataset"), capped at :data:`DEFAULT_BATCH_SIZE`. Infinite
+        context: None means one whole channel per step (the paper); a larger batch trains on random
+        crops of one common length — the batch's shortest channel, at most ``max_length`` — so a
+        CPU preset can take fewer, larger steps. Scoring always reads whole channels, those of equal
+        length together (:data:`INFINITE_EVAL_BATCH`; models are row-independent in eval mode).
     patience : int
         Epochs without a strictly better validation AUC before stopping.
     seed : int
@@ -250,13 +260,30 @@ def _crop(s: np.ndarray, max_length: int | None, rng: np.random.Generator) -> np
     return s[start : start + max_length]
 
 
+def _equal_length_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    """Positions of ``lengths`` grouped by equal length, at most ``batch_size`` per group (stable order)."""
+    batches = []
+    for value in np.unique(lengths):
+        rows = np.flatnonzero(lengths == value)
+        batches.extend(rows[lo : lo + batch_size] for lo in range(0, len(rows), batch_size))
+    return batches
+
+
+def _crop_batch(series: Sequence[np.ndarray], max_length: int | None, rng: np.random.Generator) -> np.ndarray:
+    """Random crops of one common length (the shortest channel's, at most ``max_length``): (B, T)."""
+    length = min(len(s) for s in series)
+    if max_length is not None:
+        length = min(length, max_length)
+    return np.stack([_crop(np.asarray(s), length, rng) for s in series]).astype(np.float32, copy=False)
+
+
 def predict_channels(model: nn.Module, series_set: SeriesSet, members: Any,
                      config: WholeChannelConfig) -> np.ndarray:
     """SOZ probabilities of whole channels (eval mode, no gradients).
 
     Finite-context backbones score channels truncated / zero-padded to ``config.window_length``
     (with the padding mask where accepted), ``batch_size`` at a time; infinite-context backbones
-    score each whole channel on its own (``max_length`` does not apply).
+    score whole channels (``max_length`` does not apply), those of equal length together.
 
     Parameters
     ----------
@@ -295,9 +322,10 @@ def predict_channels(model: nn.Module, series_set: SeriesSet, members: Any,
                                             device, use_mask)
                     out[lo : lo + bs] = torch.sigmoid(logits.float()).cpu().numpy()
             else:
-                for k, i in enumerate(members):
-                    x = torch.from_numpy(np.ascontiguousarray(series_set.store.series(int(i)))).to(device)
-                    out[k] = float(torch.sigmoid(model(x[None]).float())[0])
+                for rows in _equal_length_batches(series_set.store.lengths[members], INFINITE_EVAL_BATCH):
+                    x = np.stack([series_set.store.series(int(i)) for i in members[rows]])
+                    logits = model(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device))
+                    out[rows] = torch.sigmoid(logits.float()).cpu().numpy()
     finally:
         model.train(was_training)
     return out
@@ -306,6 +334,40 @@ def predict_channels(model: nn.Module, series_set: SeriesSet, members: Any,
 # --------------------------------------------------------------------------------------------
 # training
 # --------------------------------------------------------------------------------------------
+
+
+def _initialisation_sample(series_set: SeriesSet, train_idx: np.ndarray, config: WholeChannelConfig,
+                           rng: np.random.Generator) -> np.ndarray:
+    """Training channels for a model's data-dependent set-up, (N, T): padded/truncated or equal-length crops."""
+    pick = train_idx[rng.permutation(len(train_idx))[:INITIALISATION_CHANNELS]]
+    series = [series_set.store.series(int(i)) for i in pick]
+    if config.finite_context:
+        return pad_or_truncate(series, config.window_length)[0]
+    return _crop_batch(series, config.max_length, rng)
+
+
+def _whole_channel_features(model: nn.Module, series_set: SeriesSet, members: np.ndarray) -> torch.Tensor:
+    """Frozen front-end features of whole channels (equal lengths batched), (n, n_features), model's device."""
+    device = next(model.buffers()).device
+    out = torch.empty(len(members), model.n_features, device=device)
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        for rows in _equal_length_batches(series_set.store.lengths[members], INFINITE_EVAL_BATCH):
+            x = np.stack([series_set.store.series(int(i)) for i in members[rows]]).astype(np.float32, copy=False)
+            out[torch.from_numpy(rows).to(device)] = model.frozen_features(torch.from_numpy(x).to(device))
+    model.train(was_training)
+    return out
+
+
+def _frozen_probs(model: nn.Module, frozen: dict, name: str) -> np.ndarray:
+    """Probabilities of the cached ``name`` channels' features under the current head (eval mode)."""
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        p = torch.sigmoid(model.classify(frozen[name]).float()).cpu().numpy().astype(np.float64)
+    model.train(was_training)
+    return p
 
 
 def _check_split(series_set: SeriesSet, split: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -365,6 +427,8 @@ def fit_whole_channel(series_set: SeriesSet, split: Any, config: WholeChannelCon
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     model = build_window_model(config.backbone, L, **config.model_params).to(device)
+    if hasattr(model, "initialise_from_data"):  # data-dependent set-up (MiniRocket's biases)
+        model.initialise_from_data(torch.from_numpy(_initialisation_sample(series_set, train_idx, config, rng)).to(device))
     optimiser = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
         optimiser, T_max=config.epochs, eta_min=lr * config.lr_final_factor
@@ -379,7 +443,14 @@ def fit_whole_channel(series_set: SeriesSet, split: Any, config: WholeChannelCon
     else:
         w_train = np.ones_like(y_train)
     use_mask = config.finite_context and _accepts_mask(model)
-    batch_size = min(len(train_idx), config.batch_size or DEFAULT_BATCH_SIZE)
+    frozen = None
+    if not config.finite_context and getattr(model, "has_frozen_front_end", False):
+        frozen = {name: _whole_channel_features(model, series_set, idx) for name, idx in
+                  (("train", train_idx), ("val", val_idx), ("test", test_idx))}  # fmt: skip
+    if config.finite_context:
+        batch_size = min(len(train_idx), config.batch_size or DEFAULT_BATCH_SIZE)
+    else:
+        batch_size = min(len(train_idx), config.batch_size or 1)
     logger.info(
         "whole-channel %s (%s context): %d train, %d val, %d test channels; lr %.3g, device %s",
         config.backbone, "finite" if config.finite_context else "infinite",
@@ -406,18 +477,34 @@ def fit_whole_channel(series_set: SeriesSet, split: Any, config: WholeChannelCon
                 loss.backward()
                 optimiser.step()
                 total += float(loss.detach()) * len(pick)
-        else:
-            for k in order:
-                s = _crop(series_set.store.series(int(train_idx[k])), config.max_length, rng)
-                x = torch.from_numpy(np.ascontiguousarray(s, dtype=np.float32)).to(device)[None]
-                y = torch.tensor([y_train[k]], device=device)
-                loss = F.binary_cross_entropy_with_logits(model(x).float(), y) * float(w_train[k])
+        elif frozen is not None:
+            for lo in range(0, len(order), batch_size):
+                pick = order[lo : lo + batch_size]
+                logits = model.classify(frozen["train"][torch.from_numpy(pick).to(device)])
+                y = torch.from_numpy(y_train[pick]).to(device)
+                w = torch.from_numpy(w_train[pick]).to(device)
+                loss = (F.binary_cross_entropy_with_logits(logits.float(), y, reduction="none") * w).mean()
                 optimiser.zero_grad(set_to_none=True)
                 loss.backward()
                 optimiser.step()
-                total += float(loss.detach())
+                total += float(loss.detach()) * len(pick)
+        else:
+            for lo in range(0, len(order), batch_size):
+                pick = order[lo : lo + batch_size]
+                if len(pick) == 1:
+                    x = _crop(series_set.store.series(int(train_idx[pick[0]])), config.max_length, rng)[None]
+                else:
+                    x = _crop_batch([series_set.store.series(int(i)) for i in train_idx[pick]], config.max_length, rng)
+                logits = model(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device))
+                y = torch.from_numpy(y_train[pick]).to(device)
+                w = torch.from_numpy(w_train[pick]).to(device)
+                loss = (F.binary_cross_entropy_with_logits(logits.float(), y, reduction="none") * w).mean()
+                optimiser.zero_grad(set_to_none=True)
+                loss.backward()
+                optimiser.step()
+                total += float(loss.detach()) * len(pick)
         scheduler.step()
-        val_probs = predict_channels(model, series_set, val_idx, config)
+        val_probs = _frozen_probs(model, frozen, "val") if frozen else predict_channels(model, series_set, val_idx, config)
         val_auc = binary_auc(val_probs, labels[val_idx])
         record = {
             "epoch": epoch + 1,
@@ -434,10 +521,15 @@ def fit_whole_channel(series_set: SeriesSet, split: Any, config: WholeChannelCon
     stopper.restore_best(model)
     best_epoch = stopper.best_epoch
     model.eval()
+    if frozen is not None:
+        val_probs, test_probs = _frozen_probs(model, frozen, "val"), _frozen_probs(model, frozen, "test")
+    else:
+        val_probs = predict_channels(model, series_set, val_idx, config)
+        test_probs = predict_channels(model, series_set, test_idx, config)
     return WholeChannelResult(
         model=model,
-        val_probs=predict_channels(model, series_set, val_idx, config),
-        test_probs=predict_channels(model, series_set, test_idx, config),
+        val_probs=val_probs,
+        test_probs=test_probs,
         history=history,
         best_epoch=best_epoch,
         config=config,

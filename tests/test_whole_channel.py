@@ -107,6 +107,46 @@ def test_predict_channels_infinite_reads_whole_variable_length_channels():
     assert predict_channels(model, ss, [], config).shape == (0,)
 
 
+def test_equal_length_channels_are_scored_together_with_the_same_result():
+    """Infinite-context scoring batches channels of equal length; rows stay independent."""
+    ss = _small_set([300, 300, 500, 300, 500], [1, 0, 1, 0, 1])
+    config = WholeChannelConfig(**GRU)
+    torch.manual_seed(0)
+    model = build_window_model("gru", L, **GRU["model_params"]).eval()
+    probs = predict_channels(model, ss, np.arange(5), config)
+    with torch.no_grad():
+        one_by_one = [float(torch.sigmoid(model(torch.from_numpy(ss.store.series(i))[None]))[0]) for i in range(5)]
+    np.testing.assert_allclose(probs, one_by_one, rtol=1e-5, atol=1e-6)
+
+
+def test_crop_batches_share_one_length():
+    from sss_viewer.whole_channel import _crop_batch, _equal_length_batches
+
+    rng = np.random.default_rng(0)
+    x = _crop_batch([np.arange(900.0), np.arange(400.0), np.arange(2000.0)], 512, rng)
+    assert x.shape == (3, 400) and x.dtype == np.float32
+    assert _crop_batch([np.arange(900.0), np.arange(2000.0)], 512, rng).shape == (2, 512)
+    batches = _equal_length_batches(np.array([5, 7, 5, 5, 7]), 2)
+    assert [b.tolist() for b in batches] == [[0, 2], [3], [1, 4]]
+
+
+def test_infinite_context_batched_crops_train(toy_set, toy_split):
+    result = fit_whole_channel(toy_set, toy_split, WholeChannelConfig(**{**GRU, "batch_size": 4}, epochs=2))
+    _check_result(result, toy_split)
+
+
+def test_frozen_front_end_features_are_computed_once_and_match_scoring(toy_set, toy_split):
+    """ROCKET/MiniRocket train only their head on cached whole-channel features; scoring the model agrees."""
+    config = WholeChannelConfig(backbone="minirocket", model_params={"num_features": 336}, window_length=L,
+                                epochs=3, lr=1e-2, batch_size=8, device="cpu")
+    result = fit_whole_channel(toy_set, toy_split, config)
+    _check_result(result, toy_split)
+    rescored = predict_channels(result.model, toy_set, np.flatnonzero(toy_split == "test"), config)
+    np.testing.assert_allclose(result.test_probs, rescored, rtol=1e-5, atol=1e-6)
+    labels = toy_set.labels()
+    assert binary_auc(result.test_probs, labels[toy_split == "test"]) > 0.7
+
+
 # ---------------------------------------------------------------------------------- training
 
 
