@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sss_viewer.io.bonn import is_bonn, load_bonn
 from sss_viewer.io.bids import find_bids_root, is_bids_root, load_bids_cohort, read_bids_run
 from sss_viewer.io.readers import RecordingReadError, bids_entities, read_recording
 from sss_viewer.io.soz_labels import match_soz, read_soz_table
@@ -165,7 +166,9 @@ def load_data(path: str | Path, *, preload: bool = False, labels: str | Path | N
     ----------
     path : str or Path
         A BIDS dataset root (``participants.tsv``/``dataset_description.json``), a directory with
-        ``cohort.tsv``, or a file ``read_recording`` accepts (read as a BIDS run when it sits in one).
+        ``cohort.tsv``, the Bonn data set (its ``.npz`` or folder: sets C and D, D = SOZ; see
+        :mod:`sss_viewer.io.bonn`), or a file ``read_recording`` accepts (read as a BIDS run when it
+        sits in one).
     preload : bool
     labels : str or Path, optional
         A ``subject, channel, soz`` table (TSV/CSV) overriding the data's own labels.
@@ -176,7 +179,9 @@ def load_data(path: str | Path, *, preload: bool = False, labels: str | Path | N
         One element for a single file.
     """
     path = Path(path)
-    if path.is_dir():
+    if is_bonn(path):
+        recordings = load_bonn(path)
+    elif path.is_dir():
         if (path / COHORT_FILE).is_file():
             recordings = load_cohort(path, preload=preload)
         elif is_bids_root(path):
