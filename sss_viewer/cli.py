@@ -123,11 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list every protocol and model")
     p.add_argument("--data", type=Path, help=DATA_HELP)
     p.add_argument("--out", type=Path, help="results folder (default experiments/<protocol>-<preset>)")
-    p.add_argument("--preset", default="cpu", help="cpu (2-core sizes) or paper (App. C sizes, for a GPU)")
-    p.add_argument("--models", nargs="+", help="models (default: SSS and every baseline)")
-    p.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the preset's five)")
-    p.add_argument("--split-modes", nargs="+", choices=("channel", "patient"), help="default: both")
+    p.add_argument("--preset", help="cpu (2-core sizes), paper (App. C sizes, for a GPU) or bonn; default: the protocol's")
+    p.add_argument("--models", nargs="+", help="models (default: the protocol's, SSS and every baseline)")
+    p.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the preset's; repeats for cross-validation)")
+    p.add_argument("--split-modes", nargs="+", choices=("channel", "patient", "cv"), help="default: the preset's")
     p.add_argument("--labels", type=Path, help="TSV/CSV with subject, channel, soz overriding the data's labels")
+    _add_cache(p)
     _add_common(p)
 
     p = sub.add_parser("demo", help="synthesise a cohort, train a small model, score a held-out patient, print the ranking")
@@ -359,19 +360,20 @@ def _cmd_experiment(args, progress: bool) -> int:
 
     if args.protocol not in PROTOCOLS:
         raise ValueError(f"Unknown protocol {args.protocol!r}: expected one of {', '.join(PROTOCOLS)} (see --list).")
-    if args.preset not in PRESETS:
-        raise ValueError(f"Unknown preset {args.preset!r}: expected one of {', '.join(PRESETS)}.")
+    preset = args.preset or PROTOCOLS[args.protocol].default_preset
+    if preset not in PRESETS:
+        raise ValueError(f"Unknown preset {preset!r}: expected one of {', '.join(PRESETS)}.")
     if args.models:
         check_models(args.models)
     if args.data is None:
         raise ValueError("--data is required: a BIDS root, a cohort folder or a recording file.")
     recordings = load_data(args.data, labels=args.labels)
     centres = sorted({r.centre for r in recordings if r.centre})
-    plan_runs(args.protocol, centres, args.models or MODELS, args.seeds or (0,), args.split_modes or ("channel",))
-    out = args.out or Path("experiments") / f"{args.protocol}-{args.preset}"
+    plan_runs(args.protocol, centres, args.models or MODELS, args.seeds or (0,), args.split_modes or PRESETS[preset].split_modes)
+    out = args.out or Path("experiments") / f"{args.protocol}-{preset}"
     results = run_experiment(
-        args.protocol, recordings, out, preset=args.preset, models=args.models, seeds=args.seeds,
-        split_modes=args.split_modes, progress=progress,
+        args.protocol, recordings, out, preset=preset, models=args.models, seeds=args.seeds,
+        split_modes=args.split_modes, progress=progress, cache=_cache(args),
     )  # fmt: skip
     print(f"{len(results)} runs; wrote {out / 'results.csv'} and {out / 'tables.md'}")
     return 0

@@ -6,7 +6,7 @@ import pytest
 
 from sss_viewer.dataset import build_series_set
 from sss_viewer.experiments import PROTOCOLS, plan_runs, run_experiment, split_for_run
-from sss_viewer.experiments.protocols import MODELS
+from sss_viewer.experiments.protocols import BASELINES, MODELS, SSS_MODEL
 from sss_viewer.preprocess import preprocess_preset
 
 from .conftest import toy_recording
@@ -36,7 +36,7 @@ def test_plans_cover_every_setting_model_seed_and_split():
         ("unseen A", ("B", "C"), "A"), ("unseen B", ("A", "C"), "B"), ("unseen C", ("A", "B"), "C")
     ]
     batch = plan_runs("ablation-batch", ["A", "B"], MODELS, [0], ["channel"])
-    assert [r.label for r in batch] == [f"sss batch_size={b}" for b in (128, 512, 2048, 8192)]
+    assert [r.label for r in batch] == [f"sss batch_size={b}" for b in (128, 512, 2048, 4096, 8192)]
     assert set(PROTOCOLS) >= {"paper-table1", "paper-table2", "ablation-batch", "ablation-window", "ablation-calibration"}
 
 
@@ -89,13 +89,73 @@ def test_full_grid_smoke(cohort, tmp_path, protocol):
     """Every model, every setting, both split modes, one epoch: the table has every row and column."""
     results = run_experiment(protocol, cohort, tmp_path, preset="smoke", progress=False)
     settings = ["JHH", "NIH", "UMMC", "all"] if protocol == "paper-table1" else ["unseen JHH", "unseen NIH", "unseen UMMC"]
-    assert len(results) == len(MODELS) * len(settings) * 2
+    models = (SSS_MODEL, *BASELINES)
+    assert len(results) == len(models) * len(settings) * 2
     assert results[["f1", "auc", "accuracy", "auprc", "balanced_accuracy"]].notna().all().all()
     tables = (tmp_path / "tables.md").read_text()
     for mode in ("channel split", "patient split"):
         assert mode in tables
-    for model in MODELS:
+    for model in models:
         assert tables.count(f"| {model} |") == 4  # 2 split modes × (main + extra metrics)
     for setting in settings:
         for metric in ("F1", "AUC", "Acc", "AUPRC", "Bal. acc"):
             assert f"{setting} {metric}" in tables
+
+
+def test_resuming_with_a_changed_preset_is_refused(cohort, tmp_path):
+    import dataclasses
+
+    from sss_viewer.experiments import runner
+
+    kwargs = dict(models=["dlinear"], seeds=[0], split_modes=["channel"], progress=False, preset="smoke")
+    run_experiment("paper-table2", cohort, tmp_path, max_new_runs=1, **kwargs)
+    original = runner.PRESETS["smoke"]
+    runner.PRESETS["smoke"] = dataclasses.replace(original, baseline={**original.baseline, "epochs": 2})
+    try:
+        with pytest.raises(ValueError, match="resuming would mix them"):
+            run_experiment("paper-table2", cohort, tmp_path, **kwargs)
+    finally:
+        runner.PRESETS["smoke"] = original
+    assert len(run_experiment("paper-table2", cohort, tmp_path, **kwargs)) == 3
+
+
+def test_a_preset_that_cannot_fit_in_memory_is_refused_before_training(cohort, tmp_path):
+    from sss_viewer.experiments.memory import check_fits_in_memory, estimate_run_bytes
+    from sss_viewer.experiments.runner import PRESETS, _sss_config
+
+    run = plan_runs("paper-table1", ["JHH", "NIH", "UMMC"], ["sss"], [0], ["channel"])[0]
+    config = _sss_config(PRESETS["paper"], run)
+    estimate = estimate_run_bytes(cohort, preprocess_preset("default"), config)
+    assert estimate["window_index"] > 0 and estimate["total"] == sum(v for k, v in estimate.items() if k != "total")
+    with pytest.raises(ValueError, match=r"Preset 'paper' cannot fit in memory.*GB are available"):
+        check_fits_in_memory(cohort, preprocess_preset("default"), config, preset="paper", available=10_000_000)
+    assert check_fits_in_memory(cohort, preprocess_preset("default"), config, preset="paper", available=1 << 40)
+    with pytest.raises(ValueError, match="cannot fit in memory"):  # the runner checks before any run
+        import sss_viewer.experiments.runner as runner_module
+
+        original = runner_module.check_fits_in_memory
+        runner_module.check_fits_in_memory = lambda *a, **k: original(*a, **k, available=1000)
+        try:
+            run_experiment("paper-table1", cohort, tmp_path, models=["sss"], seeds=[0], split_modes=["channel"],
+                           progress=False, preset="smoke")
+        finally:
+            runner_module.check_fits_in_memory = original
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_cross_validation_tables_aggregate_folds_and_select_on_validation():
+    from sss_viewer.experiments.tables import SELECTED_LABEL, markdown_tables
+
+    rows = []
+    for seed in (0, 1):
+        for fold in range(1, 6):
+            for label, auc, val in (("sss", 0.9, 0.95), ("sss window_length=512", 0.8, 0.99 if fold == 1 else 0.5)):
+                rows.append({"protocol": "bonn-ablation", "model": "sss", "label": label, "setting": f"fold {fold}",
+                             "split_mode": "cv", "seed": seed, "auc": auc, "auprc": auc, "balanced_accuracy": auc,
+                             "f1": auc, "accuracy": auc, "val_auc": val})
+    text = markdown_tables(pd.DataFrame(rows), "bonn-ablation")
+    assert "5 folds x 2 repeat(s)" in text
+    assert "| sss | **0.900 ± 0.000**" in text and "| 10 |" in text
+    # per fold the best validation AUC picks the variant: fold 1 -> L=512, the others -> sss
+    assert f"| {SELECTED_LABEL} | **0.880 ± 0.040**" in text
+    assert "Chosen: sss (8x), sss window_length=512 (2x)" in text

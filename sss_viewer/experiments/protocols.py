@@ -21,8 +21,12 @@ from sss_viewer.splits import assign_splits
 SSS_MODEL = "sss"
 """SSS with its default local model (PatchTST); ``sss-<backbone>`` uses another registered backbone."""
 BASELINES = (*FINITE_CONTEXT, *INFINITE_CONTEXT)
-MODELS = (SSS_MODEL, *BASELINES)
+MINIROCKET_LR = "minirocket-lr"
+"""MiniRocket features of the whole channel + logistic regression (the issue-6 reference, not trained by SGD)."""
+MODELS = (SSS_MODEL, *BASELINES, MINIROCKET_LR)
 SPLIT_MODES = ("channel", "patient")
+CV_SPLIT = "cv"
+"""Split mode of cross-validation protocols: stratified k-fold by patient, inner validation from the training folds."""
 ALL_CENTRES = "all"
 
 
@@ -32,19 +36,37 @@ class Protocol:
 
     name: str
     description: str
-    kind: str  # "table1", "table2" or "ablation"
+    kind: str  # "table1", "table2", "ablation" or "cv"
     parameter: str | None = None
     values: tuple = ()
+    folds: int = 5
+    variants: tuple = ()  # cv ablations: SSS override tuples, one row each
+    default_preset: str = "cpu"
+    models: tuple = ()  # default models (empty: SSS and every baseline)
 
+
+BONN_ABLATION = (
+    (),
+    (("window_length", 256),), (("window_length", 512),), (("window_length", 2048),),
+    (("model.revin", True),),
+    (("backbone", "patchtst"),), (("backbone", "rocket"),), (("backbone", "dlinear"),),
+    (("calibrator", "venn-abers"),), (("calibrator", "none"),),
+    (("epochs", 1),), (("epochs", 10),),
+)  # fmt: skip
+"""Variants of the ``bonn`` SSS preset, one change each (the empty tuple is the preset itself)."""
 
 PROTOCOLS = {
     p.name: p
     for p in (
         Protocol("paper-table1", "Table 1: train and test within each centre, and all centres pooled", "table1"),
         Protocol("paper-table2", "Table 2: leave one centre out; train on the others, test on the unseen centre", "table2"),
-        Protocol("ablation-batch", "App. A: SSS batch size", "ablation", "batch_size", (128, 512, 2048, 8192)),
+        Protocol("ablation-batch", "App. A: SSS batch size", "ablation", "batch_size", (128, 512, 2048, 4096, 8192)),
         Protocol("ablation-window", "App. A: SSS window length L", "ablation", "window_length", (512, 1024, 2048)),
         Protocol("ablation-calibration", "App. A: SSS calibration", "ablation", "calibrator", ("isotonic", "venn-abers", "none")),
+        Protocol("bonn", "Bonn D vs C: stratified 5-fold CV x the seeds (repeats), inner validation in the training folds",
+                 "cv", default_preset="bonn", models=(SSS_MODEL, MINIROCKET_LR, *BASELINES)),
+        Protocol("bonn-ablation", "Bonn: which SSS choices matter (window, normalisation, backbone, calibration, epochs)",
+                 "cv", variants=BONN_ABLATION, default_preset="bonn", models=(SSS_MODEL,)),
     )
 }  # fmt: skip
 """Every protocol by name (``sss-viewer experiment --list``)."""
@@ -112,7 +134,7 @@ def plan_runs(protocol: str, centres: list[str], models, seeds, split_modes) -> 
     spec = PROTOCOLS[protocol]
     models = check_models(models)
     for mode in split_modes:
-        check_option("split mode", mode, SPLIT_MODES)
+        check_option(f"split mode of {protocol}", mode, (CV_SPLIT,) if spec.kind == "cv" else SPLIT_MODES)
     centres = sorted(centres)
     if spec.kind == "table2" and len(centres) < 2:
         raise ValueError(f"{protocol} needs at least two centres; the cohort has {centres}.")
@@ -120,10 +142,15 @@ def plan_runs(protocol: str, centres: list[str], models, seeds, split_modes) -> 
         settings = [(c, (c,), None) for c in centres] + [(ALL_CENTRES, tuple(centres), None)]
     elif spec.kind == "table2":
         settings = [(f"unseen {c}", tuple(x for x in centres if x != c), c) for c in centres]
+    elif spec.kind == "cv":
+        settings = [(f"fold {k + 1}", tuple(centres), None) for k in range(spec.folds)]
     else:
         settings = [(ALL_CENTRES, tuple(centres), None)]
-    variants = [()] if spec.kind != "ablation" else [((spec.parameter, v),) for v in spec.values]
     if spec.kind == "ablation":
+        variants = [((spec.parameter, v),) for v in spec.values]
+    else:
+        variants = list(spec.variants) or [()]
+    if spec.kind == "ablation" or spec.variants:
         models = [m for m in models if m.startswith(SSS_MODEL)] or [SSS_MODEL]
     return [
         RunSpec(protocol, model, setting, mode, int(seed), train, test, overrides)
@@ -152,6 +179,10 @@ def split_for_run(meta: pd.DataFrame, run: RunSpec) -> np.ndarray:
     in_train = meta["centre"].isin(run.train_centres).to_numpy() & labelled
     balance = run.split_mode == "channel"
     where = f"{run.protocol} {run.setting} ({run.split_mode} split, seed {run.seed})"
+    if run.split_mode == CV_SPLIT:
+        fold = int(run.setting.split()[-1]) - 1
+        split[in_train] = _cv_split(meta[in_train], PROTOCOLS[run.protocol].folds, fold, run.seed, where)
+        return _check_classes(meta, split, run, where)
     fractions = (0.1, 0.2) if run.test_centre is None else (0.125, 0.0)
     try:
         split[in_train] = assign_splits(
@@ -164,6 +195,38 @@ def split_for_run(meta: pd.DataFrame, run: RunSpec) -> np.ndarray:
         ) from exc
     if run.test_centre is not None:
         split[(meta["centre"] == run.test_centre).to_numpy() & labelled] = "test"
+    return _check_classes(meta, split, run, where)
+
+
+def _cv_split(meta: pd.DataFrame, folds: int, fold: int, seed: int, where: str) -> np.ndarray:
+    """Fold ``fold`` of a stratified k-fold by patient is the test set; a stratified 1/k of the rest validates.
+
+    The folds depend only on the labelled series, ``folds`` and ``seed``, so every model of a
+    repeat sees the same folds. Patients never straddle folds (Bonn's segments are their own
+    patients, so this is a plain stratified k-fold there).
+    """
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    labels = meta["label"].to_numpy()
+    groups = meta["subject"].to_numpy()
+    n_pos = int(labels.sum())
+    if min(n_pos, len(labels) - n_pos) < 2 * folds:
+        raise ValueError(
+            f"{where}: {n_pos} SOZ and {len(labels) - n_pos} non-SOZ channels are too few for {folds}-fold "
+            f"cross-validation with inner validation (need at least {2 * folds} of each)."
+        )
+    outer = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
+    rest, test = list(outer.split(np.zeros(len(labels)), labels, groups))[fold]
+    inner = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed * 1000 + fold + 1)
+    _, val = next(inner.split(np.zeros(len(rest)), labels[rest], groups[rest]))
+    split = np.full(len(labels), "train", dtype=object)
+    split[test] = "test"
+    split[rest[val]] = "val"
+    return split
+
+
+def _check_classes(meta: pd.DataFrame, split: np.ndarray, run: RunSpec, where: str) -> np.ndarray:
+    """``split``, after checking that train, validation and test each hold SOZ and non-SOZ series."""
     for name in ("train", "val", "test"):
         classes = set(meta["label"].to_numpy()[split == name])
         if classes != {0, 1}:

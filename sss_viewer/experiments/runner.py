@@ -9,6 +9,7 @@ the same CSV as an uninterrupted run. Runs are deterministic given their seed.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import time
@@ -21,12 +22,22 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from sss_viewer._validate import check_option
+from sss_viewer.cache import SeriesCache
 from sss_viewer.checkpoint import atomic_write
 from sss_viewer.dataset import SeriesSet, build_series_set
-from sss_viewer.experiments.protocols import BASELINES, SSS_MODEL, RunSpec, plan_runs, split_for_run
+from sss_viewer.experiments.protocols import (
+    BASELINES,
+    MINIROCKET_LR,
+    PROTOCOLS,
+    SSS_MODEL,
+    RunSpec,
+    plan_runs,
+    split_for_run,
+)
+from sss_viewer.experiments.memory import check_fits_in_memory
 from sss_viewer.experiments.tables import markdown_tables
 from sss_viewer.inference import predict_window_probs
-from sss_viewer.metrics import choose_threshold, evaluate_scores
+from sss_viewer.metrics import binary_auc, choose_threshold, evaluate_scores
 from sss_viewer.preprocess import preprocess_preset
 from sss_viewer.recording import Recording
 from sss_viewer.training import train, train_preset
@@ -46,15 +57,20 @@ class ExperimentPreset:
     baseline: dict = field(default_factory=dict)
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     split_modes: tuple[str, ...] = ("channel", "patient")
+    preprocess: dict = field(default_factory=dict)
+    backbone_params: dict = field(default_factory=dict)
+    """Model sizes per SSS backbone (``sss-<backbone>`` runs and ``backbone`` overrides)."""
+    strides_follow_window: bool = True
+    """A ``window_length`` override also sets the training stride to L and the scoring stride to L/4."""
 
 
 PRESETS = {
     "cpu": ExperimentPreset(
         "cpu",
-        sss={"preset": "default", "epochs": 2, "window_length": 256, "train_stride": 256, "val_stride": 512,
-             "windows_per_epoch": 1024, "batch_size": 64,
-             "model_params": {"d_model": 16, "d_ff": 32, "n_heads": 2, "n_layers": 1}},
-        baseline={"epochs": 3, "window_length": 2048, "max_length": 4096, "patience": 15,
+        sss={"preset": "default", "epochs": 8, "window_length": 256, "train_stride": 128, "val_stride": 256,
+             "windows_per_epoch": 2048, "batch_size": 64,
+             "model_params": {"d_model": 32, "d_ff": 64, "n_heads": 4, "n_layers": 2}},
+        baseline={"epochs": 6, "window_length": 2048, "max_length": 4096, "batch_size": 16, "patience": 15,
                   "small": True},
     ),
     "smoke": ExperimentPreset(
@@ -70,6 +86,21 @@ PRESETS = {
         sss={"preset": "paper"},
         baseline={"epochs": 50, "window_length": 10000, "patience": 15},
     ),
+    "bonn": ExperimentPreset(
+        "bonn",
+        sss={"preset": "default", "backbone": "minirocket", "window_length": 1024, "train_stride": 256,
+             "val_stride": 256, "inference_stride": 256, "epochs": 20, "batch_size": 64, "lr": 1e-3,
+             "weight_decay": 1e-4, "patience": 10, "calibrator": "none",
+             "model_params": {"num_features": 9996, "revin": False}},
+        baseline={"epochs": 30, "window_length": 4096, "patience": 10, "batch_size": 16, "small": True},
+        seeds=(0, 1, 2),
+        split_modes=("cv",),
+        preprocess={"target_sfreq": None},
+        backbone_params={"patchtst": {"d_model": 64, "d_ff": 128, "n_heads": 4, "n_layers": 2},
+                         "minirocket": {"num_features": 9996, "revin": False},
+                         "rocket": {"num_kernels": 2000}, "dlinear": {}},
+        strides_follow_window=False,
+    ),
 }  # fmt: skip
 """``cpu``: minutes on 2 cores with small models; ``smoke``: one epoch, one seed (tests); ``paper``: App. C sizes,
 for a GPU and a real ds003029 copy."""
@@ -79,23 +110,36 @@ SMALL_BASELINE_PARAMS = {
     "timesnet": {"d_model": 16, "d_ff": 16, "num_kernels": 2, "top_k": 2, "n_layers": 1},
     "moderntcn": {"d_model": 16, "dw_dims": 32, "n_layers": 1},
     "dlinear": {"d_hidden": 32},
-    "rocket": {"num_kernels": 500},
+    "rocket": {"num_kernels": 1000},
     "mamba": {"d_model": 16, "n_layers": 1},
-    "gru": {"d_model": 16, "n_layers": 2, "patch_size": 16, "patch_stride": 8},
-    "lstm": {"d_model": 16, "n_layers": 2, "patch_size": 16, "patch_stride": 8},
+    "gru": {"d_model": 16, "n_layers": 2, "patch_size": 64, "patch_stride": 32},
+    "lstm": {"d_model": 16, "n_layers": 2, "patch_size": 64, "patch_stride": 32},
+    "minirocket": {"num_features": 840},
 }
 """Model sizes of the ``cpu`` preset's baselines (App. C sizes in the ``paper`` preset)."""
 
 
 def _sss_config(preset: ExperimentPreset, run: RunSpec):
+    """The SSS training configuration of a run: the preset's, its backbone's sizes, then the run's overrides.
+
+    Overrides ``backbone=<name>`` switch the local model (with the preset's sizes for it),
+    ``model.<param>=<value>`` set one model parameter, anything else a ``TrainConfig`` field.
+    """
     params = dict(preset.sss)
+    params["model_params"] = dict(params.get("model_params", {}))
     name = params.pop("preset", "default")
-    if run.model != SSS_MODEL:
-        params["backbone"] = run.model[len(SSS_MODEL) + 1 :]
+    overrides = dict(run.overrides)
+    backbone = overrides.pop("backbone", run.model[len(SSS_MODEL) + 1 :] if run.model != SSS_MODEL else None)
+    if backbone is not None:
+        params["backbone"] = backbone
         if preset.name == "cpu":
-            params["model_params"] = SMALL_BASELINE_PARAMS[params["backbone"]]
-    params.update(dict(run.overrides))
-    if "window_length" in dict(run.overrides):
+            params["model_params"] = dict(SMALL_BASELINE_PARAMS[backbone])
+        else:
+            params["model_params"] = dict(preset.backbone_params.get(backbone, {}))
+    for key in [k for k in overrides if k.startswith("model.")]:
+        params["model_params"][key[len("model."):]] = overrides.pop(key)
+    params.update(overrides)
+    if "window_length" in overrides and preset.strides_follow_window:
         params["inference_stride"] = max(1, params["window_length"] // 4)
         params["train_stride"] = params["window_length"]
     return train_preset(name, seed=run.seed, device="auto", **params)
@@ -119,9 +163,17 @@ def _execute(run: RunSpec, series_set: SeriesSet, preset: ExperimentPreset) -> d
     test = np.flatnonzero(split == "test")
     val = np.flatnonzero(split == "val")
     started = time.perf_counter()
+    extra = {}
     if run.model.startswith(SSS_MODEL):
         bundle = train([], _sss_config(preset, run), progress=False, series_set=series_set, split=split)
         val_probs, test_probs = _sss_test_probs(bundle, series_set, val), _sss_test_probs(bundle, series_set, test)
+        extra["best_epoch"] = int(bundle.info["best_epoch"])
+    elif run.model == MINIROCKET_LR:
+        from sss_viewer.minirocket_reference import fit_minirocket_logistic
+
+        reference = fit_minirocket_logistic(series_set, split, seed=run.seed)
+        val_probs, test_probs = reference.val_probs, reference.test_probs
+        extra["C"] = reference.C
     else:
         from sss_viewer.whole_channel import WholeChannelConfig, fit_whole_channel
 
@@ -131,6 +183,7 @@ def _execute(run: RunSpec, series_set: SeriesSet, preset: ExperimentPreset) -> d
             params["model_params"] = SMALL_BASELINE_PARAMS[run.model]
         result = fit_whole_channel(series_set, split, WholeChannelConfig(backbone=run.model, seed=run.seed, **params))
         val_probs, test_probs = result.val_probs, result.test_probs
+        extra["best_epoch"] = int(result.best_epoch)
     threshold = choose_threshold(val_probs, labels[val])
     metrics = evaluate_scores(test_probs, labels[test], threshold)
     return {
@@ -144,6 +197,8 @@ def _execute(run: RunSpec, series_set: SeriesSet, preset: ExperimentPreset) -> d
         "seconds": round(time.perf_counter() - started, 2),
         **{m: float(metrics[m]) for m in METRICS},
         "threshold": float(threshold),
+        "val_auc": float(binary_auc(val_probs, labels[val])),
+        **extra,
     }
 
 
@@ -152,12 +207,13 @@ def run_experiment(
     recordings: Sequence[Recording],
     out_dir: str | Path,
     *,
-    preset: str = "cpu",
+    preset: str | None = None,
     models: Sequence[str] | None = None,
     seeds: Sequence[int] | None = None,
     split_modes: Sequence[str] | None = None,
     progress: bool = True,
     max_new_runs: int | None = None,
+    cache: SeriesCache | None = None,
 ) -> pd.DataFrame:
     """Run (or resume) ``protocol`` on labelled recordings; write ``results.csv`` and ``tables.md``.
 
@@ -168,35 +224,52 @@ def run_experiment(
     recordings : sequence of Recording
         Labelled recordings with ``centre`` set.
     out_dir : str or Path
-    preset : str
-        ``cpu`` or ``paper`` (:data:`PRESETS`).
+    preset : str, optional
+        A key of :data:`PRESETS`; default the protocol's (``cpu``; ``bonn`` for the Bonn protocols).
     models, seeds, split_modes : sequences, optional
-        Default: SSS and every baseline, the preset's seeds and both split modes.
+        Default: the protocol's models (SSS and every baseline), the preset's seeds and split modes.
     progress : bool
     max_new_runs : int, optional
         Stop after this many new runs (the rest continue on the next call).
+    cache : SeriesCache, optional
+        On-disk cache of the preprocessed series (shared by protocols run on the same data).
 
     Returns
     -------
     results : DataFrame
         One row per finished run, in plan order.
     """
+    check_option("protocol", protocol, sorted(PROTOCOLS))
+    preset = preset or PROTOCOLS[protocol].default_preset
     check_option("experiment preset", preset, sorted(PRESETS))
     spec = PRESETS[preset]
-    models = list(models or (SSS_MODEL, *BASELINES))
+    models = list(models or PROTOCOLS[protocol].models or (SSS_MODEL, *BASELINES))
     centres = sorted({r.centre for r in recordings if r.centre})
     runs = plan_runs(protocol, centres, models, seeds or spec.seeds, split_modes or spec.split_modes)
     out_dir = Path(out_dir)
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
-    atomic_write(out_dir / "plan.json", lambda p: Path(p).write_text(json.dumps(
-        {"protocol": protocol, "preset": preset, "runs": [r.key for r in runs]}, indent=1)))  # fmt: skip
-    min_length = max(
-        [_sss_config(spec, r).window_length for r in runs if r.model.startswith(SSS_MODEL)] or [1]
-    )
+    digest = hashlib.sha256(json.dumps(dataclasses.asdict(spec), sort_keys=True, default=str).encode()).hexdigest()[:16]
+    plan_file = out_dir / "plan.json"
+    if plan_file.is_file() and (out_dir / "runs").is_dir() and any((out_dir / "runs").iterdir()):
+        previous = json.loads(plan_file.read_text())
+        if previous.get("preset_digest") != digest or previous.get("protocol") != protocol:
+            raise ValueError(
+                f"{out_dir} holds runs of {previous.get('protocol')!r} with preset {previous.get('preset')!r} "
+                f"(digest {previous.get('preset_digest')}), not {protocol!r} with preset {preset!r} as defined now "
+                f"(digest {digest}); resuming would mix them. Use another --out or delete that folder."
+            )
+    atomic_write(plan_file, lambda p: Path(p).write_text(json.dumps(
+        {"protocol": protocol, "preset": preset, "preset_digest": digest, "runs": [r.key for r in runs]}, indent=1)))  # fmt: skip
+    sss_configs = {json.dumps(_sss_config(spec, r).to_dict(), sort_keys=True, default=str): _sss_config(spec, r)
+                   for r in runs if r.model.startswith(SSS_MODEL)}  # fmt: skip
+    min_length = max([c.window_length for c in sss_configs.values()] or [1])
+    preprocess = preprocess_preset("default", **spec.preprocess)
+    for config in sss_configs.values():  # refuse a preset that cannot fit before anything is trained
+        check_fits_in_memory(recordings, preprocess, config, preset=preset)
     todo = [r for r in runs if not (out_dir / "runs" / f"{r.key}.json").is_file()]
     logger.info("%s: %d runs planned, %d finished, %d to do", protocol, len(runs), len(runs) - len(todo), len(todo))
     if todo:
-        series_set = build_series_set(recordings, preprocess_preset("default"), min_length=min_length, progress=progress)
+        series_set = build_series_set(recordings, preprocess, min_length=min_length, progress=progress, cache=cache)
         for n, run in enumerate(tqdm(todo, desc=protocol, unit="run", disable=not progress or None)):
             if max_new_runs is not None and n >= max_new_runs:
                 break

@@ -5,8 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sss_viewer.experiments.protocols import PROTOCOLS
+
 MAIN_METRICS = (("f1", "F1"), ("auc", "AUC"), ("accuracy", "Acc"))
 EXTRA_METRICS = (("auprc", "AUPRC"), ("balanced_accuracy", "Bal. acc"))
+CV_METRICS = (("auc", "AUC"), ("auprc", "AUPRC"), ("balanced_accuracy", "Bal. acc"), ("f1", "F1"), ("accuracy", "Acc"))
+SELECTED_LABEL = "selected on inner validation"
+"""Row of a cross-validated ablation: per fold, the variant with the best inner-validation AUC."""
 
 
 def summarise(results: pd.DataFrame) -> pd.DataFrame:
@@ -57,6 +62,42 @@ def _table(summary: pd.DataFrame, mode: str, metrics) -> str:
     return "\n".join(lines)
 
 
+def select_on_validation(results: pd.DataFrame) -> pd.DataFrame:
+    """Nested selection: per (seed, fold), the run whose ``val_auc`` is highest (ties: first in plan order).
+
+    Returns
+    -------
+    DataFrame
+        One row per (seed, setting), labelled :data:`SELECTED_LABEL`, with a ``chosen`` column.
+    """
+    rows = []
+    for _, group in results.groupby(["seed", "setting"], sort=False):
+        best = group.iloc[int(np.argmax(group["val_auc"].fillna(-1.0).to_numpy()))].copy()
+        best["chosen"] = best["label"]
+        best["label"] = SELECTED_LABEL
+        rows.append(best)
+    return pd.DataFrame(rows)
+
+
+def cv_table(results: pd.DataFrame) -> str:
+    """Rows = models, columns = test metrics (mean ± std over every fold and repeat) and validation AUC."""
+    metrics = [m for m, _ in CV_METRICS]
+    grouped = results.groupby("label", sort=False)
+    mean, std = grouped[metrics].mean(), grouped[metrics].std(ddof=0)
+    ranks = {}
+    for metric in metrics:
+        order = mean[metric].dropna().sort_values(ascending=False).index.tolist()
+        ranks.update({(metric, label): i for i, label in enumerate(order[:2])})
+    header = "| model | " + " | ".join(name for _, name in CV_METRICS) + " | inner-val AUC | runs |"
+    lines = [header, "|---|" + "---:|" * (len(CV_METRICS) + 2)]
+    val = grouped["val_auc"].mean() if "val_auc" in results else None
+    for label in mean.index:
+        cells = [_cell(mean.loc[label, m], std.loc[label, m], ranks.get((m, label))) for m in metrics]
+        val_text = f"{val[label]:.3f}" if val is not None and np.isfinite(val[label]) else "–"
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {val_text} | {int(grouped.size()[label])} |")
+    return "\n".join(lines)
+
+
 def markdown_tables(results: pd.DataFrame, protocol: str) -> str:
     """Every table of one protocol: per split mode, the main metrics and AUPRC / balanced accuracy.
 
@@ -64,6 +105,20 @@ def markdown_tables(results: pd.DataFrame, protocol: str) -> str:
     """
     if results.empty:
         return f"# {protocol}\n\nNo finished runs yet.\n"
+    if set(results["split_mode"]) == {"cv"}:
+        folds = results["setting"].nunique()
+        repeats = results["seed"].nunique()
+        parts = [f"# {protocol}\n", f"Test metrics, mean ± std over {folds} folds x {repeats} repeat(s) (the same folds for "
+                 "every model); thresholds chosen on each fold's inner validation split; best in bold, second underlined.\n",
+                 cv_table(results) + "\n"]  # fmt: skip
+        if PROTOCOLS[protocol].variants and results["label"].nunique() > 1 and "val_auc" in results:
+            chosen = select_on_validation(results)
+            counts = chosen["chosen"].value_counts()
+            parts += ["## Choosing on inner validation\n",
+                      "Per fold, the row with the best inner-validation AUC (no test data involved):\n",
+                      cv_table(chosen) + "\n",
+                      "Chosen: " + ", ".join(f"{label} ({n}x)" for label, n in counts.items()) + "\n"]  # fmt: skip
+        return "\n".join(parts)
     summary = summarise(results)
     seeds = int(summary["n_seeds"].max())
     parts = [f"# {protocol}\n", f"Mean ± std over {seeds} seed(s); best in bold, second underlined.\n"]
