@@ -38,113 +38,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from sss_viewer._validate import check_positive_int, check_range
-from sss_viewer.models.revin import RevIN
+from sss_viewer.models.revin import MaskedRevIN, masked_input
 
-__all__ = ["APP_C_BEST", "DLinear", "MaskedRevIN", "check_window", "masked_input"]
+__all__ = ["APP_C_BEST", "DLinear", "MaskedRevIN"]
 
 APP_C_BEST: dict[str, Any] = {"moving_avg": 25, "lr": 1e-6, "window_length": 10000}
 """The paper's best DLinear configuration (appendix C, red entries); ``lr`` is for Adam."""
-
-
-class MaskedRevIN(RevIN):
-    """:class:`RevIN` whose statistics can be restricted to the valid samples of each window.
-
-    Same parameters and state dict as :class:`RevIN` (a scalar ``weight`` and ``bias``).
-
-    Parameters
-    ----------
-    eps : float
-        Added to the variance before the square root.
-    affine : bool
-        Whether to learn the scalar affine map.
-    """
-
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:  # type: ignore[override]
-        """Normalise each window.
-
-        Parameters
-        ----------
-        x : Tensor, shape (B, L), float
-            Windows.
-        mask : Tensor, shape (B, L), bool, optional
-            True at valid samples. Mean and (biased) variance are taken over these only, and
-            the output is 0 at the other samples. A window without any valid sample maps to 0.
-
-        Returns
-        -------
-        Tensor, shape (B, L)
-            Normalised windows.
-        """
-        if mask is None:
-            return super().forward(x)
-        zero = torch.zeros((), dtype=x.dtype, device=x.device)
-        # torch.where (not a product) throughout so that non-finite padding cannot leak NaNs.
-        x = torch.where(mask, x, zero)
-        with torch.no_grad():
-            count = mask.sum(-1, keepdim=True).clamp_min(1).to(x.dtype)
-            mean = x.sum(-1, keepdim=True) / count
-            var = torch.where(mask, x - mean, zero).square().sum(-1, keepdim=True) / count
-            scale = torch.rsqrt(var + self.eps)
-        centred = x - mean
-        out = torch.addcmul(self.bias, centred, scale * self.weight) if self.affine \
-            else centred * scale
-        return torch.where(mask, out, zero)
-
-
-def check_window(model_name: str, window_length: int, x: Tensor, mask: Tensor | None) -> None:
-    """Raise a ValueError unless ``x`` is ``(B, window_length)`` and ``mask`` matches it.
-
-    Parameters
-    ----------
-    model_name : str
-        Shown in the message.
-    window_length : int
-        The expected ``L``.
-    x : Tensor
-        The input windows.
-    mask : Tensor or None
-        Optional validity mask.
-    """
-    if x.ndim != 2 or x.shape[1] != window_length:
-        raise ValueError(
-            f"{model_name} expects windows of shape (B, {window_length}), got {tuple(x.shape)}."
-        )
-    if mask is not None:
-        if mask.shape != x.shape:
-            raise ValueError(
-                f"{model_name}: mask shape {tuple(mask.shape)} differs from x shape "
-                f"{tuple(x.shape)}."
-            )
-        if mask.dtype != torch.bool:
-            raise ValueError(f"{model_name}: mask must be bool, got {mask.dtype}.")
-
-
-def masked_input(
-    model_name: str, window_length: int, x: Tensor, mask: Tensor | None, revin: MaskedRevIN | None
-) -> Tensor:
-    """Check the windows, then RevIN them over their valid samples (or just zero the padding).
-
-    Parameters
-    ----------
-    model_name : str
-        Shown in error messages.
-    window_length : int
-    x : Tensor, shape (B, window_length)
-    mask : Tensor, shape (B, window_length), bool, optional
-        True at valid samples.
-    revin : MaskedRevIN or None
-
-    Returns
-    -------
-    Tensor, shape (B, window_length)
-        Padded samples are 0.
-    """
-    check_window(model_name, window_length, x, mask)
-    if revin is not None:
-        return revin(x, mask)
-    if mask is not None:
-        return torch.where(mask, x, torch.zeros((), dtype=x.dtype, device=x.device))
-    return x
 
 
 def moving_average(x: Tensor, kernel: int) -> Tensor:

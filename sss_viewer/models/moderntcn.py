@@ -49,7 +49,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from sss_viewer._validate import check_positive_int, check_range
-from sss_viewer.models.dlinear import MaskedRevIN, masked_input
+from sss_viewer.models.revin import MaskedRevIN, masked_input
 
 __all__ = ["APP_C_BEST", "ModernTCN"]
 
