@@ -457,6 +457,18 @@ def fit_whole_channel(series_set: SeriesSet, split: Any, config: WholeChannelCon
         len(train_idx), len(val_idx), len(test_idx), lr, device,
     )
 
+    def logits_of(pick: np.ndarray) -> torch.Tensor:
+        """Training logits of the channels ``train_idx[pick]``: padded/truncated, cached features, or crops."""
+        if config.finite_context:
+            return _finite_logits(model, series_set, train_idx[pick], L, device, use_mask)
+        if frozen is not None:
+            return model.classify(frozen["train"][torch.from_numpy(pick).to(device)])
+        if len(pick) == 1:
+            x = _crop(series_set.store.series(int(train_idx[pick[0]])), config.max_length, rng)[None]
+        else:
+            x = _crop_batch([series_set.store.series(int(i)) for i in train_idx[pick]], config.max_length, rng)
+        return model(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device))
+
     history: list[dict[str, Any]] = []
     stopper = EarlyStopping(config.patience)
     for epoch in tqdm(range(config.epochs), desc=f"whole-channel {config.backbone}", unit="epoch",
@@ -466,43 +478,16 @@ def fit_whole_channel(series_set: SeriesSet, split: Any, config: WholeChannelCon
         epoch_lr = optimiser.param_groups[0]["lr"]
         order = rng.permutation(len(train_idx))
         total = 0.0
-        if config.finite_context:
-            for lo in range(0, len(order), batch_size):
-                pick = order[lo : lo + batch_size]
-                logits = _finite_logits(model, series_set, train_idx[pick], L, device, use_mask)
-                y = torch.from_numpy(y_train[pick]).to(device)
-                w = torch.from_numpy(w_train[pick]).to(device)
-                loss = (F.binary_cross_entropy_with_logits(logits.float(), y, reduction="none") * w).mean()
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                optimiser.step()
-                total += float(loss.detach()) * len(pick)
-        elif frozen is not None:
-            for lo in range(0, len(order), batch_size):
-                pick = order[lo : lo + batch_size]
-                logits = model.classify(frozen["train"][torch.from_numpy(pick).to(device)])
-                y = torch.from_numpy(y_train[pick]).to(device)
-                w = torch.from_numpy(w_train[pick]).to(device)
-                loss = (F.binary_cross_entropy_with_logits(logits.float(), y, reduction="none") * w).mean()
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                optimiser.step()
-                total += float(loss.detach()) * len(pick)
-        else:
-            for lo in range(0, len(order), batch_size):
-                pick = order[lo : lo + batch_size]
-                if len(pick) == 1:
-                    x = _crop(series_set.store.series(int(train_idx[pick[0]])), config.max_length, rng)[None]
-                else:
-                    x = _crop_batch([series_set.store.series(int(i)) for i in train_idx[pick]], config.max_length, rng)
-                logits = model(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device))
-                y = torch.from_numpy(y_train[pick]).to(device)
-                w = torch.from_numpy(w_train[pick]).to(device)
-                loss = (F.binary_cross_entropy_with_logits(logits.float(), y, reduction="none") * w).mean()
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                optimiser.step()
-                total += float(loss.detach()) * len(pick)
+        for lo in range(0, len(order), batch_size):
+            pick = order[lo : lo + batch_size]
+            logits = logits_of(pick)
+            y = torch.from_numpy(y_train[pick]).to(device)
+            w = torch.from_numpy(w_train[pick]).to(device)
+            loss = (F.binary_cross_entropy_with_logits(logits.float(), y, reduction="none") * w).mean()
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+            total += float(loss.detach()) * len(pick)
         scheduler.step()
         val_probs = _frozen_probs(model, frozen, "val") if frozen else predict_channels(model, series_set, val_idx, config)
         val_auc = binary_auc(val_probs, labels[val_idx])
