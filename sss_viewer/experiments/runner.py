@@ -123,7 +123,9 @@ def _sss_config(preset: ExperimentPreset, run: RunSpec):
     """The SSS training configuration of a run: the preset's, its backbone's sizes, then the run's overrides.
 
     Overrides ``backbone=<name>`` switch the local model (with the preset's sizes for it),
-    ``model.<param>=<value>`` set one model parameter, anything else a ``TrainConfig`` field.
+    ``model.<param>=<value>`` set one model parameter, anything else a ``TrainConfig`` field. A
+    batch larger than the preset's ``windows_per_epoch`` raises the latter to one full batch (else
+    every batch size above it would train identically).
     """
     params = dict(preset.sss)
     params["model_params"] = dict(params.get("model_params", {}))
@@ -139,6 +141,8 @@ def _sss_config(preset: ExperimentPreset, run: RunSpec):
     for key in [k for k in overrides if k.startswith("model.")]:
         params["model_params"][key[len("model."):]] = overrides.pop(key)
     params.update(overrides)
+    if params.get("windows_per_epoch") and params.get("batch_size", 0) > params["windows_per_epoch"]:
+        params["windows_per_epoch"] = params["batch_size"]  # one full batch per epoch at least (batch ablation)
     if "window_length" in overrides and preset.strides_follow_window:
         params["inference_stride"] = max(1, params["window_length"] // 4)
         params["train_stride"] = params["window_length"]
