@@ -55,8 +55,12 @@ def test_splits_follow_the_protocol(series):
     split = split_for_run(meta, run)
     assert set(meta.loc[split == "test", "centre"]) == {"JHH"}
     assert not set(meta.loc[np.isin(split, ["train", "val"]), "centre"]) & {"JHH"}
-    by_subject = pd.Series(split).groupby(meta["subject"].to_numpy()).nunique()
+    used = split != "unused"
+    by_subject = pd.Series(split[used]).groupby(meta["subject"].to_numpy()[used]).nunique()
     assert (by_subject == 1).all()  # patient split: no patient in two splits
+    labels = meta["label"].to_numpy()
+    assert labels[split == "train"].sum() * 2 == (split == "train").sum()  # training split balanced 1:1
+    assert (split == "test").sum() == (meta["centre"] == "JHH").sum()  # the unseen centre keeps every channel
     run = plan_runs("paper-table1", ["JHH", "NIH", "UMMC"], ["sss"], [0], ["channel"])[3]  # all centres
     split = split_for_run(meta, run)
     train_labels = meta["label"].to_numpy()[split == "train"]

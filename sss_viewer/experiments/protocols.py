@@ -166,9 +166,10 @@ def split_for_run(meta: pd.DataFrame, run: RunSpec) -> np.ndarray:
     """Assign every series of ``meta`` to train/val/test/unused for ``run``.
 
     Table 1 and ablations: the labelled series of the run's centres, split 70/10/20 by channel
-    (non-SOZ dropped at random to 1:1 first, as the paper) or by patient. Table 2: the unseen
-    centre is the test set; the other centres give train and validation (1/8 of them) by channel
-    (balanced) or by patient.
+    (non-SOZ dropped at random to 1:1 first, as the paper) or by patient (the training split
+    balanced 1:1 the same way; validation and test keep every channel, as a clinician would see
+    them). Table 2: the unseen centre is the test set; the other centres give train and validation
+    (1/8 of them) by channel or by patient, balanced likewise.
 
     Returns
     -------
@@ -177,7 +178,7 @@ def split_for_run(meta: pd.DataFrame, run: RunSpec) -> np.ndarray:
     split = np.full(len(meta), "unused", dtype=object)
     labelled = meta["label"].to_numpy() >= 0
     in_train = meta["centre"].isin(run.train_centres).to_numpy() & labelled
-    balance = run.split_mode == "channel"
+    balance = True  # channel mode: the whole set 1:1 (paper); patient mode: the training split only
     where = f"{run.protocol} {run.setting} ({run.split_mode} split, seed {run.seed})"
     if run.split_mode == CV_SPLIT:
         fold = int(run.setting.split()[-1]) - 1

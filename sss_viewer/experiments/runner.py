@@ -70,7 +70,7 @@ PRESETS = {
         sss={"preset": "default", "epochs": 8, "window_length": 256, "train_stride": 128, "val_stride": 256,
              "windows_per_epoch": 2048, "batch_size": 64,
              "model_params": {"d_model": 32, "d_ff": 64, "n_heads": 4, "n_layers": 2}},
-        baseline={"epochs": 6, "window_length": 2048, "max_length": 4096, "batch_size": 16, "patience": 15,
+        baseline={"epochs": 5, "window_length": 1024, "max_length": 4096, "batch_size": 16, "patience": 15,
                   "small": True},
     ),
     "smoke": ExperimentPreset(
@@ -110,7 +110,7 @@ SMALL_BASELINE_PARAMS = {
     "timesnet": {"d_model": 16, "d_ff": 16, "num_kernels": 2, "top_k": 2, "n_layers": 1},
     "moderntcn": {"d_model": 16, "dw_dims": 32, "n_layers": 1},
     "dlinear": {"d_hidden": 32},
-    "rocket": {"num_kernels": 1000},
+    "rocket": {"num_kernels": 500},
     "mamba": {"d_model": 16, "n_layers": 1},
     "gru": {"d_model": 16, "n_layers": 2, "patch_size": 64, "patch_stride": 32},
     "lstm": {"d_model": 16, "n_layers": 2, "patch_size": 64, "patch_stride": 32},
