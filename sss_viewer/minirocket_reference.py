@@ -22,6 +22,7 @@ from sklearn.preprocessing import StandardScaler
 from sss_viewer.dataset import SeriesSet
 from sss_viewer.metrics import binary_auc
 from sss_viewer.models.minirocket import MiniRocketFeatures
+from sss_viewer.whole_channel import INFINITE_EVAL_BATCH, _equal_length_batches
 
 logger = logging.getLogger(__name__)
 
@@ -44,14 +45,10 @@ class ReferenceResult:
 def _features(transform: MiniRocketFeatures, series_set: SeriesSet, members: np.ndarray) -> np.ndarray:
     """MiniRocket features of whole channels, (n, n_features); channels of equal length go together."""
     out = np.empty((len(members), transform.n_features), dtype=np.float32)
-    lengths = series_set.store.lengths[members]
     with torch.no_grad():
-        for value in np.unique(lengths):
-            rows = np.flatnonzero(lengths == value)
-            for lo in range(0, len(rows), 64):
-                part = rows[lo : lo + 64]
-                x = np.stack([series_set.store.series(int(i)) for i in members[part]]).astype(np.float32)
-                out[part] = transform(torch.from_numpy(x)).numpy()
+        for rows in _equal_length_batches(series_set.store.lengths[members], INFINITE_EVAL_BATCH):
+            x = np.stack([series_set.store.series(int(i)) for i in members[rows]]).astype(np.float32)
+            out[rows] = transform(torch.from_numpy(x)).numpy()
     return out
 
 

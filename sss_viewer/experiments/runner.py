@@ -264,8 +264,9 @@ def run_experiment(
             )
     atomic_write(plan_file, lambda p: Path(p).write_text(json.dumps(
         {"protocol": protocol, "preset": preset, "preset_digest": digest, "runs": [r.key for r in runs]}, indent=1)))  # fmt: skip
-    sss_configs = {json.dumps(_sss_config(spec, r).to_dict(), sort_keys=True, default=str): _sss_config(spec, r)
-                   for r in runs if r.model.startswith(SSS_MODEL)}  # fmt: skip
+    sss_configs = {}
+    for config in (_sss_config(spec, r) for r in runs if r.model.startswith(SSS_MODEL)):
+        sss_configs.setdefault(json.dumps(config.to_dict(), sort_keys=True, default=str), config)
     min_length = max([c.window_length for c in sss_configs.values()] or [1])
     preprocess = preprocess_preset("default", **spec.preprocess)
     for config in sss_configs.values():  # refuse a preset that cannot fit before anything is trained
