@@ -10,6 +10,9 @@ import math
 import sys
 from pathlib import Path
 
+TRAIN_PRESET_NAMES = ("default", "paper", "minirocket")
+"""``sss_viewer.training.TRAIN_PRESETS`` (repeated so ``--help`` does not import torch; a test keeps them equal)."""
+
 logger = logging.getLogger("sss_viewer")
 
 
@@ -69,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("data", type=Path, help=DATA_HELP)
     p.add_argument("--labels", type=Path, help="TSV/CSV with subject, channel, soz overriding the data's labels")
     p.add_argument("--out", required=True, type=Path, help="model directory to write")
-    p.add_argument("--preset", default="default", choices=("default", "paper"), help="training preset (default: default)")
+    p.add_argument("--preset", default="default", choices=TRAIN_PRESET_NAMES,
+                   help="training preset: default (PatchTST, CPU-sized), paper (App. C budget) or minirocket (the real-data recipe)")
     p.add_argument("--backbone", help="local model (default: patchtst)")
     p.add_argument("--epochs", type=int)
     p.add_argument("--batch-size", type=int)

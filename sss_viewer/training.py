@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from sss_viewer import feature_memo
 from sss_viewer._validate import check_option, check_positive_int, check_range
 from sss_viewer.calibration import make_calibrator
 from sss_viewer.checkpoint import ModelBundle
@@ -25,6 +26,7 @@ from sss_viewer.cache import SeriesCache
 from sss_viewer.dataset import SeriesSet, build_series_set
 from sss_viewer.device import resolve_device
 from sss_viewer.early_stopping import EarlyStopping
+from sss_viewer.head_fit import fit_head_lbfgs
 from sss_viewer.inference import predict_window_probs
 from sss_viewer.metrics import binary_auc, choose_threshold, evaluate_scores
 from sss_viewer.models import MODEL_REGISTRY, build_window_model
@@ -35,8 +37,9 @@ from sss_viewer.windows import WindowIndex, epoch_batches
 
 logger = logging.getLogger(__name__)
 
-TRAIN_PRESETS = ("default", "paper")
+TRAIN_PRESETS = ("default", "paper", "minirocket")
 CALIBRATE_ON = ("val", "train+val")
+HEAD_SOLVERS = ("adam", "lbfgs")
 FEATURE_CACHE_BYTES = 2 << 30
 """Largest feature matrix (bytes) kept for a local model with a frozen front end (see ``_frozen_features``)."""
 INITIALISATION_WINDOWS = 1024
@@ -70,6 +73,17 @@ class TrainConfig:
         sweeps every training window once per epoch (Algorithm 1).
     lr, weight_decay : float
         Adam parameters.
+    head_solver : {"adam", "lbfgs"}
+        ``"lbfgs"`` (local models with a frozen front end only: MiniRocket, ROCKET): instead of the
+        epoch loop, fit the head by full-batch L-BFGS on the channel loss over every training
+        window, once per penalty in ``head_l2``, and keep the one with the best validation channel
+        AUC (see :mod:`sss_viewer.head_fit`). ``epochs``, ``batch_size``, ``lr`` and
+        ``windows_per_epoch`` do not apply then.
+    head_l2 : tuple of float
+        L2 penalties on the head's weights tried by ``head_solver="lbfgs"``, strongest first (ties
+        go to the stronger penalty).
+    head_max_iter : int
+        L-BFGS iterations per penalty.
     lr_final_factor : float
         Cosine annealing ends at ``lr * lr_final_factor`` (two orders of magnitude by default).
     scheduler_step : {"epoch", "batch"}
@@ -110,6 +124,9 @@ class TrainConfig:
     lr: float = 1e-3
     weight_decay: float = 1e-4
     lr_final_factor: float = 0.01
+    head_solver: str = "adam"
+    head_l2: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4)
+    head_max_iter: int = 300
     scheduler_step: str = "epoch"
     patience: int = 15
     window_loss_weight: float = 0.0
@@ -132,7 +149,14 @@ class TrainConfig:
         check_option("split", self.split, SPLIT_MODES)
         check_option("scheduler_step", self.scheduler_step, ("epoch", "batch"))
         check_option("threshold_criterion", self.threshold_criterion, ("f1", "youden"))
-        for name in ("window_length", "train_stride", "val_stride", "batch_size", "epochs", "patience"):
+        check_option("head_solver", self.head_solver, HEAD_SOLVERS)
+        try:
+            self.head_l2 = tuple(float(v) for v in np.atleast_1d(self.head_l2))
+        except (TypeError, ValueError):
+            raise ValueError(f"Invalid head_l2={self.head_l2!r}: expected one or more finite penalties >= 0.") from None
+        if not self.head_l2 or any(not np.isfinite(v) or v < 0 for v in self.head_l2):
+            raise ValueError(f"Invalid head_l2={self.head_l2!r}: expected one or more finite penalties >= 0.")
+        for name in ("window_length", "train_stride", "val_stride", "batch_size", "epochs", "patience", "head_max_iter"):
             check_positive_int(name, getattr(self, name))
         if self.windows_per_epoch is not None:
             check_positive_int("windows_per_epoch", self.windows_per_epoch)
@@ -161,6 +185,14 @@ def train_preset(name: str, **overrides) -> TrainConfig:
         stride 5, batch 8192, Adam lr 1e-4 / wd 1e-4, 50 epochs, patience 15, isotonic calibration.
         The data-leaking choices of the authors' code (calibration on train+val, channel split) are
         separate options, not part of the preset.
+    ``minirocket``
+        The recipe that works on real intracranial EEG (the ``bonn`` experiment preset, see
+        ``docs/results.md``): a MiniRocket local model (9,996 PPV features of each L = 1024 window,
+        no per-window normalisation: the per-channel z-score keeps amplitude differences between
+        windows), training/validation/scoring stride 256, a standardised logistic head trained by
+        the channel loss on features computed once (Adam 1e-3, wd 1e-4, 20 epochs, patience 10),
+        isotonic calibration (the Bonn experiment turns calibration off: its 32 validation segments
+        are too few for isotonic regression).
     """
     check_option("training preset", name, TRAIN_PRESETS)
     if name == "paper":
@@ -173,8 +205,22 @@ def train_preset(name: str, **overrides) -> TrainConfig:
             lr=1e-4,
             class_balanced_loss=False,
         )
+    elif name == "minirocket":
+        base = TrainConfig(
+            backbone="minirocket",
+            model_params={"num_features": 9996, "revin": False},
+            window_length=1024,
+            train_stride=256,
+            val_stride=256,
+            inference_stride=256,
+            batch_size=64,
+            epochs=20,
+            patience=10,
+        )
     else:
         base = TrainConfig()
+    if overrides.get("backbone", base.backbone) != base.backbone and "model_params" not in overrides:
+        overrides["model_params"] = {}  # the preset's sizes belong to its own backbone
     if "preprocess" in overrides and isinstance(overrides["preprocess"], dict):
         overrides["preprocess"] = dataclasses.replace(base.preprocess, **overrides["preprocess"])
     return dataclasses.replace(base, **overrides)
@@ -331,12 +377,11 @@ def train(
     if hasattr(model, "initialise_from_data"):  # data-dependent set-up (MiniRocket's biases)
         pick = torch.randperm(len(train_set), generator=generator)[:INITIALISATION_WINDOWS].numpy()
         model.initialise_from_data(torch.from_numpy(series_set.store.windows(train_set.starts[pick], L)).to(device))
-    optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    n_epoch_windows = min(len(train_set), config.windows_per_epoch or len(train_set))
-    n_batches = -(-n_epoch_windows // config.batch_size)
-    t_max = config.epochs * (n_batches if config.scheduler_step == "batch" else 1)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=t_max, eta_min=config.lr * config.lr_final_factor)
-
+    if config.head_solver == "lbfgs" and not getattr(model, "has_frozen_front_end", False):
+        raise ValueError(
+            f"head_solver='lbfgs' needs a local model with a frozen front end (minirocket, or rocket without "
+            f"affine RevIN); backbone {config.backbone!r} with {config.model_params} has none. Use head_solver='adam'."
+        )
     labels_t = torch.from_numpy(labels_np).to(device)
     series_weight = None
     if config.class_balanced_loss:
@@ -344,9 +389,73 @@ def train(
         n_pos, n_neg = train_labels.sum(), len(train_labels) - train_labels.sum()
         weights = np.where(labels_np == 1, 0.5 / max(n_pos, 1), 0.5 / max(n_neg, 1)) * len(train_labels)
         series_weight = torch.from_numpy(weights.astype(np.float32)).to(device)
+    frozen = _frozen_features(model, series_set.store, (train_set.starts, val_set.starts), L, device)
+    extra_info = {}
+    if config.head_solver == "lbfgs":
+        if frozen is None:
+            raise ValueError(
+                f"head_solver='lbfgs' keeps every window's features in memory; {len(train_set) + len(val_set)} windows x "
+                f"{model.n_features} features exceed FEATURE_CACHE_BYTES ({FEATURE_CACHE_BYTES / 1e9:.1f} GB). "
+                f"Use a larger train_stride/val_stride or head_solver='adam'."
+            )
+        train_series = torch.from_numpy(train_set.series).to(device)
+        history, extra_info["head_l2"] = fit_head_lbfgs(
+            model, frozen[0], frozen[1],
+            lambda logits: channel_loss(logits, train_series, labels_t, series_weight, config.window_loss_weight),
+            lambda p: _selection_auc(p, val_set, labels_np, config.calibrator),
+            config.head_l2, config.head_max_iter,
+        )  # fmt: skip
+        best_epoch = 0
+    else:
+        history, best_epoch = _train_epochs(
+            model, config, series_set, train_set, val_set, labels_np, labels_t, series_weight, frozen, generator, device, progress
+        )
+    model.eval()
+
+    p_val = None
+    if frozen is not None:
+        with torch.no_grad():
+            p_val = torch.sigmoid(model.classify(frozen[1]).float()).cpu().numpy()
+    calibrator, threshold, val_metrics = _calibrate(model, series_set, train_set, val_set, labels_np, config, device, p_val)
+    info = {
+        "train_config": config.to_dict(),
+        "split": _split_record(meta, split, config.split),
+        "history": history,
+        "best_epoch": best_epoch,
+        **extra_info,
+        "val_metrics": val_metrics,
+        "excluded_channels": series_set.excluded.astype({"recording": int}).to_dict(orient="records"),
+        "train_seconds": time.perf_counter() - started,
+        "device": str(device),
+    }
+    return ModelBundle(
+        model=model.cpu(),
+        preprocess=config.preprocess,
+        window_length=L,
+        inference_stride=config.inference_stride,
+        calibrator=calibrator,
+        threshold=threshold,
+        info=info,
+    )
+
+
+def _train_epochs(
+    model, config, series_set, train_set, val_set, labels_np, labels_t, series_weight, frozen, generator, device, progress
+) -> tuple[list[dict], int]:
+    """Algorithm 1: Adam epochs over (a draw of) the training windows, early stopping on validation channel AUC.
+
+    Returns the per-epoch history and the best epoch (1-based; -1 if no epoch had a finite AUC),
+    whose weights ``model`` holds on return.
+    """
+    L = config.window_length
+    optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    n_epoch_windows = min(len(train_set), config.windows_per_epoch or len(train_set))
+    n_batches = -(-n_epoch_windows // config.batch_size)
+    t_max = config.epochs * (n_batches if config.scheduler_step == "batch" else 1)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=t_max, eta_min=config.lr * config.lr_final_factor)
+
     train_starts = train_set.starts
     train_series = torch.from_numpy(train_set.series)
-    frozen = _frozen_features(model, series_set.store, (train_set.starts, val_set.starts), L, device)
 
     history, stopper = [], EarlyStopping(config.patience, no_best_epoch=-1)
     for epoch in range(config.epochs):
@@ -397,33 +506,7 @@ def train(
         if stopper.update(val_auc, epoch + 1, model):
             break
     stopper.restore_best(model)
-    best_epoch = stopper.best_epoch
-    model.eval()
-
-    p_val = None
-    if frozen is not None:
-        with torch.no_grad():
-            p_val = torch.sigmoid(model.classify(frozen[1]).float()).cpu().numpy()
-    calibrator, threshold, val_metrics = _calibrate(model, series_set, train_set, val_set, labels_np, config, device, p_val)
-    info = {
-        "train_config": config.to_dict(),
-        "split": _split_record(meta, split, config.split),
-        "history": history,
-        "best_epoch": best_epoch,
-        "val_metrics": val_metrics,
-        "excluded_channels": series_set.excluded.astype({"recording": int}).to_dict(orient="records"),
-        "train_seconds": time.perf_counter() - started,
-        "device": str(device),
-    }
-    return ModelBundle(
-        model=model.cpu(),
-        preprocess=config.preprocess,
-        window_length=L,
-        inference_stride=config.inference_stride,
-        calibrator=calibrator,
-        threshold=threshold,
-        info=info,
-    )
+    return history, stopper.best_epoch
 
 
 def _frozen_features(model, store, start_sets, L, device) -> list[torch.Tensor] | None:
@@ -432,7 +515,8 @@ def _frozen_features(model, store, start_sets, L, device) -> list[torch.Tensor] 
     A local model whose front end is not trained (MiniRocket: fixed kernels and fitted biases)
     exposes ``frozen_features(x)`` and ``classify(features)``; its features are computed once per
     window here, so each epoch trains only the head. Skipped (None) when the model has no frozen
-    front end or the features would take more than :data:`FEATURE_CACHE_BYTES`.
+    front end or the features would take more than :data:`FEATURE_CACHE_BYTES`. Features of the same
+    windows under the same (untrained) model are reused from earlier runs (:mod:`sss_viewer.feature_memo`).
     """
     if not getattr(model, "has_frozen_front_end", False):
         return None
@@ -442,14 +526,21 @@ def _frozen_features(model, store, start_sets, L, device) -> list[torch.Tensor] 
         logger.info("frozen features of %d windows would need %.1f GB: computing them per batch", n_windows, needed / 1e9)
         return None
     out = []
+    digest = feature_memo.front_end_digest(model)
     model.eval()
     with torch.no_grad():
         for starts in start_sets:
-            parts = [
-                model.frozen_features(torch.from_numpy(store.windows(starts[lo : lo + 256], L)).to(device))
-                for lo in range(0, len(starts), 256)
-            ]
-            out.append(torch.cat(parts) if parts else torch.empty(0, model.n_features, device=device))
+            feats = feature_memo.recall(store, digest, starts, L, device)
+            if feats is None:
+                parts = [
+                    model.frozen_features(torch.from_numpy(store.windows(starts[lo : lo + 256], L)).to(device))
+                    for lo in range(0, len(starts), 256)
+                ]
+                feats = torch.cat(parts) if parts else torch.empty(0, model.n_features, device=device)
+                feature_memo.remember(store, digest, starts, L, device, feats)
+            else:
+                logger.info("reusing the frozen features of %d windows from an earlier run", len(starts))
+            out.append(feats)
     model.train()
     logger.info("computed the frozen features of %d windows once (%.0f MB)", n_windows, needed / 1e6)
     return out

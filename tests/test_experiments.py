@@ -76,7 +76,7 @@ def test_too_few_soz_channels_is_named(series):
 
 
 def test_kill_and_resume_gives_the_same_csv(cohort, tmp_path):
-    kwargs = dict(models=["sss"], seeds=[0, 1], split_modes=["channel"], progress=False)
+    kwargs = dict(models=["sss"], seeds=[0, 1], split_modes=["channel"], progress=False, preset="smoke")
     straight = run_experiment("paper-table2", cohort, tmp_path / "straight", **kwargs)
     partial = run_experiment("paper-table2", cohort, tmp_path / "resumed", max_new_runs=2, **kwargs)
     assert len(partial) == 2 and len(straight) == 6
@@ -106,21 +106,38 @@ def test_full_grid_smoke(cohort, tmp_path, protocol):
             assert f"{setting} {metric}" in tables
 
 
-def test_resuming_with_a_changed_preset_is_refused(cohort, tmp_path):
+def test_resuming_with_a_changed_preset_reruns_only_the_runs_it_changes(cohort, tmp_path, caplog):
     import dataclasses
+    import json
 
     from sss_viewer.experiments import runner
 
-    kwargs = dict(models=["dlinear"], seeds=[0], split_modes=["channel"], progress=False, preset="smoke")
-    run_experiment("paper-table2", cohort, tmp_path, max_new_runs=1, **kwargs)
+    kwargs = dict(models=["dlinear", "sss"], seeds=[0], split_modes=["channel"], progress=False, preset="smoke")
+    first = run_experiment("paper-table2", cohort, tmp_path, max_new_runs=2, **kwargs)
+    assert len(first) == 2
+    records = {p.name: json.loads(p.read_text()) for p in (tmp_path / "runs").iterdir()}
     original = runner.PRESETS["smoke"]
     runner.PRESETS["smoke"] = dataclasses.replace(original, baseline={**original.baseline, "epochs": 2})
     try:
-        with pytest.raises(ValueError, match="resuming would mix them"):
-            run_experiment("paper-table2", cohort, tmp_path, **kwargs)
+        with caplog.at_level("WARNING", logger="sss_viewer.experiments.runner"):
+            results = run_experiment("paper-table2", cohort, tmp_path, **kwargs)
     finally:
         runner.PRESETS["smoke"] = original
-    assert len(run_experiment("paper-table2", cohort, tmp_path, **kwargs)) == 3
+    assert len(results) == 6
+    rerun = [name for name, rec in records.items() if rec["model"] == "dlinear"]
+    kept = [name for name, rec in records.items() if rec["model"] == "sss"]
+    assert caplog.text.count("was made with other settings") == len(rerun)
+    for name in rerun:
+        assert json.loads((tmp_path / "runs" / name).read_text())["settings_digest"] != records[name]["settings_digest"]
+    for name in kept:
+        assert json.loads((tmp_path / "runs" / name).read_text()) == records[name]
+
+
+def test_a_folder_of_another_protocol_is_refused(cohort, tmp_path):
+    kwargs = dict(models=["dlinear"], seeds=[0], split_modes=["channel"], progress=False, preset="smoke")
+    run_experiment("paper-table2", cohort, tmp_path, max_new_runs=1, **kwargs)
+    with pytest.raises(ValueError, match="holds runs of protocol 'paper-table2'"):
+        run_experiment("paper-table1", cohort, tmp_path, **kwargs)
 
 
 def test_a_preset_that_cannot_fit_in_memory_is_refused_before_training(cohort, tmp_path):

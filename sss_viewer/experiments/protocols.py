@@ -47,11 +47,13 @@ class Protocol:
 
 BONN_ABLATION = (
     (),
-    (("window_length", 256),), (("window_length", 512),), (("window_length", 2048),),
+    (("window_length", 512),), (("window_length", 2048),),
     (("model.revin", True),),
     (("backbone", "patchtst"),), (("backbone", "rocket"),), (("backbone", "dlinear"),),
-    (("calibrator", "venn-abers"),), (("calibrator", "none"),),
-    (("epochs", 1),), (("epochs", 10),),
+    (("model.num_features", 2520),),
+    (("calibrator", "isotonic"),), (("calibrator", "venn-abers"),),
+    (("epochs", 1),), (("epochs", 5),),
+    (("head_solver", "lbfgs"),),
 )  # fmt: skip
 """Variants of the ``bonn`` SSS preset, one change each (the empty tuple is the preset itself)."""
 

@@ -3,7 +3,9 @@
 Each finished run is written as ``OUT/runs/<key>.json`` (atomically) before the next starts, so an
 interrupted experiment continues from its finished runs, and the final ``OUT/results.csv`` (one row
 per run, in plan order) and ``OUT/tables.md`` are rebuilt from those files: a kill-and-resume gives
-the same CSV as an uninterrupted run. Runs are deterministic given their seed.
+the same CSV as an uninterrupted run. Runs are deterministic given their seed. Each record holds a
+digest of the settings that made it (:func:`run_settings_digest`): resuming after a preset changed
+runs again exactly the runs whose settings changed and keeps the others.
 """
 
 from __future__ import annotations
@@ -149,6 +151,32 @@ def _sss_config(preset: ExperimentPreset, run: RunSpec):
     return train_preset(name, seed=run.seed, device="auto", **params)
 
 
+def _baseline_config(preset: ExperimentPreset, run: RunSpec):
+    """The whole-channel training configuration of a baseline run."""
+    from sss_viewer.whole_channel import WholeChannelConfig
+
+    params = dict(preset.baseline)
+    if params.pop("small", False):
+        params["model_params"] = SMALL_BASELINE_PARAMS[run.model]
+    return WholeChannelConfig(backbone=run.model, seed=run.seed, **params)
+
+
+def run_settings_digest(preset: ExperimentPreset, run: RunSpec) -> str:
+    """Digest of everything that decides a run's result besides its key: preprocessing and training settings.
+
+    Stored in each run's record; on resume, a finished run whose digest differs from the current
+    preset's was made with other settings and is run again (other runs are kept).
+    """
+    if run.model.startswith(SSS_MODEL):
+        settings = _sss_config(preset, run).to_dict()
+    elif run.model == MINIROCKET_LR:
+        settings = {"model": MINIROCKET_LR}
+    else:
+        settings = dataclasses.asdict(_baseline_config(preset, run))
+    settings["experiment_preprocess"] = preprocess_preset("default", **preset.preprocess).to_dict()
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def _sss_test_probs(bundle, series_set: SeriesSet, members: np.ndarray) -> np.ndarray:
     """Mean calibrated window probability of each member series (SSS inference)."""
     lengths = np.where(np.isin(np.arange(series_set.store.n_series), members), series_set.store.lengths, 0)
@@ -172,6 +200,8 @@ def _execute(run: RunSpec, series_set: SeriesSet, preset: ExperimentPreset) -> d
         bundle = train([], _sss_config(preset, run), progress=False, series_set=series_set, split=split)
         val_probs, test_probs = _sss_test_probs(bundle, series_set, val), _sss_test_probs(bundle, series_set, test)
         extra["best_epoch"] = int(bundle.info["best_epoch"])
+        if "head_l2" in bundle.info:
+            extra["head_l2"] = float(bundle.info["head_l2"])
     elif run.model == MINIROCKET_LR:
         from sss_viewer.minirocket_reference import fit_minirocket_logistic
 
@@ -179,13 +209,9 @@ def _execute(run: RunSpec, series_set: SeriesSet, preset: ExperimentPreset) -> d
         val_probs, test_probs = reference.val_probs, reference.test_probs
         extra["C"] = reference.C
     else:
-        from sss_viewer.whole_channel import WholeChannelConfig, fit_whole_channel
+        from sss_viewer.whole_channel import fit_whole_channel
 
-        params = dict(preset.baseline)
-        small = params.pop("small", False)
-        if small:
-            params["model_params"] = SMALL_BASELINE_PARAMS[run.model]
-        result = fit_whole_channel(series_set, split, WholeChannelConfig(backbone=run.model, seed=run.seed, **params))
+        result = fit_whole_channel(series_set, split, _baseline_config(preset, run))
         val_probs, test_probs = result.val_probs, result.test_probs
         extra["best_epoch"] = int(result.best_epoch)
     threshold = choose_threshold(val_probs, labels[val])
@@ -193,6 +219,7 @@ def _execute(run: RunSpec, series_set: SeriesSet, preset: ExperimentPreset) -> d
     return {
         **dataclasses.asdict(run),
         "key": run.key,
+        "settings_digest": run_settings_digest(preset, run),
         "label": run.label,
         "n_train": int((split == "train").sum()),
         "n_val": int(len(val)),
@@ -254,13 +281,14 @@ def run_experiment(
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(json.dumps(dataclasses.asdict(spec), sort_keys=True, default=str).encode()).hexdigest()[:16]
     plan_file = out_dir / "plan.json"
-    if plan_file.is_file() and (out_dir / "runs").is_dir() and any((out_dir / "runs").iterdir()):
+    unchanged_preset = False
+    if plan_file.is_file():
         previous = json.loads(plan_file.read_text())
-        if previous.get("preset_digest") != digest or previous.get("protocol") != protocol:
+        unchanged_preset = previous.get("preset_digest") == digest
+        if previous.get("protocol") != protocol and any((out_dir / "runs").iterdir()):
             raise ValueError(
-                f"{out_dir} holds runs of {previous.get('protocol')!r} with preset {previous.get('preset')!r} "
-                f"(digest {previous.get('preset_digest')}), not {protocol!r} with preset {preset!r} as defined now "
-                f"(digest {digest}); resuming would mix them. Use another --out or delete that folder."
+                f"{out_dir} holds runs of protocol {previous.get('protocol')!r}, not {protocol!r}; "
+                f"use another --out or delete that folder."
             )
     atomic_write(plan_file, lambda p: Path(p).write_text(json.dumps(
         {"protocol": protocol, "preset": preset, "preset_digest": digest, "runs": [r.key for r in runs]}, indent=1)))  # fmt: skip
@@ -271,7 +299,7 @@ def run_experiment(
     preprocess = preprocess_preset("default", **spec.preprocess)
     for config in sss_configs.values():  # refuse a preset that cannot fit before anything is trained
         check_fits_in_memory(recordings, preprocess, config, preset=preset)
-    todo = [r for r in runs if not (out_dir / "runs" / f"{r.key}.json").is_file()]
+    todo = [r for r in runs if not _finished(out_dir, r, spec, unchanged_preset)]
     logger.info("%s: %d runs planned, %d finished, %d to do", protocol, len(runs), len(runs) - len(todo), len(todo))
     if todo:
         series_set = build_series_set(recordings, preprocess, min_length=min_length, progress=progress, cache=cache)
@@ -286,6 +314,24 @@ def run_experiment(
     return results
 
 
+def _finished(out_dir: Path, run: RunSpec, spec: ExperimentPreset, unchanged_preset: bool) -> bool:
+    """True when the run's record exists and was made with the current settings (else it is run again).
+
+    Records written before runs carried a settings digest count as current only when the folder's
+    plan was made with the same preset digest (``unchanged_preset``).
+    """
+    path = out_dir / "runs" / f"{run.key}.json"
+    if not path.is_file():
+        return False
+    stored = json.loads(path.read_text()).get("settings_digest")
+    if stored is None and unchanged_preset:
+        return True
+    if stored != run_settings_digest(spec, run):
+        logger.warning("%s (%s) was made with other settings than preset %r's now: running it again", path, run.label, spec.name)
+        return False
+    return True
+
+
 def collect_results(out_dir: Path, runs: Sequence[RunSpec]) -> pd.DataFrame:
     """The finished runs' records, in plan order (runs not finished yet are left out)."""
     rows = []
@@ -294,6 +340,7 @@ def collect_results(out_dir: Path, runs: Sequence[RunSpec]) -> pd.DataFrame:
         if path.is_file():
             record = json.loads(path.read_text())
             record.pop("seconds", None)  # wall time differs between an interrupted and a straight run
+            record.pop("settings_digest", None)
             rows.append(record)
     table = pd.DataFrame(rows)
     for column in ("train_centres", "overrides"):

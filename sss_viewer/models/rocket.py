@@ -141,6 +141,12 @@ class RunningStandardizer(nn.Module):
         self.register_buffer("m2", torch.zeros(n_features, dtype=torch.float64))
 
     @torch.no_grad()
+    def reset(self) -> None:
+        """Forget every row seen."""
+        for buffer in (self.count, self.mean, self.m2):
+            buffer.zero_()
+
+    @torch.no_grad()
     def update(self, feats: Tensor) -> None:
         """Merge a batch ``(B, F)`` into the running statistics."""
         f = feats.detach().double()

@@ -1,0 +1,172 @@
+"""Full-batch L-BFGS head on frozen features, the feature memo across runs, and the MiniRocket training preset."""
+
+import numpy as np
+import pytest
+import torch
+
+from sss_viewer.checkpoint import ModelBundle
+from sss_viewer.head_fit import fit_head_lbfgs
+from sss_viewer.inference import score_recording
+from sss_viewer.metrics import binary_auc
+from sss_viewer.models.minirocket import MiniRocketClassifier
+from sss_viewer.models.rocket import RunningStandardizer
+from sss_viewer.training import TrainConfig, train, train_preset
+
+
+def _linear_task(n: int, n_features: int, seed: int):
+    """Features (n, F) with mean 5 and sd 3 whose label depends on the first two features."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, n_features)).astype(np.float32) * 3 + 5
+    y = (x[:, 0] - x[:, 1] > 0).astype(np.float32)
+    return torch.from_numpy(x), torch.from_numpy(y)
+
+
+class _FrozenHeadModel(MiniRocketClassifier):
+    """MiniRocket's trainable part (standardiser + linear head) on given features."""
+
+    def __init__(self, n_features: int):
+        super().__init__(input_length=64, num_features=84)
+        self.n_features = n_features
+        self.norm = RunningStandardizer(n_features)
+        self.head = torch.nn.Linear(n_features, 1)
+
+
+def _bce(y):
+    return lambda logits: torch.nn.functional.binary_cross_entropy_with_logits(logits, y)
+
+
+def test_lbfgs_reaches_the_logistic_optimum_and_separates_held_out_rows():
+    x, y = _linear_task(400, 20, seed=0)
+    x_val, y_val = _linear_task(200, 20, seed=1)
+    model = _FrozenHeadModel(20)
+    history, best = fit_head_lbfgs(
+        model, x, x_val, _bce(y), lambda p: binary_auc(p, y_val.numpy().astype(int)), (1e-3,), max_iter=200
+    )
+    assert best == 1e-3 and len(history) == 1
+    assert history[0]["val_auc"] > 0.99
+    # The gradient of the penalised objective vanishes at the returned head (it converged).
+    params = [p for p in model.parameters() if p.requires_grad]
+    loss = _bce(y)(model.classify(x)) + 1e-3 * sum(p.square().sum() for p in params if p.ndim > 1)
+    grads = torch.autograd.grad(loss, params)
+    assert max(float(g.abs().max()) for g in grads) < 1e-4
+    # The standardiser holds the statistics of the training rows (mean 5, sd 3), not running batch updates.
+    torch.testing.assert_close(model.norm.mean.float(), x.mean(0).double().float(), atol=1e-4, rtol=0)
+    assert int(model.norm.count) == 400
+
+
+def test_penalty_is_chosen_on_validation_and_ties_go_to_the_first():
+    x, y = _linear_task(60, 200, seed=2)  # few rows, many features: strong penalties generalise better
+    x_val, y_val = _linear_task(300, 200, seed=3)
+    def score(p):
+        return binary_auc(p, y_val.numpy().astype(int))
+
+    grid = (10.0, 1e-1, 1e-5)
+    history, best = fit_head_lbfgs(_FrozenHeadModel(200), x, x_val, _bce(y), score, grid, max_iter=100)
+    scores = {h["l2"]: h["val_auc"] for h in history}
+    assert [h["l2"] for h in history] == list(grid)
+    assert scores[best] == max(scores.values())
+    assert best == next(l2 for l2 in grid if scores[l2] == max(scores.values()))
+    # A constant score ties every penalty: the first (strongest) one is kept.
+    _, tied = fit_head_lbfgs(_FrozenHeadModel(200), x, x_val, _bce(y), lambda p: 0.5, grid, max_iter=5)
+    assert tied == 10.0
+
+
+def test_sss_training_with_lbfgs_head_records_the_choice_and_round_trips(toy_cohort, tmp_path):
+    config = train_preset(
+        "default", backbone="minirocket", model_params={"num_features": 336}, window_length=128, train_stride=64,
+        val_stride=64, calibrator="none", head_solver="lbfgs", head_l2=(1e-1, 1e-3), head_max_iter=50, device="cpu",
+    )  # fmt: skip
+    bundle = train(toy_cohort, config, progress=False)
+    info = bundle.info
+    assert info["head_l2"] in (1e-1, 1e-3)
+    assert [h["l2"] for h in info["history"]] == [1e-1, 1e-3]
+    assert all(h["iterations"] > 0 for h in info["history"])
+    bundle.save(tmp_path / "model")
+    loaded = ModelBundle.load(tmp_path / "model")
+    rec = toy_cohort[0]
+    a = score_recording(bundle, rec, device="cpu", progress=False).channels["score"].to_numpy()
+    b = score_recording(loaded, rec, device="cpu", progress=False).channels["score"].to_numpy()
+    np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_lbfgs_head_is_refused_for_a_trained_front_end(toy_cohort):
+    config = train_preset(
+        "default", window_length=128, train_stride=64, val_stride=64, head_solver="lbfgs", device="cpu",
+        model_params={"d_model": 16, "d_ff": 32, "n_heads": 2, "n_layers": 1},
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="head_solver='lbfgs' needs a local model with a frozen front end"):
+        train(toy_cohort, config, progress=False)
+
+
+@pytest.mark.parametrize("bad", [(), (-1.0,), ("strong",), (float("nan"),)])
+def test_bad_penalty_grids_are_named(bad):
+    with pytest.raises(ValueError, match="head_l2"):
+        TrainConfig(head_l2=bad)
+
+
+def test_unknown_head_solver_is_named():
+    with pytest.raises(ValueError, match="head_solver"):
+        TrainConfig(head_solver="sgd")
+
+
+def test_frozen_features_are_reused_across_runs_that_share_the_front_end(toy_cohort, caplog):
+    """Runs differing only in head training/calibration reuse the features; another front end does not."""
+    from sss_viewer import feature_memo
+
+    feature_memo.forget_all()
+    base = dict(
+        backbone="minirocket", model_params={"num_features": 168}, window_length=128, train_stride=64, val_stride=64,
+        epochs=1, device="cpu",
+    )  # fmt: skip
+    from sss_viewer.dataset import build_series_set
+
+    series_set = build_series_set(toy_cohort, train_preset("default", **base).preprocess, min_length=128, progress=False)
+    with caplog.at_level("INFO", logger="sss_viewer.training"):
+        first = train([], train_preset("default", **base), progress=False, series_set=series_set)
+        assert "reusing the frozen features" not in caplog.text
+        second = train([], train_preset("default", calibrator="none", **base), progress=False, series_set=series_set)
+        assert caplog.text.count("reusing the frozen features") == 2  # training and validation windows
+        caplog.clear()
+        other = dict(base, model_params={"num_features": 168, "seed": 1})
+        train([], train_preset("default", **other), progress=False, series_set=series_set)
+        assert "reusing the frozen features" not in caplog.text
+    # Same data, same front end, same head training: the reused features give the same head.
+    torch.testing.assert_close(first.model.head.weight, second.model.head.weight)
+    feature_memo.forget_all()
+
+
+def test_feature_memo_forgets_the_oldest_beyond_its_budget(monkeypatch):
+    from sss_viewer import feature_memo
+    from sss_viewer.windows import SeriesStore
+
+    feature_memo.forget_all()
+    monkeypatch.setattr(feature_memo, "FEATURE_MEMO_BYTES", 2 * 10 * 4 * 4)  # two (10, 4) float32 matrices
+    store = SeriesStore.from_series([np.zeros(100, np.float32)])
+    cpu = torch.device("cpu")
+    for i in range(3):
+        feature_memo.remember(store, "front", np.array([i]), 8, cpu, torch.full((10, 4), float(i)))
+    assert feature_memo.recall(store, "front", np.array([0]), 8, cpu) is None
+    assert float(feature_memo.recall(store, "front", np.array([2]), 8, cpu)[0, 0]) == 2.0
+    assert feature_memo.recall(store, "other", np.array([2]), 8, cpu) is None
+    assert feature_memo.recall(store, "front", np.array([2]), 16, cpu) is None
+    del store  # the memo does not keep a store alive
+    import gc
+
+    gc.collect()
+    assert len(feature_memo._memo) == 0
+
+
+def test_minirocket_training_preset_is_the_real_data_recipe_and_a_cli_choice():
+    from sss_viewer.cli import TRAIN_PRESET_NAMES
+    from sss_viewer.experiments.runner import PRESETS
+    from sss_viewer.training import TRAIN_PRESETS
+
+    assert TRAIN_PRESET_NAMES == TRAIN_PRESETS
+    config = train_preset("minirocket")
+    bonn = PRESETS["bonn"].sss
+    for name in ("backbone", "window_length", "train_stride", "val_stride", "inference_stride", "epochs", "batch_size",
+                 "lr", "weight_decay", "patience", "model_params"):  # fmt: skip
+        assert getattr(config, name) == bonn[name], name
+    assert config.calibrator == "isotonic" and bonn["calibrator"] == "none"
+    # Another backbone does not inherit MiniRocket's sizes.
+    assert train_preset("minirocket", backbone="patchtst").model_params == {}
