@@ -1,8 +1,9 @@
 """Train the small demo model bundled with the viewer, and precompute its scores of the demo recording.
 
 The model is trained with the project's own training code (``sss_viewer.training.train``, the
-``minirocket`` preset — the recipe that works on real intracranial EEG, see ``docs/results.md`` —
-split by patient) on a synthetic cohort drawn with seed ``TRAIN_SEED``, which
+``default`` preset unless ``--preset`` names another — ``minirocket`` is the recipe that works on
+real intracranial EEG, see ``docs/results.md`` — split by patient) on a synthetic cohort drawn
+with seed ``TRAIN_SEED``, which
 differs from the demo recording's seed (``sss_viewer.viewer.demo.DEMO_SEED``): the demo patient
 is not in its training, validation or test data. It is saved with ``ModelBundle.save`` into
 ``sss_viewer/data/demo/model/`` (``model.safetensors`` + ``config.json``), and the demo recording's
@@ -49,9 +50,9 @@ DEFAULT_OUT = Path(__file__).resolve().parents[1] / "sss_viewer" / "data" / "dem
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--patients", type=int, default=12, help="synthetic training patients (default 12)")
-    p.add_argument("--preset", default="minirocket", help="training preset (default minirocket, the real-data recipe)")
-    p.add_argument("--epochs", type=int, default=None, help="training epochs (default: the preset's)")
-    p.add_argument("--train-stride", type=int, default=None, help="training window stride in samples (default: the preset's)")
+    p.add_argument("--preset", default="default", help="training preset (default: default; minirocket: the real-data recipe)")
+    p.add_argument("--epochs", type=int, default=4, help="training epochs (default 4; 0: the preset's)")
+    p.add_argument("--train-stride", type=int, default=256, help="training window stride in samples (default 256)")
     p.add_argument("--seed", type=int, default=TRAIN_SEED, help=f"cohort seed (default {TRAIN_SEED}; not {DEMO_SEED})")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="writes OUT/model/ and OUT/scores/")
     return p.parse_args(argv)
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     recordings = synth_cohort(args.patients, args.seed)
     logger.info("synthesised %d patients in %.1f s", len(recordings), time.perf_counter() - started)
-    overrides = {k: v for k, v in (("epochs", args.epochs), ("train_stride", args.train_stride)) if v is not None}
+    overrides = {k: v for k, v in (("epochs", args.epochs), ("train_stride", args.train_stride)) if v}
     config = train_preset(args.preset, device="cpu", seed=0, split="patient", **overrides)
     t0 = time.perf_counter()
     bundle = train(recordings, config, progress=False)
