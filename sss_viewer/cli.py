@@ -90,6 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", choices=("patient", "channel"), help="split by patient (default) or by channel (paper)")
     p.add_argument("--balance", action="store_true", default=None, help="drop non-SOZ channels at random to 1:1 (paper)")
     p.add_argument("--window-loss-weight", type=float, help="weight of the window-level BCE (default 0)")
+    p.add_argument(
+        "--head-solver", choices=("adam", "lbfgs"),
+        help="lbfgs: fit a frozen-front-end model's head (minirocket, rocket) by full-batch L-BFGS, penalty chosen on validation",
+    )  # fmt: skip
     p.add_argument("--seed", type=int)
     p.add_argument("--overwrite", action="store_true", help="replace an existing model directory")
     _add_cache(p)
@@ -165,7 +169,7 @@ def _train_overrides(args) -> dict:
         "window_length": "window_length", "train_stride": "train_stride", "calibrator": "calibrator",
         "calibrate_on": "calibrate_on", "split": "split", "balance": "balance",
         "window_loss_weight": "window_loss_weight", "seed": "seed", "device": "device",
-        "windows_per_epoch": "windows_per_epoch",
+        "windows_per_epoch": "windows_per_epoch", "head_solver": "head_solver",
     }
     overrides = {field: getattr(args, arg) for arg, field in names.items() if getattr(args, arg) is not None}
     if "window_length" in overrides:
@@ -187,8 +191,11 @@ def _cmd_train(args, progress: bool) -> int:
     bundle = train(recordings, config, progress=progress, cache=_cache(args))
     bundle.save(args.out)
     val = bundle.info["val_metrics"]
+    fitted = (
+        f"L-BFGS head, l2 {bundle.info['head_l2']:g}" if "head_l2" in bundle.info else f"best epoch {bundle.info['best_epoch']}"
+    )
     print(
-        f"saved model to {args.out}: best epoch {bundle.info['best_epoch']}, validation AUC {val['auc']:.3f}, "
+        f"saved model to {args.out}: {fitted}, validation AUC {val['auc']:.3f}, "
         f"threshold {bundle.threshold:.3f}; test split: {', '.join(bundle.info['split']['test']) or '-'}"
     )
     return 0

@@ -170,3 +170,11 @@ def test_minirocket_training_preset_is_the_real_data_recipe_and_a_cli_choice():
     assert config.calibrator == "isotonic" and bonn["calibrator"] == "none"
     # Another backbone does not inherit MiniRocket's sizes.
     assert train_preset("minirocket", backbone="patchtst").model_params == {}
+
+
+def test_cli_train_passes_the_head_solver_and_preset():
+    from sss_viewer.cli import _train_overrides, build_parser
+
+    args = build_parser().parse_args(["train", "data", "--out", "m", "--preset", "minirocket", "--head-solver", "lbfgs"])
+    config = train_preset(args.preset, **_train_overrides(args))
+    assert config.backbone == "minirocket" and config.head_solver == "lbfgs"
