@@ -2,10 +2,11 @@
 
 With a frozen front end (MiniRocket, ROCKET) the SSS objective is a function of the head alone:
 ``(1/n) sum_i w_i BCE(mean_{w in W_i} sigmoid(f(w)), y_i)`` over every training window at once.
-Mini-batch Adam over a few epochs leaves such a head under-fitted and sensitive to its learning
-rate; L-BFGS on the whole training feature matrix converges in a few hundred evaluations, and the
-only remaining choice, the L2 penalty, is picked from a grid on the validation channels the way
-early stopping picks an epoch.
+Instead of mini-batch Adam epochs, L-BFGS on the whole training feature matrix converges to the
+penalised optimum in a few hundred evaluations, with no learning rate or epoch count to choose; the
+only choice, the L2 penalty, is picked from a grid on the validation channels the way early stopping
+picks an epoch. On Bonn it matched the Adam head (``docs/results.md``); it needs every training
+window's features in memory, which the Adam loop does not.
 """
 
 from __future__ import annotations

@@ -525,7 +525,7 @@ def _frozen_features(model, store, start_sets, L, device) -> list[torch.Tensor] 
     if needed > FEATURE_CACHE_BYTES:
         logger.info("frozen features of %d windows would need %.1f GB: computing them per batch", n_windows, needed / 1e9)
         return None
-    out = []
+    out, n_computed = [], 0
     digest = feature_memo.front_end_digest(model)
     model.eval()
     with torch.no_grad():
@@ -538,11 +538,12 @@ def _frozen_features(model, store, start_sets, L, device) -> list[torch.Tensor] 
                 ]
                 feats = torch.cat(parts) if parts else torch.empty(0, model.n_features, device=device)
                 feature_memo.remember(store, digest, starts, L, device, feats)
+                n_computed += len(starts)
             else:
                 logger.info("reusing the frozen features of %d windows from an earlier run", len(starts))
             out.append(feats)
     model.train()
-    logger.info("computed the frozen features of %d windows once (%.0f MB)", n_windows, needed / 1e6)
+    logger.info("frozen features of %d windows (%.0f MB) ready, %d computed now", n_windows, needed / 1e6, n_computed)
     return out
 
 
