@@ -151,11 +151,12 @@ class TrainConfig:
         check_option("threshold_criterion", self.threshold_criterion, ("f1", "youden"))
         check_option("head_solver", self.head_solver, HEAD_SOLVERS)
         try:
-            self.head_l2 = tuple(float(v) for v in np.atleast_1d(self.head_l2))
+            penalties = tuple(float(v) for v in np.atleast_1d(self.head_l2))
         except (TypeError, ValueError):
-            raise ValueError(f"Invalid head_l2={self.head_l2!r}: expected one or more finite penalties >= 0.") from None
-        if not self.head_l2 or any(not np.isfinite(v) or v < 0 for v in self.head_l2):
+            penalties = ()
+        if not penalties or any(not np.isfinite(v) or v < 0 for v in penalties):
             raise ValueError(f"Invalid head_l2={self.head_l2!r}: expected one or more finite penalties >= 0.")
+        self.head_l2 = penalties
         for name in ("window_length", "train_stride", "val_stride", "batch_size", "epochs", "patience", "head_max_iter"):
             check_positive_int(name, getattr(self, name))
         if self.windows_per_epoch is not None:
@@ -412,10 +413,7 @@ def train(
         )
     model.eval()
 
-    p_val = None
-    if frozen is not None:
-        with torch.no_grad():
-            p_val = torch.sigmoid(model.classify(frozen[1]).float()).cpu().numpy()
+    p_val = _frozen_probs(model, frozen[1]) if frozen is not None else None
     calibrator, threshold, val_metrics = _calibrate(model, series_set, train_set, val_set, labels_np, config, device, p_val)
     info = {
         "train_config": config.to_dict(),
@@ -486,8 +484,7 @@ def _train_epochs(
         train_seconds = time.perf_counter() - t0
         if frozen is not None:
             model.eval()
-            with torch.no_grad():
-                p_val = torch.sigmoid(model.classify(frozen[1]).float()).cpu().numpy()
+            p_val = _frozen_probs(model, frozen[1])
         else:
             p_val = predict_window_probs(model, series_set.store, val_set.starts, L, device=device)
         val_auc = _selection_auc(p_val, val_set, labels_np, config.calibrator)
@@ -507,6 +504,12 @@ def _train_epochs(
             break
     stopper.restore_best(model)
     return history, stopper.best_epoch
+
+
+def _frozen_probs(model, features: torch.Tensor) -> np.ndarray:
+    """Window probabilities ``(N,)`` from frozen features ``(N, F)`` through the model's head."""
+    with torch.no_grad():
+        return torch.sigmoid(model.classify(features).float()).cpu().numpy()
 
 
 def _frozen_features(model, store, start_sets, L, device) -> list[torch.Tensor] | None:
