@@ -49,6 +49,20 @@ def test_features_match_a_direct_convolution():
         offset += 84 * n_b
 
 
+def test_features_do_not_depend_on_the_cache_sized_chunks(monkeypatch):
+    """Rows are convolved and pooled a few at a time; a batch split into uneven chunks gives the same features."""
+    from sss_viewer.models import minirocket as module
+
+    torch.manual_seed(0)
+    x = torch.randn(5, 300)
+    f = MiniRocketFeatures(300, num_features=840, seed=2).fit(torch.randn(20, 300))
+    whole = f(x)
+    monkeypatch.setattr(module, "_CPU_CHUNK_BYTES", 2 * 4 * (N_KERNELS // 2) * 300)  # 2 rows: chunks 2, 2, 1
+    chunked = f(x)
+    assert torch.equal(whole, chunked)
+    assert torch.equal(chunked[3:4], f(x[3:4]))
+
+
 def test_biases_are_quantiles_of_training_outputs_and_deterministic():
     x = torch.randn(30, 128)
     a = MiniRocketFeatures(128, num_features=336, seed=3).fit(x)
