@@ -4,7 +4,10 @@ Prints the median wall time of ``score_recording`` over repeats, split into prep
 time, and the ratio against the naive baseline measured in the same run: the same windows
 materialised as a copy and fed through a per-item ``Dataset`` + ``DataLoader``.
 
-    .venv/bin/python benchmarks/score_latency.py [--channels 100] [--minutes 5] [--repeats 3]
+    .venv/bin/python benchmarks/score_latency.py [--channels 100] [--minutes 5] [--repeats 3] [--model DIR]
+
+The model is an untrained ``default``-preset PatchTST unless ``--model`` names a saved model directory
+(``--model sss_viewer/data/demo/model``: the viewer's bundled model, the MiniRocket recipe).
 """
 
 from __future__ import annotations
@@ -45,39 +48,46 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--skip-naive", action="store_true")
+    parser.add_argument("--model", help="saved model directory (default: an untrained default-preset PatchTST)")
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
     n_times = int(args.minutes * 60 * args.sfreq)
     data = (rng.standard_normal((args.channels, n_times), dtype=np.float32) * 50).astype(np.float32)
     rec = Recording(data, args.sfreq, [f"C{i}" for i in range(args.channels)], ["seeg"] * args.channels, line_freq=60.0)
-    model = build_model("patchtst", window_length=1024).eval()
-    calibrator = make_calibrator("isotonic").fit(rng.random(1000), rng.integers(0, 2, 1000))
-    bundle = ModelBundle(model, preprocess_preset("default"), 1024, 256, calibrator, 0.5)
+    if args.model:
+        bundle = ModelBundle.load(args.model)
+        model, calibrator = bundle.model.eval(), bundle.calibrator
+    else:
+        model = build_model("patchtst", window_length=1024).eval()
+        calibrator = make_calibrator("isotonic").fit(rng.random(1000), rng.integers(0, 2, 1000))
+        bundle = ModelBundle(model, preprocess_preset("default"), 1024, 256, calibrator, 0.5)
+    length, stride = bundle.window_length, bundle.inference_stride
 
     times, prep = [], []
     for _ in range(args.repeats):
         t0 = time.perf_counter()
-        build_series_set([rec], bundle.preprocess, min_length=1024, progress=False)
+        build_series_set([rec], bundle.preprocess, min_length=length, progress=False)
         prep.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         result = score_recording(bundle, rec, device="cpu", progress=False)
         times.append(time.perf_counter() - t0)
     n_windows = len(result.windows)
     fast = statistics.median(times)
-    print(f"recording: {args.channels} channels x {args.minutes:g} min at {args.sfreq:g} Hz; {n_windows} windows (L=1024, stride 256)")
+    print(f"model: {args.model or 'untrained PatchTST (default preset)'} ({model.get_config()['name']})")
+    print(f"recording: {args.channels} channels x {args.minutes:g} min at {args.sfreq:g} Hz; {n_windows} windows (L={length}, stride {stride})")
     print(f"score_recording: median {fast:.2f} s over {args.repeats} (preprocessing {statistics.median(prep):.2f} s), "
           f"{n_windows / fast:.0f} windows/s end to end, torch threads {torch.get_num_threads()}")
     print(f"target 30 s: ratio {fast / 30:.2f} of the budget")
     if args.skip_naive:
         return
-    series = build_series_set([rec], bundle.preprocess, min_length=1024, progress=False)
-    index = WindowIndex.build(series.store.lengths, 1024, 256, cover_end=True)
+    series = build_series_set([rec], bundle.preprocess, min_length=length, progress=False)
+    index = WindowIndex.build(series.store.lengths, length, stride, cover_end=True)
     starts = index.absolute_starts(series.store)
     naive_times = []
     for _ in range(args.repeats):
         t0 = time.perf_counter()
-        windows = np.stack([series.store.windows(starts[i : i + 1], 1024)[0] for i in range(len(starts))])
+        windows = np.stack([series.store.windows(starts[i : i + 1], length)[0] for i in range(len(starts))])
         loader = torch.utils.data.DataLoader(_NaiveWindows(windows), batch_size=args.batch_size)
         with torch.inference_mode():
             out = [torch.sigmoid(model(x)) for x in loader]

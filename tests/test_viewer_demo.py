@@ -69,6 +69,20 @@ def test_bundled_model_loads_and_says_it_is_a_synthetic_demo():
     assert json.loads((demo.DEMO_MODEL_DIR / "config.json").read_text())["info"]["description"] == description
 
 
+def test_bundled_model_is_the_real_data_recipe():
+    """Issue 6: what the clinician sees comes from the recipe that held up on real EEG (``--preset minirocket``)."""
+    from sss_viewer.training import train_preset
+
+    recipe = train_preset("minirocket")
+    bundle = ModelBundle.load(demo.DEMO_MODEL_DIR)
+    model = bundle.model.get_config()
+    assert bundle.info["training_preset"] == "minirocket"
+    assert model["name"] == recipe.backbone == "minirocket"
+    assert {k: model[k] for k in recipe.model_params} == recipe.model_params
+    assert (bundle.window_length, bundle.inference_stride) == (recipe.window_length, recipe.inference_stride)
+    assert bundle.calibrator.get_state()["name"] == recipe.calibrator
+
+
 def test_bundled_scores_match_the_demo_recording(cache_dir):
     key = demo.demo_scores_key(cache_dir=cache_dir)
     bundled = demo.load_scores(demo.BUNDLED_SCORES_DIR, key)
