@@ -208,14 +208,13 @@ class MiniRocketFeatures(nn.Module):
             block = feats[:, offset : offset + N_KERNELS * n_b].view(b, N_KERNELS, n_b)
             offset += N_KERNELS * n_b
             reach = KERNEL_LENGTH // 2 * dilation
-            for parity in (0, 1):
-                rows = kernels[(kernels + i) % 2 == parity]
-                valid_only = parity == 1 and t > 2 * reach  # unpadded: valid positions only
-                for lo in range(0, b, step):
-                    taps = self._taps(x[lo : lo + step], dilation)
-                    if valid_only:
-                        taps = taps[:, :, reach : t - reach]
-                    block[lo : lo + step, rows] = _ppv(torch.matmul(self.weights[rows], taps), bias[rows])
+            padded = kernels[(kernels + i) % 2 == 0]
+            unpadded = kernels[(kernels + i) % 2 == 1]  # valid positions only, where there are any
+            for lo in range(0, b, step):
+                taps = self._taps(x[lo : lo + step], dilation)
+                valid = taps[:, :, reach : t - reach] if t > 2 * reach else taps
+                for rows, positions in ((padded, taps), (unpadded, valid)):
+                    block[lo : lo + step, rows] = _ppv(torch.matmul(self.weights[rows], positions), bias[rows])
         return feats
 
 
