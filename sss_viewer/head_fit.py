@@ -94,7 +94,7 @@ def fit_head_lbfgs(
         optimiser.step(closure)
         with torch.no_grad():
             train_loss = float(loss_of_logits(model.classify(train_features)))
-            p_val = torch.sigmoid(model.classify(val_features).float()).cpu().numpy()
+        p_val = frozen_probs(model, val_features)
         score = score_val_probs(p_val)
         iterations = int(optimiser.state[params[0]].get("n_iter", 0))
         history.append({"l2": float(l2), "train_loss": train_loss, "val_auc": score, "iterations": iterations})
@@ -104,3 +104,9 @@ def fit_head_lbfgs(
     best_l2 = float(l2_grid[max(stopper.best_epoch, 1) - 1])
     logger.info("L-BFGS head: chose l2 %.0e on validation", best_l2)
     return history, best_l2
+
+
+def frozen_probs(model: torch.nn.Module, features: torch.Tensor) -> np.ndarray:
+    """Window probabilities ``(N,)`` from frozen features ``(N, F)`` through the model's head (``classify``)."""
+    with torch.no_grad():
+        return torch.sigmoid(model.classify(features).float()).cpu().numpy()

@@ -26,7 +26,7 @@ from sss_viewer.cache import SeriesCache
 from sss_viewer.dataset import SeriesSet, build_series_set
 from sss_viewer.device import resolve_device
 from sss_viewer.early_stopping import EarlyStopping
-from sss_viewer.head_fit import fit_head_lbfgs
+from sss_viewer.head_fit import fit_head_lbfgs, frozen_probs
 from sss_viewer.inference import predict_window_probs
 from sss_viewer.metrics import binary_auc, choose_threshold, evaluate_scores
 from sss_viewer.models import MODEL_REGISTRY, build_window_model
@@ -413,7 +413,7 @@ def train(
         )
     model.eval()
 
-    p_val = _frozen_probs(model, frozen[1]) if frozen is not None else None
+    p_val = frozen_probs(model, frozen[1]) if frozen is not None else None
     calibrator, threshold, val_metrics = _calibrate(model, series_set, train_set, val_set, labels_np, config, device, p_val)
     info = {
         "train_config": config.to_dict(),
@@ -484,7 +484,7 @@ def _train_epochs(
         train_seconds = time.perf_counter() - t0
         if frozen is not None:
             model.eval()
-            p_val = _frozen_probs(model, frozen[1])
+            p_val = frozen_probs(model, frozen[1])
         else:
             p_val = predict_window_probs(model, series_set.store, val_set.starts, L, device=device)
         val_auc = _selection_auc(p_val, val_set, labels_np, config.calibrator)
@@ -504,12 +504,6 @@ def _train_epochs(
             break
     stopper.restore_best(model)
     return history, stopper.best_epoch
-
-
-def _frozen_probs(model, features: torch.Tensor) -> np.ndarray:
-    """Window probabilities ``(N,)`` from frozen features ``(N, F)`` through the model's head."""
-    with torch.no_grad():
-        return torch.sigmoid(model.classify(features).float()).cpu().numpy()
 
 
 def _frozen_features(model, store, start_sets, L, device) -> list[torch.Tensor] | None:

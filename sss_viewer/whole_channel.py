@@ -45,6 +45,7 @@ from sss_viewer._validate import check_option, check_positive_int, check_range
 from sss_viewer.dataset import SeriesSet
 from sss_viewer.device import resolve_device
 from sss_viewer.early_stopping import EarlyStopping
+from sss_viewer.head_fit import frozen_probs
 from sss_viewer.metrics import binary_auc
 from sss_viewer.models.registry import (
     FINITE_CONTEXT,
@@ -364,8 +365,7 @@ def _frozen_probs(model: nn.Module, frozen: dict, name: str) -> np.ndarray:
     """Probabilities of the cached ``name`` channels' features under the current head (eval mode)."""
     was_training = model.training
     model.eval()
-    with torch.no_grad():
-        p = torch.sigmoid(model.classify(frozen[name]).float()).cpu().numpy().astype(np.float64)
+    p = frozen_probs(model, frozen[name]).astype(np.float64)
     model.train(was_training)
     return p
 
