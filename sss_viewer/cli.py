@@ -252,8 +252,14 @@ def _score_one(args, bundle, recording, out: Path, progress: bool, top: int) -> 
 
 
 def _labels_for(recording, labels, source: Path):
-    """SOZ vector of ``recording`` from a labels table (subject, channel, soz)."""
+    """SOZ vector of ``recording`` from a labels table (subject, channel, soz).
+
+    Channels are matched as everywhere else (``channel_key``: ``G11`` labels ``POL G11`` and
+    ``EEG G11-Ref``), so one labels file labels the same channels in ``score`` and ``train``.
+    """
     import numpy as np
+
+    from sss_viewer.io.soz_labels import channel_key
 
     subjects = labels["subject"].astype(str)
     if recording.subject:
@@ -264,11 +270,12 @@ def _labels_for(recording, labels, source: Path):
         raise ValueError(
             f"{source} labels several subjects and the file name of {recording.source} names none; pass --subject."
         )
-    soz_of = dict(zip(labels["channel"].astype(str), labels["soz"].astype(int)))
-    unmatched = sorted(set(soz_of) - set(recording.ch_names))
+    soz_of = {channel_key(c): bool(s) for c, s in zip(labels["channel"].astype(str), labels["soz"])}
+    keys = {channel_key(c) for c in recording.ch_names}
+    unmatched = sorted({c for c in labels["channel"].astype(str) if channel_key(c) not in keys})
     if unmatched:
         logger.warning("%s: labels for channels not in the recording: %s", source, ", ".join(unmatched))
-    return np.array([bool(soz_of.get(c, 0)) for c in recording.ch_names])
+    return np.array([soz_of.get(channel_key(c), False) for c in recording.ch_names])
 
 
 def _ranking_text(channels, threshold: float, top: int = 15) -> str:

@@ -161,6 +161,22 @@ class Recording:
         )
 
     @property
+    def display_names(self) -> list[str]:
+        """Channel names as a clinician reads them, for display only (same order as ``ch_names``).
+
+        Vendor prefixes and reference suffixes removed (``POL G11``, ``EEG G11-Ref`` -> ``G11``);
+        where two channels would read the same, both keep their original names. Data, exports and
+        labels files keep using ``ch_names``. See ``sss_viewer.io.channel_conventions``.
+
+        Returns
+        -------
+        names : list of str, length n_channels
+        """
+        from sss_viewer.io.channel_conventions import display_names
+
+        return display_names(self.ch_names)
+
+    @property
     def is_lazy(self) -> bool:
         """True when ``data`` is read from the file on demand rather than held in memory."""
         return not isinstance(self.data, np.ndarray)

@@ -5,7 +5,9 @@ A BIDS root is read as follows:
 * runs are found with ``mne_bids.find_matching_paths`` (``ieeg`` data type and suffix; BrainVision,
   EDF/BDF, EEGLAB and FIF files), every subject, session, task, acquisition and run;
 * each run is opened lazily with :func:`read_recording`, which applies its ``_channels.tsv``
-  (types, ``status=bad``) and drops ``$``-prefixed duplicate channels; the sidecars must agree with
+  (types, ``status=bad``; a listed type always wins over the name rules of
+  :mod:`sss_viewer.io.channel_conventions`, which type only unlisted channels) and drops
+  ``$``-prefixed duplicates of present channels; the sidecars must agree with
   the data (same channel names, same sampling rate to 0.01 Hz) or the run is refused;
 * ``participants.tsv`` gives the centre (``site``), outcome and Engel/ILAE scores;
 * the run's ``_events.tsv`` replaces the file's own annotations, and its free-text seizure markers
@@ -28,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sss_viewer.io.channel_conventions import duplicate_channels
 from sss_viewer.io.readers import SUPPORTED_FORMATS, RecordingReadError, bids_entities, read_recording
 from sss_viewer.io.seizure_events import find_seizure_markers
 from sss_viewer.io.soz_labels import match_soz, read_clinical_summary, read_soz_table
@@ -110,6 +113,8 @@ def _sidecar(path: Path, suffix: str) -> Path | None:
 def check_sidecars(recording: Recording) -> None:
     """Refuse a BIDS run whose ``_channels.tsv`` or ``_ieeg.json`` disagrees with its data file.
 
+    ``$`` duplicates that the reader dropped (their twins are present) may be listed or not.
+
     Raises
     ------
     RecordingReadError
@@ -119,7 +124,8 @@ def check_sidecars(recording: Recording) -> None:
     channels_tsv = _sidecar(path, "channels.tsv")
     if channels_tsv is not None:
         listed = pd.read_csv(channels_tsv, sep="\t", dtype=str, keep_default_na=False)["name"].tolist()
-        listed = [n for n in listed if not n.startswith("$")]
+        dropped = set(recording.info.get("dropped_duplicates", [])) | set(duplicate_channels(listed))
+        listed = [n for n in listed if n not in dropped]
         missing = [n for n in listed if n not in set(recording.ch_names)]
         extra = [n for n in recording.ch_names if n not in set(listed)]
         if missing or extra:

@@ -4,6 +4,8 @@ Files are opened read-only with ``mne.io.read_raw(..., preload=False)`` where th
 and converted to float32 µV in time blocks, so no float64 copy of the whole recording is made.
 A BIDS ``_channels.tsv`` beside the file (``…_ieeg.vhdr`` → ``…_channels.tsv``) supplies channel
 types and ``status``; a BIDS ``_ieeg.json`` supplies the mains frequency when the file lacks it.
+Types the file does not state are inferred from the names, and ``$`` duplicates with a twin are
+dropped, by :mod:`sss_viewer.io.channel_conventions` (the same rules for every format).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sss_viewer.io.channel_conventions import TYPE_ALIASES, duplicate_channels, resolve_channel_types
 from sss_viewer.io.lazy import LazySignals
 from sss_viewer.recording import IEEG_CH_TYPES, Event, Recording
 
@@ -35,7 +38,7 @@ SUPPORTED_FORMATS = {
 }
 """File extensions ``read_recording`` accepts, with the format name used in messages."""
 
-_BIDS_TYPES = {"ekg": "ecg", "trig": "stim", "ref": "misc", "other": "misc", "audio": "misc", "pupil": "misc"}
+_BIDS_TYPES = TYPE_ALIASES
 """BIDS channel types whose MNE name differs (others are lower-cased)."""
 _MNE_TYPES = {"ecog", "seeg", "dbs", "eeg", "ecg", "eog", "emg", "misc", "stim", "resp", "bio", "temperature", "gsr"}
 
@@ -140,17 +143,31 @@ def _read_channels_tsv(path: Path) -> pd.DataFrame:
     return table.set_index("name")
 
 
-def _channel_info(raw, sidecar: pd.DataFrame | None, path: Path) -> tuple[list[str], list[str], list[str]]:
-    """Channel names, lower-case MNE types and bad channels, with the sidecar's types/status applied.
+def _channel_info(
+    raw, sidecar: pd.DataFrame | None, path: Path, keep: np.ndarray
+) -> tuple[list[str], list[str], list[str], dict]:
+    """Names, lower-case MNE types, bad channels and types inferred from names, of the kept channels.
+
+    A sidecar's ``type`` wins; other channels go through
+    :func:`sss_viewer.io.channel_conventions.resolve_channel_types`.
+
+    Parameters
+    ----------
+    keep : ndarray, shape (n_kept,), int
+        Indices of the file's channels to describe (``$`` duplicates left out).
 
     Returns
     -------
-    names : list of str
-    types : list of str
+    names : list of str, length n_kept
+    types : list of str, length n_kept
     bads : list of str
+    inferred : dict
+        ``{name: type}`` set by a name rule.
     """
-    names = list(raw.ch_names)
-    types = list(raw.get_channel_types())
+    all_types = raw.get_channel_types()
+    names = [raw.ch_names[i] for i in keep]
+    types = [all_types[i] for i in keep]
+    stated = [False] * len(names)
     bads = set(raw.info["bads"])
     if sidecar is not None:
         for i, name in enumerate(names):
@@ -160,22 +177,68 @@ def _channel_info(raw, sidecar: pd.DataFrame | None, path: Path) -> tuple[list[s
             if "type" in row and row["type"]:
                 kind = str(row["type"]).lower()
                 types[i] = _BIDS_TYPES.get(kind, kind if kind in _MNE_TYPES else "misc")
+                stated[i] = True
             if "status" in row and str(row["status"]).lower() == "bad":
                 bads.add(name)
-    if not any(t in IEEG_CH_TYPES for t in types) and "eeg" in types:
-        n_eeg = types.count("eeg")
+    resolved = _resolve_types(names, types, stated, path)
+    return names, resolved.types, [n for n in names if n in bads], resolved.inferred
+
+
+def _resolve_types(names: list[str], types: list[str], stated: list[bool], path: Path):
+    """``resolve_channel_types`` with one log line saying what the names decided."""
+    resolved = resolve_channel_types(names, types, stated)
+    if resolved.inferred:
+        shown = ", ".join(f"{n or repr(n)}: {t}" for n, t in resolved.inferred.items())
+        logger.info("%s: channel types inferred from names (not scored): %s.", path.name, shown)
+    if resolved.promoted:
         logger.info(
             "%s: no ecog/seeg channels; treating its %d eeg channels as iEEG candidates (type seeg), "
             "as clinical EDF/BrainVision exports type every channel eeg.",
             path.name,
-            n_eeg,
+            resolved.promoted,
         )
-        types = ["seeg" if t == "eeg" else t for t in types]
-    return names, types, [n for n in names if n in bads]
+    return resolved
 
 
-def _signals_uv(raw, picks: np.ndarray, path: Path) -> LazySignals:
+def _drop_duplicates(names: list[str], path: Path) -> np.ndarray:
+    """Indices of the channels to keep: ``$`` copies whose twin is in the file are dropped (logged once).
+
+    Returns
+    -------
+    keep : ndarray, shape (n_kept,), int
+    """
+    duplicates = set(duplicate_channels(names))
+    if duplicates:
+        logger.info(
+            "%s: dropped %d '$'-prefixed duplicate channels (their twins are kept): %s.",
+            path.name, len(duplicates), ", ".join(n for n in names if n in duplicates),
+        )  # fmt: skip
+    return np.array([i for i, n in enumerate(names) if n not in duplicates], dtype=int)
+
+
+def _require_ieeg(types: list[str], inferred: dict[str, str], path: Path) -> None:
+    """Raise RecordingReadError naming the types found when no channel is an iEEG candidate."""
+    if any(t in IEEG_CH_TYPES for t in types):
+        return
+    found = ", ".join(sorted(set(types))) or "none"
+    by_name = f"; typed from their names: {', '.join(f'{n} ({t})' for n, t in inferred.items())}" if inferred else ""
+    raise RecordingReadError(
+        f"No iEEG channels in {path}: need ecog/seeg/dbs (or eeg) channels; found types {found}{by_name}."
+    )
+
+
+def _naming_info(all_names: list[str], names: list[str], inferred: dict[str, str]) -> dict:
+    """``Recording.info`` entries: ``inferred_types`` ({name: type}) and ``dropped_duplicates`` (names)."""
+    return {"inferred_types": dict(inferred), "dropped_duplicates": [n for n in all_names if n not in set(names)]}
+
+
+def _signals_uv(raw, picks: np.ndarray, path: Path, types: list[str]) -> LazySignals:
     """The picked channels as a lazy float32 view: volts → µV; stim and other units as stored.
+
+    Parameters
+    ----------
+    types : list of str, length n_picks
+        The resolved types of the picked channels (a trigger typed ``stim`` by its name is not a voltage).
 
     Returns
     -------
@@ -183,8 +246,7 @@ def _signals_uv(raw, picks: np.ndarray, path: Path) -> LazySignals:
     """
     from mne.io.constants import FIFF
 
-    types = raw.get_channel_types()
-    volts = [raw.info["chs"][p]["unit"] == FIFF.FIFF_UNIT_V and types[p] != "stim" for p in picks]
+    volts = [raw.info["chs"][p]["unit"] == FIFF.FIFF_UNIT_V and t != "stim" for p, t in zip(picks, types, strict=True)]
     return LazySignals(raw, picks, np.where(volts, 1e6, 1.0), source=path)
 
 
@@ -268,18 +330,10 @@ def read_recording(path: str | Path, *, preload: bool = False) -> Recording:
     raw = _read_raw(path, fmt, preload)
     sidecar_path = _sidecar(path, ext, "channels.tsv")
     sidecar = _read_channels_tsv(sidecar_path) if sidecar_path else None
-    names, types, bads = _channel_info(raw, sidecar, path)
-    keep = np.array([i for i, n in enumerate(names) if not n.startswith("$")], dtype=int)
-    if len(keep) < len(names):
-        logger.info("%s: dropped %d '$'-prefixed duplicate channels.", path.name, len(names) - len(keep))
-    names = [names[i] for i in keep]
-    types = [types[i] for i in keep]
-    if not any(t in IEEG_CH_TYPES for t in types):
-        found = ", ".join(sorted(set(types))) or "none"
-        raise RecordingReadError(
-            f"No iEEG channels in {path}: need ecog/seeg/dbs (or eeg) channels; found types {found}."
-        )
-    data = _signals_uv(raw, keep, path)
+    keep = _drop_duplicates(list(raw.ch_names), path)
+    names, types, bads, inferred = _channel_info(raw, sidecar, path, keep)
+    _require_ieeg(types, inferred, path)
+    data = _signals_uv(raw, keep, path, types)
     if preload or raw.preload:
         with _mne_errors(path, fmt):
             data = data.read()
@@ -300,6 +354,7 @@ def read_recording(path: str | Path, *, preload: bool = False) -> Recording:
         source=path,
         **{k: v for k, v in bids_entities(path).items() if k != "session"},
         session=bids_entities(path).get("session", ""),
+        info=_naming_info(list(raw.ch_names), names, inferred),
     )
     logger.info(
         "Read %s: %d channels (%d iEEG, %d bad), %.1f s at %g Hz.",
@@ -323,7 +378,8 @@ def read_npz_recording(path: str | Path) -> Recording:
     path : str or Path
         ``.npz`` with ``data`` (n_channels, n_times) in µV, ``ch_names`` (n_channels,), ``fs`` or
         ``sfreq`` (Hz); optionally ``soz`` (n_channels,) bool and ``ch_types`` (n_channels,) str
-        (default ``seeg``: any iEEG type is scored the same way).
+        (default: typed from the names as in :mod:`sss_viewer.io.channel_conventions`, every other
+        channel ``seeg``: any iEEG type is scored the same way).
 
     Returns
     -------
@@ -349,18 +405,27 @@ def read_npz_recording(path: str | Path) -> Recording:
     data = arrays["data"]
     if data.ndim != 2 or not np.issubdtype(data.dtype, np.number):
         raise RecordingReadError(f"{path}: 'data' must be a numeric (n_channels, n_times) array; got {data.dtype} {data.shape}.")
-    names = [str(n) for n in arrays["ch_names"]]
-    types = [str(t).lower() for t in arrays["ch_types"]] if "ch_types" in arrays else ["seeg"] * len(names)
+    all_names = [str(n) for n in arrays["ch_names"]]
+    for key in ("ch_names", "ch_types", "soz"):
+        if key in arrays and np.shape(arrays[key]) != (data.shape[0],):
+            raise RecordingReadError(
+                f"{path}: '{key}' must have shape ({data.shape[0]},), one entry per row of 'data'; got {np.shape(arrays[key])}."
+            )
+    keep = _drop_duplicates(all_names, path)
+    names = [all_names[i] for i in keep]
+    given = [str(t).lower() for t in arrays["ch_types"]] if "ch_types" in arrays else ["eeg"] * len(all_names)
     if "ch_types" not in arrays:
-        logger.info("%s has no ch_types; treating its %d channels as iEEG (seeg).", path.name, len(names))
+        logger.info("%s has no ch_types; its channels are typed from their names (others: seeg).", path.name)
+    resolved = _resolve_types(names, [given[i] for i in keep], [False] * len(names), path)
     try:
         return Recording(
-            data=np.ascontiguousarray(data, dtype=np.float32),
+            data=np.ascontiguousarray(data[keep], dtype=np.float32),
             sfreq=float(np.asarray(arrays[rate_key]).reshape(-1)[0]),
             ch_names=names,
-            ch_types=types,
-            soz=arrays["soz"].astype(bool) if "soz" in arrays else None,
+            ch_types=resolved.types,
+            soz=arrays["soz"][keep] if "soz" in arrays else None,
             source=path,
+            info=_naming_info(all_names, names, resolved.inferred),
             **{k: v for k, v in bids_entities(path).items() if k != "session"},
         )
     except ValueError as exc:

@@ -23,7 +23,9 @@ Tokens are separated by ``,`` ``;`` ``:`` ``/``, whitespace or newlines. A token
 
 Channel matching (:func:`match_soz`)
 ------------------------------------
-A SOZ name matches a channel when both are equal after removing whitespace, ignoring case,
+A SOZ name matches a channel when both are equal after removing vendor prefixes and reference
+suffixes (``POL G11``, ``EEG G11-Ref`` and ``G11 Ref`` read as ``G11``; see
+:func:`sss_viewer.io.channel_conventions.display_name`), removing whitespace, ignoring case,
 and dropping leading zeros of numbers (``att 01`` == ``ATT1``). Apostrophes of SEEG names are
 kept literally (``A'1`` matches ``A'1``, never ``A1``); typographic apostrophes (``’``) count as
 ``'``. Nothing fuzzier: ``PT3`` does not match ``PT3'`` and ``G11`` does not match ``$G11``.
@@ -39,6 +41,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from sss_viewer.io.channel_conventions import display_name
 
 logger = logging.getLogger(__name__)
 
@@ -161,10 +165,11 @@ def channel_key(name: str) -> str:
     Returns
     -------
     key : str
-        Without whitespace, upper-case, numbers without leading zeros, typographic apostrophes as
-        ``'`` (``" att 01"`` -> ``"ATT1"``, ``"a’1"`` -> ``"A'1"``).
+        Without vendor prefix and reference suffix (``display_name``), whitespace and leading zeros
+        of numbers, upper-case, typographic apostrophes as ``'`` (``" att 01"`` -> ``"ATT1"``,
+        ``"a’1"`` -> ``"A'1"``, ``"POL G11"`` and ``"EEG G11-Ref"`` -> ``"G11"``).
     """
-    key = re.sub(r"\s+", "", name.translate(_APOSTROPHES)).upper()
+    key = re.sub(r"\s+", "", display_name(name.translate(_APOSTROPHES))).upper()
     return re.sub(r"\d+", lambda m: str(int(m.group())), key)
 
 
