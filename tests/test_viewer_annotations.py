@@ -12,6 +12,8 @@ from sss_viewer.viewer.annotations import (
     AnnotationSet,
     load_annotations,
     make_marker,
+    marker_key,
+    read_log,
     recording_stem,
     save_annotations,
     seed_from_recording,
@@ -19,6 +21,14 @@ from sss_viewer.viewer.annotations import (
 )
 
 from .conftest import toy_recording
+
+
+def demo_like_recording():
+    """A toy recording with a seizure onset at 10 s and an offset at 31 s (as the demo has)."""
+    rec = toy_recording("01", 0)
+    rec.seizure_onset_s, rec.seizure_offset_s = 10.0, 31.0
+    rec.info["seizure_onset_text"] = "sz onset"
+    return rec
 
 
 def sample_annotations() -> AnnotationSet:
@@ -48,9 +58,9 @@ def test_save_load_round_trip(tmp_path):
     assert loaded.unknown_bad_channels == []
     assert [n["text"] for n in loaded.notes] == ["spread to RB"]
     rows = channels.read_text().splitlines()
-    assert rows[0] == "name\tstatus\tstatus_description" and len(rows) == 9
-    assert "A3\tbad\t" in channels.read_text() and "A1\tgood\tn/a" in rows
-    assert events.read_text().splitlines()[0] == "onset\tduration\ttrial_type\tdescription"
+    assert rows[0] == "name\ttype\tstatus\tstatus_description\tsoz\ttype_source" and len(rows) == 9
+    assert "A3\tn/a\tbad\t" in channels.read_text() and "A1\tn/a\tgood\tn/a\tn/a\tn/a" in rows
+    assert events.read_text().splitlines()[0] == "onset\tduration\ttrial_type\tdescription\tauthor\tmodified"
 
 
 def test_sidecar_names_and_stems(tmp_path):
@@ -65,7 +75,8 @@ def test_sidecar_names_and_stems(tmp_path):
     assert recording_stem(rec) == "patient.raw"
     saved = save_annotations(sample_annotations(), tmp_path / "new" / "folder", "stem")
     assert [p.name for p in saved] == ["stem_desc-sssviewer_events.tsv", "stem_desc-sssviewer_channels.tsv"]
-    assert sorted(p.name for p in (tmp_path / "new" / "folder").iterdir()) == sorted(p.name for p in saved)
+    visible = [p.name for p in (tmp_path / "new" / "folder").iterdir() if not p.name.startswith(".")]
+    assert sorted(visible) == sorted(p.name for p in saved)  # the lock and backups live in .sssviewer/
 
 
 def test_absent_sidecars_give_empty_annotations(tmp_path):
@@ -127,7 +138,7 @@ def test_never_writes_into_the_source_folder(tmp_path):
     assert source.read_text() == "original"
     out = tmp_path / "derivatives"
     save_annotations(sample_annotations(), out, "sub-01_task-ictal_ieeg", source=source)
-    assert len(list(out.iterdir())) == 2
+    assert len([p for p in out.iterdir() if not p.name.startswith(".")]) == 2
 
 
 def test_seed_from_recording_uses_seizure_times_events_and_bads():
@@ -158,22 +169,141 @@ def test_panel_add_move_delete_and_autosave(tmp_path):
     panel._add_onset.clicks += 1
     assert [(m["kind"], m["onset_s"]) for m in panel.markers] == [("event", 10.0), ("onset", 12.5)]
     assert panel.selected_index == 1 and events.exists() and "Saved" in panel.status
+    assert panel.markers[1]["author"] == panel.author and panel.markers[1]["modified"].endswith("Z")
     panel._time.value = 4.0
-    panel._move.clicks += 1
+    panel._move.clicks += 1  # asks first
+    assert panel._move_row.visible and "Move onset from 12.50 s to 4.00 s?" in panel._move_text.object
+    assert [m["onset_s"] for m in panel.markers] == [10.0, 12.5]
+    panel._apply.clicks += 1
     assert [(m["kind"], m["onset_s"]) for m in panel.markers] == [("onset", 4.0), ("event", 10.0)]
-    assert panel.selected_index == 0
+    assert panel.selected_index == 0 and not panel._move_row.visible
     panel._text.value = "spread"
     panel._time.value = 20.0
     panel._add_note.clicks += 1
-    assert panel.annotations.notes == [make_marker(20.0, "note", "spread")]
+    assert [(n["onset_s"], n["text"], n["author"]) for n in panel.annotations.notes] == [(20.0, "spread", panel.author)]
     panel.select(1)
     panel._delete.clicks += 1
     assert [m["kind"] for m in panel.markers] == ["onset", "note"]
     panel._bad.value = ["A2", "A5"]
     assert panel.bad_channels == ["A2", "A5"]
     again = AnnotationPanel.from_recording(rec, tmp_path)
-    assert again.markers == panel.markers and again.bad_channels == ["A2", "A5"]
+    assert [marker_key(m) for m in again.markers] == [marker_key(m) for m in panel.markers]
+    assert again.markers[0]["author"] == panel.author and again.bad_channels == ["A2", "A5"]
     assert again._bad.value == ["A2", "A5"] and "Loaded" in again.status
+
+
+def test_fresh_panel_selects_nothing_and_edit_buttons_wait_for_a_marker(tmp_path):
+    panel = AnnotationPanel.from_recording(demo_like_recording(), tmp_path)
+    assert panel.selected_index is None and panel._list.value == []
+    assert panel._goto.disabled and panel._move.disabled and panel._delete.disabled and panel._undo.disabled
+    panel._move.clicks += 1  # a click on a disabled button that reached the server anyway changes nothing
+    panel._delete.clicks += 1
+    assert [m["onset_s"] for m in panel.markers] == [10.0, 31.0] and not any(tmp_path.iterdir())
+    panel.select(0)
+    assert not (panel._goto.disabled or panel._move.disabled or panel._delete.disabled)
+
+
+def test_go_to_centres_the_view_and_leaves_the_marker(tmp_path):
+    panel = AnnotationPanel.from_recording(demo_like_recording(), tmp_path)
+    panel._bad.value = ["A3"]  # something on disk, to check that Go to does not write
+    events, _ = sidecar_paths(tmp_path, panel.stem)
+    before, markers = events.read_bytes(), [dict(m) for m in panel.markers]
+    seen = []
+    panel.param.watch(lambda e: seen.append(e.new), "goto_s")
+    panel.select(0)
+    panel._goto.clicks += 1
+    panel._goto.clicks += 1  # twice on the same marker: the view is told twice
+    assert seen == [10.0, 10.0]
+    assert panel.markers == markers and events.read_bytes() == before
+    assert "View centred on onset at 10.00 s" in panel.status and panel.undo_actions == ["mark A3 bad"]
+
+
+def test_move_shows_the_new_time_and_needs_apply(tmp_path):
+    panel = AnnotationPanel.from_recording(demo_like_recording(), tmp_path)
+    panel.select(0)
+    panel._time.value = 12.5
+    panel.request_move()
+    assert panel._move_text.object == "Move onset from 10.00 s to 12.50 s?"
+    panel.current_time_s = 77.0  # the view moves: the pending move does not follow it
+    assert panel._move_time.value == 12.5 and panel._time.value == 77.0
+    panel._move_time.value = 14.0
+    assert panel._move_text.object == "Move onset from 10.00 s to 14.00 s?"
+    panel._cancel.clicks += 1
+    assert [m["onset_s"] for m in panel.markers] == [10.0, 31.0] and not any(tmp_path.iterdir())
+    panel.request_move()
+    panel._move_time.value = 14.0
+    panel.select(1)  # choosing another marker drops the pending move
+    assert not panel._move_row.visible
+    panel.select(0)
+    panel.request_move()
+    panel._move_time.value = 14.0
+    panel._apply.clicks += 1
+    assert [m["onset_s"] for m in panel.markers] == [14.0, 31.0]
+    assert [m["onset_s"] for m in load_annotations(tmp_path, panel.stem).markers] == [14.0, 31.0]
+    assert panel.undo_actions == ["move onset from 10.00 s to 14.00 s"]
+
+
+def test_undo_reverts_each_kind_of_edit_in_turn(tmp_path):
+    rec = demo_like_recording()
+    panel = AnnotationPanel.from_recording(rec, tmp_path)
+    states = [panel.annotations]
+    panel.add_marker("note", 5.0, "spike run")
+    states.append(panel.annotations)
+    panel.select(0)
+    panel.move_selected(7.5)
+    states.append(panel.annotations)
+    panel.select(2)
+    panel.delete_selected()
+    states.append(panel.annotations)
+    panel._bad.value = ["A2"]
+    states.append(panel.annotations)
+    panel.set_soz_label("A1", True)
+    states.append(panel.annotations)
+    panel.set_channel_type("A8", "ecg")
+    states.append(panel.annotations)
+    assert len(panel.undo_actions) == 6
+    for expected in reversed(states[:-1]):
+        panel._undo.clicks += 1
+        assert panel.annotations.same_as(expected)
+        assert load_annotations(tmp_path, panel.stem, rec.ch_names).same_as(expected)  # the undo is saved too
+    assert panel._undo.disabled and panel.undo_actions == []
+    panel.undo()
+    assert panel.status == "Nothing to undo."
+    actions = [e["action"] for e in read_log(tmp_path, panel.stem)]
+    assert actions[:2] == ["add note at 5.00 s — spike run", "move note from 5.00 s to 7.50 s"]
+    assert actions[-1] == "undo add note at 5.00 s — spike run" and len(actions) == 12
+
+
+def test_soz_labels_and_types_round_trip(tmp_path):
+    rec = demo_like_recording()
+    panel = AnnotationPanel.from_recording(rec, tmp_path)
+    panel.set_soz_label("A1", True)
+    panel.set_soz_label("A2", False)
+    panel.set_soz_label("A3", True)
+    panel.set_soz_label("A3", None)  # back to unlabelled
+    panel.set_channel_type("A8", "ECG")
+    panel.set_channel_type("A7", "not-a-type")
+    assert "Invalid channel type 'not-a-type'" in panel.status
+    panel.set_soz_label("ZZ", True)
+    assert "'ZZ' is not a channel" in panel.status
+    assert panel.soz_labels == {"A1": True, "A2": False} and panel.type_overrides == {"A8": "ecg"}
+    _, channels = sidecar_paths(tmp_path, panel.stem)
+    rows = channels.read_text().splitlines()
+    assert rows[0] == "name\ttype\tstatus\tstatus_description\tsoz\ttype_source"
+    assert rows[1] == "A1\tseeg\tgood\tn/a\t1\trecording"
+    assert rows[2] == "A2\tseeg\tgood\tn/a\t0\trecording"
+    assert rows[3] == "A3\tseeg\tgood\tn/a\tn/a\trecording"
+    assert rows[8] == "A8\tecg\tgood\tn/a\tn/a\tclinician"
+    again = AnnotationPanel.from_recording(rec, tmp_path)
+    assert again.soz_labels == {"A1": True, "A2": False} and again.type_overrides == {"A8": "ecg"}
+    again.soz_labels = {**again.soz_labels, "A4": True}  # the lead's ranking table sets the dict directly
+    assert load_annotations(tmp_path, again.stem).soz_labels == {"A1": True, "A2": False, "A4": True}
+    assert again.undo_actions == ["A4: SOZ"]
+    again.set_channel_type("A8", None)
+    assert load_annotations(tmp_path, again.stem).type_overrides == {}
+    channels.write_text("name\tstatus\tstatus_description\tsoz\nA1\tgood\tn/a\tmaybe\n")
+    with pytest.raises(AnnotationFileError, match="soz must be 1, 0 or n/a"):
+        load_annotations(tmp_path, again.stem)
 
 
 def test_panel_reports_unknown_bad_channels_and_malformed_files(tmp_path):

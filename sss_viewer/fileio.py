@@ -1,0 +1,205 @@
+"""Small, dependency-free file helpers: atomic writes, an inter-process lock, fingerprints, backups.
+
+Nothing here imports torch (the viewer's annotation sidecars use it). Every helper is safe against a
+crash at any point: a write goes through a temporary file that is fsynced and renamed over the target,
+so readers see either the previous file or the new one, whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+    import msvcrt
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (a no-op where folders cannot be opened, e.g. Windows)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str | Path, write: Callable[[str], object]) -> None:
+    """Write through a temporary file in the same folder, fsync it, then rename it over ``path``.
+
+    Parameters
+    ----------
+    path : path
+        The file to (re)place.
+    write : callable
+        ``write(tmp_path)`` writes the whole content to ``tmp_path``.
+
+    A crash or an exception inside ``write`` leaves ``path`` as it was (the temporary file is
+    removed on an exception; after a hard crash a hidden ``.<name>.*.tmp`` file may remain).
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """:func:`atomic_write` of ``data``."""
+    atomic_write(path, lambda tmp: Path(tmp).write_bytes(data))
+
+
+def append_line(path: str | Path, line: str) -> None:
+    """Append one line (a newline is added) and fsync: an append-only log survives a crash whole-line.
+
+    A crash during the append can leave a partial last line; readers should skip a line they cannot
+    parse.
+    """
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line.rstrip("\n") + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What a file was when read: ``mtime_ns``, ``size`` and the SHA-256 of its bytes."""
+
+    mtime_ns: int
+    size: int
+    sha256: str
+
+    def same_content(self, other: Fingerprint | None) -> bool:
+        """Whether ``other`` has the same bytes (a touch that changes only the mtime is no change)."""
+        return other is not None and self.size == other.size and self.sha256 == other.sha256
+
+
+def fingerprint(path: str | Path) -> Fingerprint | None:
+    """The file's :class:`Fingerprint`, or None when it does not exist."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return Fingerprint(stat.st_mtime_ns, len(data), hashlib.sha256(data).hexdigest())
+
+
+def same_files(seen: dict, now: dict) -> bool:
+    """Whether ``now`` (path → fingerprint or None) has the same contents as ``seen``."""
+    for key in set(seen) | set(now):
+        a, b = seen.get(key), now.get(key)
+        if a is None and b is None:
+            continue
+        if a is None or not a.same_content(b):
+            return False
+    return True
+
+
+class LockTimeout(OSError):
+    """Another process held the lock for longer than the timeout."""
+
+
+@contextlib.contextmanager
+def file_lock(lock_path: str | Path, timeout_s: float = 10.0) -> Iterator[None]:
+    """Hold an exclusive inter-process lock on ``lock_path`` (created if missing) within the block.
+
+    ``flock`` locks belong to the open file, so two sessions in one server process exclude each
+    other as two processes do. The lock is released when the block ends or the process dies.
+
+    Raises
+    ------
+    LockTimeout
+        When the lock is not obtained within ``timeout_s`` seconds.
+    """
+    lock_path = Path(lock_path)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + timeout_s
+    with open(lock_path, "a+b") as fh:
+        while True:
+            try:
+                _lock(fh)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise LockTimeout(f"{lock_path} is locked by another session; try again.") from None
+                time.sleep(0.02)
+        try:
+            yield
+        finally:
+            _unlock(fh)
+
+
+def _lock(fh) -> None:
+    if fcntl is not None:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    else:  # pragma: no cover - Windows
+        fh.seek(0)
+        msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
+
+
+def _unlock(fh) -> None:
+    if fcntl is not None:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    else:  # pragma: no cover - Windows
+        fh.seek(0)
+        msvcrt.locking(fh.fileno(), msvcrt.LK_UNLCK, 1)
+
+
+def numbered_backups(folder: str | Path, name: str) -> list[Path]:
+    """Existing backups ``<folder>/<name>.1``, ``.2``, … (1 = newest), in that order."""
+    folder = Path(folder)
+    found = []
+    for p in folder.glob(f"{name}.*"):
+        suffix = p.name[len(name) + 1 :]
+        if suffix.isdigit():
+            found.append((int(suffix), p))
+    return [p for _, p in sorted(found)]
+
+
+def backup_file(path: str | Path, folder: str | Path, keep: int = 20) -> Path | None:
+    """Copy ``path`` to ``<folder>/<name>.1`` after shifting older copies up; keep the newest ``keep``.
+
+    Returns
+    -------
+    Path or None
+        The new backup, or None when ``path`` does not exist.
+    """
+    path, folder = Path(path), Path(folder)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in reversed(numbered_backups(folder, path.name)):
+        n = int(old.name.rsplit(".", 1)[1])
+        if n >= keep:
+            old.unlink(missing_ok=True)
+        else:
+            os.replace(old, folder / f"{path.name}.{n + 1}")
+    target = folder / f"{path.name}.1"
+    atomic_write_bytes(target, data)
+    return target
