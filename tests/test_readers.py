@@ -159,7 +159,8 @@ def test_truncated_fif(tmp_path):
 def test_no_ieeg_channels(tmp_path):
     path = tmp_path / "aux_raw.fif"
     _raw(["STI", "TEMP"], ["stim", "misc"]).save(path, verbose="error")
-    with pytest.raises(RecordingReadError, match=r"No iEEG channels in .*aux_raw\.fif.*found types misc, stim"):
+    match = r"No iEEG channels in .*aux_raw\.fif.*found types stim, temperature; typed from their names: TEMP \(temperature\)"
+    with pytest.raises(RecordingReadError, match=match):  # a misc channel is typed by its name
         read_recording(path)
 
 

@@ -7,7 +7,7 @@ A BIDS root is read as follows:
 * each run is opened lazily with :func:`read_recording`, which applies its ``_channels.tsv``
   (types, ``status=bad``; a listed type always wins over the name rules of
   :mod:`sss_viewer.io.channel_conventions`, which type only unlisted channels) and drops
-  ``$``-prefixed duplicates of present channels; the sidecars must agree with
+  ``$``-prefixed duplicates (every ``$`` channel the sidecar lists); the sidecars must agree with
   the data (same channel names, same sampling rate to 0.01 Hz) or the run is refused;
 * ``participants.tsv`` gives the centre (``site``), outcome and Engel/ILAE scores;
 * the run's ``_events.tsv`` replaces the file's own annotations, and its free-text seizure markers
@@ -113,7 +113,7 @@ def _sidecar(path: Path, suffix: str) -> Path | None:
 def check_sidecars(recording: Recording) -> None:
     """Refuse a BIDS run whose ``_channels.tsv`` or ``_ieeg.json`` disagrees with its data file.
 
-    ``$`` duplicates that the reader dropped (their twins are present) may be listed or not.
+    ``$`` channels listed in the sidecar, or dropped by the reader, are not compared.
 
     Raises
     ------
@@ -124,7 +124,7 @@ def check_sidecars(recording: Recording) -> None:
     channels_tsv = _sidecar(path, "channels.tsv")
     if channels_tsv is not None:
         listed = pd.read_csv(channels_tsv, sep="\t", dtype=str, keep_default_na=False)["name"].tolist()
-        dropped = set(recording.info.get("dropped_duplicates", [])) | set(duplicate_channels(listed))
+        dropped = set(recording.info.get("dropped_duplicates", [])) | set(duplicate_channels(listed, listed))
         listed = [n for n in listed if n not in dropped]
         missing = [n for n in listed if n not in set(recording.ch_names)]
         extra = [n for n in recording.ch_names if n not in set(listed)]

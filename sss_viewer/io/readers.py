@@ -200,17 +200,17 @@ def _resolve_types(names: list[str], types: list[str], stated: list[bool], path:
     return resolved
 
 
-def _drop_duplicates(names: list[str], path: Path) -> np.ndarray:
-    """Indices of the channels to keep: ``$`` copies whose twin is in the file are dropped (logged once).
+def _drop_duplicates(names: list[str], path: Path, sidecar: pd.DataFrame | None = None) -> np.ndarray:
+    """Indices of the channels to keep: ``$`` copies are dropped (logged once), see ``duplicate_channels``.
 
     Returns
     -------
     keep : ndarray, shape (n_kept,), int
     """
-    duplicates = set(duplicate_channels(names))
+    duplicates = set(duplicate_channels(names, () if sidecar is None else sidecar.index))
     if duplicates:
         logger.info(
-            "%s: dropped %d '$'-prefixed duplicate channels (their twins are kept): %s.",
+            "%s: dropped %d '$'-prefixed duplicate channels: %s.",
             path.name, len(duplicates), ", ".join(n for n in names if n in duplicates),
         )  # fmt: skip
     return np.array([i for i, n in enumerate(names) if n not in duplicates], dtype=int)
@@ -330,7 +330,7 @@ def read_recording(path: str | Path, *, preload: bool = False) -> Recording:
     raw = _read_raw(path, fmt, preload)
     sidecar_path = _sidecar(path, ext, "channels.tsv")
     sidecar = _read_channels_tsv(sidecar_path) if sidecar_path else None
-    keep = _drop_duplicates(list(raw.ch_names), path)
+    keep = _drop_duplicates(list(raw.ch_names), path, sidecar)
     names, types, bads, inferred = _channel_info(raw, sidecar, path, keep)
     _require_ieeg(types, inferred, path)
     data = _signals_uv(raw, keep, path, types)
