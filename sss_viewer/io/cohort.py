@@ -78,8 +78,15 @@ def read_abnormal_intervals(root: str | Path) -> pd.DataFrame:
 
 
 def _soz_vector(recording: Recording, labels: pd.DataFrame) -> np.ndarray | None:
-    """SOZ labels of ``recording``'s channels from its subject's label rows; None without rows."""
-    rows = labels[labels["subject"] == recording.subject]
+    """SOZ labels of ``recording``'s channels from its subject's label rows; None without rows.
+
+    Channels are matched with ``channel_key`` (``G11`` labels ``POL G11``), as ``sss-viewer score
+    --labels`` does. A recording without a subject (a plain clinical file) takes the rows of a
+    table that labels a single subject, also as ``score`` does.
+    """
+    subjects = labels["subject"].astype(str)
+    single = not recording.subject and subjects.nunique() == 1
+    rows = labels if single else labels[subjects == recording.subject]
     if rows.empty:
         return None
     mask, unmatched = match_soz(recording.ch_names, rows.loc[rows["soz"], "channel"].astype(str))
