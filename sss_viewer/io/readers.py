@@ -4,8 +4,8 @@ Files are opened read-only with ``mne.io.read_raw(..., preload=False)`` where th
 and converted to float32 µV in time blocks, so no float64 copy of the whole recording is made.
 A BIDS ``_channels.tsv`` beside the file (``…_ieeg.vhdr`` → ``…_channels.tsv``) supplies channel
 types and ``status``; a BIDS ``_ieeg.json`` supplies the mains frequency when the file lacks it.
-Types the file does not state are inferred from the names, and ``$`` duplicates with a twin are
-dropped, by :mod:`sss_viewer.io.channel_conventions` (the same rules for every format).
+Types the file does not state are inferred from the names, and ``$`` duplicates are dropped, by
+:mod:`sss_viewer.io.channel_conventions` (the same rules for every format).
 """
 
 from __future__ import annotations
@@ -309,8 +309,11 @@ def read_recording(path: str | Path, *, preload: bool = False) -> Recording:
     Returns
     -------
     recording : Recording
-        ``data`` of shape (n_channels, n_times), float32 µV (lazy unless ``preload``); ``$``-prefixed duplicate channels are
-        dropped; ``soz`` is None (labels come from a cohort's ``labels.tsv``).
+        ``data`` of shape (n_channels, n_times), float32 µV (lazy unless ``preload``); ``$``-prefixed
+        duplicates of present channels (or listed in a BIDS sidecar) dropped; ``ch_types`` resolved by
+        :func:`sss_viewer.io.channel_conventions.resolve_channel_types`; ``info["inferred_types"]``
+        (``{name: type}`` set from names) and ``info["dropped_duplicates"]``; ``soz`` is None (labels
+        come from a cohort's ``labels.tsv``).
 
     Raises
     ------
