@@ -29,21 +29,35 @@ def app(tmp_path):
 
 def test_starts_on_the_demo_with_scores_and_threshold(app):
     assert app.is_demo and app.scores is not None
-    assert app.ranking.threshold == pytest.approx(app.bundle.threshold)
+    assert app.ranking.threshold == pytest.approx(round(app.bundle.threshold, 2))  # on the 0.01 grid the table shows
     assert len(app.ranking.table()) == app.recording.n_channels - len(app.scores.excluded)
     assert "synthetic" in app.model_description.lower()
 
 
-def test_unfit_or_broken_recordings_leave_the_view_intact(app, tmp_path):
-    short = _write(tmp_path, "short", 2.0)
-    assert app.open(short) is False
-    assert "shorter than one window" in app.message and app.is_demo
+def test_broken_files_leave_the_view_intact(app, tmp_path):
     broken = tmp_path / "broken.edf"
     broken.write_bytes(b"not an edf" * 30)
     assert app.open(broken) is False
     assert "Could not open broken.edf" in app.message and app.is_demo
-    slow = _write(tmp_path, "slow", 30.0, sfreq=200.0)
-    assert app.open(slow) is False and "200 Hz" in app.message
+
+
+@pytest.mark.parametrize(
+    ("name", "seconds", "sfreq", "reason"),
+    [("short", 2.0, 250.0, "shorter than one window"), ("slow", 30.0, 200.0, "200 Hz")],
+)
+def test_unscorable_recordings_open_for_reading_with_scoring_disabled(app, tmp_path, name, seconds, sfreq, reason):
+    assert app.open(_write(tmp_path, name, seconds, sfreq=sfreq)) is True
+    assert not app.is_demo and app.recording.label and app.traces.recording is app.recording
+    assert reason in app.scoring_disabled and app._disabled.visible and reason in app._disabled.object
+    assert app.scores is None and app.ranking.table().empty and not app.scorer.running
+    assert app.traces.state()["rows"]  # the traces are drawn
+    app.traces.montage = "bipolar"
+    app.annotations.add_marker("note", 1.0, "artefact")
+    paths = app.export(tmp_path / "exports")
+    assert set(paths) == {"png", "svg", "html", "report"}  # no ranking to write
+    assert paths["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # a scorable recording afterwards clears the reason
+    assert app.open(_write(tmp_path, "long", 30.0)) and app.scoring_disabled == ""
 
 
 def test_opening_scores_in_the_background_then_exports(app, tmp_path):
@@ -62,3 +76,60 @@ def test_opening_scores_in_the_background_then_exports(app, tmp_path):
     with pytest.raises(FileExistsError):
         app.export(tmp_path / "exports")
     assert np.isfinite(app.scores.channels["score"]).all()
+
+
+def test_demo_opens_at_the_seizure_onset_on_the_top_channels_page(app):
+    onset = min(m["onset_s"] for m in app.annotations.markers if m["kind"] == "onset")
+    t0, t1 = app.traces.window()
+    assert t0 < onset < t1 and t0 == pytest.approx(max(0.0, onset - app.traces.span_s / 4))
+    top = str(app.ranking.table()["channel"].iloc[0])
+    assert top in app.traces.page_rows().labels or any(top in label for label in app.traces.page_rows().labels)
+
+
+def test_a_recording_without_onset_opens_at_the_start_and_a_user_move_is_kept(app, tmp_path):
+    path = _write(tmp_path, "plain", 40.0)  # toy_recording's "sz onset" event at 10 s is not written by pybv
+    assert app.open(path)
+    assert app.traces.start_s == 0.0
+    app.traces.start_s = 20.0  # the clinician moves before the scores arrive
+    app.scorer.wait(120)
+    assert app.traces.start_s == 20.0 and app.traces.focus_channel == ""
+
+
+def test_clinical_edf_in_the_viewer_scores_only_contacts_shown_by_their_names(app, tmp_path):
+    from .clinical_files import write_clinical_edf
+
+    edf = write_clinical_edf(tmp_path, duration_s=30.0)
+    assert app.open(edf.path)
+    app.scorer.wait(180)
+    assert app.scorer.error == ""
+    ranked = list(app.ranking.table()["channel"])
+    assert sorted(ranked) == sorted(edf.scored)  # no EKG, DC, trigger, '$' duplicate, 'POL' or 'E' in the ranking
+    assert not set(edf.dropped) & set(app.recording.ch_names)
+    assert app.ranking.display_names["POL G1"] == "G1"
+    assert set(app.ranking.table()["shaft"]) == {"G", "LA", "LH"}
+    onset_view = app.traces.window()
+    assert onset_view[0] < edf.onset_s < onset_view[1]  # opened at EEG SZ START
+
+
+def test_clinician_corrects_a_type_and_labels_channels(app, tmp_path):
+    from .clinical_files import write_clinical_edf
+
+    edf = write_clinical_edf(tmp_path, duration_s=30.0)
+    assert app.open(edf.path)
+    app.scorer.wait(180)
+    g1 = "POL G1"
+    app.channel_types.request(g1, "ecg")  # e.g. a contact used as an ECG lead
+    app.scorer.wait(180)
+    assert g1 not in set(app.ranking.table()["channel"])
+    assert app.annotations.type_overrides == {g1: "ecg"}
+    app.ranking.set_label("POL LA1", "SOZ")
+    app.ranking.set_label("POL G2", "not SOZ")
+    assert app.annotations.soz_labels == {"POL LA1": True, "POL G2": False}
+    assert app.ranking.agreement()["n_channels"] == 2
+    assert "POL LA1" in app.timecourse.soz_channels
+    # reopened in a new session: type, labels and the ranking follow
+    again = build_app(data_root=tmp_path, out_dir=tmp_path / "out")
+    assert again.open(edf.path)
+    again.scorer.wait(180)
+    assert g1 not in set(again.ranking.table()["channel"])
+    assert again.ranking.clinician_labels == {"POL LA1": True, "POL G2": False}

@@ -13,6 +13,8 @@ from sss_viewer.viewer.ranking import (
     RankingTable,
     agreement,
     agreement_text,
+    format_prob,
+    ranking_csv_frame,
     ranking_frame,
 )
 
@@ -44,9 +46,9 @@ def test_ranking_frame_columns_and_ranks():
     assert list(df["channel"]) == ["LA1", "LA2", "RB1", "LA3", "RB2", "RB3"]
     assert list(df["rank"]) == [1, 2, 3, 4, 5, 6]
     assert list(df["shaft"]) == ["LA", "LA", "RB", "LA", "RB", "RB"]
-    assert df.loc[0, "interval"] == "[0.850, 0.950]"
+    assert df.loc[0, "interval"] == "[0.85, 0.95]"
     assert df.loc[0, "score"] == pytest.approx(0.90)
-    assert list(df["label"]) == ["SOZ", "SOZ", "—", "—", "—", "SOZ"]
+    assert list(df["label"]) == ["SOZ", "SOZ", "not SOZ", "not SOZ", "not SOZ", "SOZ"]
     assert set(df["n_windows"]) == {4}
 
 
@@ -120,7 +122,7 @@ def test_selecting_a_row_sets_selected_channel():
 def test_unknown_labels_say_so():
     table = RankingTable(scores=make_scores(labels=None), threshold=0.5)
     assert table.labels_known is False
-    assert "label" not in table.table().columns
+    assert set(table.table()["label"]) == {""}  # the column is there, empty, for the clinician to fill
     assert table.agreement() is None
     assert NO_LABELS_TEXT in table._agreement.object
     table.scores = make_scores()
@@ -148,12 +150,65 @@ def test_one_class_labels_show_auc_not_available():
     assert "AUC n/a" in table._agreement.object
 
 
-def test_interval_column_says_when_the_calibrator_has_none():
-    from sss_viewer.viewer.ranking import NO_INTERVAL, ranking_frame
-
+def test_interval_column_only_when_the_calibrator_gives_intervals():
     channels = pd.DataFrame(
         {"channel": ["A1", "A2"], "score": [0.7, 0.2], "lower": [0.7, 0.2], "upper": [0.7, 0.2], "n_windows": [3, 3]}
     )
-    assert list(ranking_frame(channels, 0.5)["interval"]) == [NO_INTERVAL] * 2
+    point = ranking_frame(channels, 0.5)
+    assert "interval" not in point.columns
+    csv = ranking_csv_frame(point)
+    assert csv["lower"].isna().all() and csv["upper"].isna().all()  # written as empty cells, not the score
+    assert csv.to_csv(index=False).splitlines()[1] == "1,A1,A,0.7,,,,,3,1"
     channels["lower"], channels["upper"] = [0.6, 0.1], [0.8, 0.3]
-    assert list(ranking_frame(channels, 0.5)["interval"]) == ["[0.600, 0.800]", "[0.100, 0.300]"]
+    assert list(ranking_frame(channels, 0.5)["interval"]) == ["[0.60, 0.80]", "[0.10, 0.30]"]
+
+
+def test_one_rounding_rule_for_scores_threshold_and_flag():
+    channels = pd.DataFrame(
+        {"channel": ["A1", "A2"], "score": [0.2764, 0.2749], "lower": [0.2764, 0.2749], "upper": [0.2764, 0.2749],
+         "n_windows": [3, 3]}
+    )  # fmt: skip
+    table = RankingTable(threshold=0.276)
+    assert table.threshold == 0.28  # the threshold lives on the 0.01 grid the table shows
+    table.scores = RecordingScores(pd.DataFrame(columns=["channel", "p_cal"]), channels, pd.DataFrame(), 1.0)
+    df = table.table()
+    assert list(df["above"]) == [True, False]  # 0.2764 is shown as 0.28 and flagged; 0.2749 is 0.27
+    assert format_prob(table.threshold) == "0.28"
+    assert "at 0.28" in agreement_text({**agreement(df.assign(label=["SOZ", "not SOZ"]), 0.28)})
+
+
+def test_time_above_threshold_column():
+    table = RankingTable(scores=make_scores(), threshold=0.5)
+    df = table.table().set_index("channel")
+    # LA1's four windows are all around 0.90; RB1's are 0.53, 0.57, 0.54, 0.56: all >= 0.5
+    assert df.loc["LA1", "time_above"] == 1.0 and df.loc["RB3", "time_above"] == 0.0
+    table.threshold = 0.55
+    assert table.table().set_index("channel").loc["RB1", "time_above"] == 0.5
+
+
+def test_clinician_labels_edit_the_table_and_agreement():
+    table = RankingTable(scores=make_scores(labels=None), threshold=0.5)
+    assert table.agreement() is None
+    table.set_label("LA1", "SOZ")
+    table.set_label("RB3", "not SOZ")
+    assert table.clinician_labels == {"LA1": True, "RB3": False}
+    assert table.labels_known is True
+    assert table.agreement()["n_channels"] == 2 and table.agreement()["auc"] == 1.0
+    row = int(np.flatnonzero(table._tabulator.value["channel"] == "LA2")[0])
+    table._on_edit(SimpleNamespace(column="label", row=row, value="SOZ"))  # what a cell edit in the browser sends
+    assert table.clinician_labels["LA2"] is True
+    table.set_label("LA1", "")
+    assert "LA1" not in table.clinician_labels
+    assert ranking_csv_frame(table.table()).set_index("channel").loc["LA2", "label"] == "1"
+    with pytest.raises(ValueError, match="Invalid label 'maybe' for channel LA1"):
+        table.set_label("LA1", "maybe")
+
+
+def test_display_names_give_the_shaft_and_keep_the_original_name():
+    channels = make_scores().channels.assign(channel=lambda d: "POL " + d["channel"])
+    names = {c: c.removeprefix("POL ") for c in channels["channel"]}
+    df = ranking_frame(channels, 0.5, display_names=names)
+    assert set(df["shaft"]) == {"LA", "RB"} and df["channel"].iloc[0] == "POL LA1"
+    table = RankingTable(scores=RecordingScores(pd.DataFrame(columns=["channel", "p_cal"]), channels, pd.DataFrame(), 4.0))
+    table.display_names = names
+    assert table._tabulator.formatters["channel"]["POL LA1"] == "LA1"

@@ -294,7 +294,7 @@ def bids_entities(path: Path) -> dict[str, str]:
     return out
 
 
-def read_recording(path: str | Path, *, preload: bool = False) -> Recording:
+def read_recording(path: str | Path, *, preload: bool = False, require_ieeg: bool = True) -> Recording:
     """Read one EDF/BDF, BrainVision, FIF or EEGLAB file into a ``Recording``.
 
     Parameters
@@ -305,6 +305,9 @@ def read_recording(path: str | Path, *, preload: bool = False) -> Recording:
         False (default): ``data`` is a ``LazySignals`` view that reads blocks from the file when
         asked (formats MNE must preload, such as a single-file EEGLAB ``.set``, are read whole and
         say so in a warning). True: ``data`` is a float32 µV array in memory, built block by block.
+    require_ieeg : bool
+        True (default): a file without any iEEG channel is refused (nothing in it can be scored).
+        False: it is read all the same, for viewing (the viewer opens it with scoring disabled).
 
     Returns
     -------
@@ -322,7 +325,8 @@ def read_recording(path: str | Path, *, preload: bool = False) -> Recording:
     ValueError
         Unsupported extension.
     RecordingReadError
-        MNE fails to read the file, or it has no iEEG (ecog/seeg/dbs, or eeg) channel.
+        MNE fails to read the file, or it has no iEEG (ecog/seeg/dbs, or eeg) channel and
+        ``require_ieeg`` is True.
     """
     path = Path(path)
     ext, fmt = _format_of(path)
@@ -335,7 +339,8 @@ def read_recording(path: str | Path, *, preload: bool = False) -> Recording:
     sidecar = _read_channels_tsv(sidecar_path) if sidecar_path else None
     keep = _drop_duplicates(list(raw.ch_names), path, sidecar)
     names, types, bads, inferred = _channel_info(raw, sidecar, path, keep)
-    _require_ieeg(types, inferred, path)
+    if require_ieeg:
+        _require_ieeg(types, inferred, path)
     data = _signals_uv(raw, keep, path, types)
     if preload or raw.preload:
         with _mne_errors(path, fmt):

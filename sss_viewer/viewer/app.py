@@ -18,7 +18,9 @@ import param
 from sss_viewer.checkpoint import ModelBundle
 from sss_viewer.inference import RecordingScores
 from sss_viewer.recording import Recording
+from sss_viewer.io.channel_conventions import apply_type_overrides
 from sss_viewer.viewer.annotations import AnnotationPanel, recording_stem
+from sss_viewer.viewer.channel_types import ChannelTypeEditor
 from sss_viewer.viewer.demo import DEMO_MODEL_DIR, demo_scores, load_demo
 from sss_viewer.viewer.export import (
     download_buttons,
@@ -69,6 +71,7 @@ class ViewerApp(pn.viewable.Viewer):
     bundle = param.ClassSelector(class_=ModelBundle, default=None, allow_None=True)
     scores = param.ClassSelector(class_=RecordingScores, default=None, allow_None=True)
     message = param.String(default="", doc="Last error or notice, shown above the plots.")
+    scoring_disabled = param.String(default="", doc="Why the model does not score this recording (empty when it does).")
     is_demo = param.Boolean(default=False)
     out_dir = param.Path(default=None, allow_None=True, check_exists=False)
 
@@ -78,7 +81,8 @@ class ViewerApp(pn.viewable.Viewer):
         self.browser = RecordingBrowser(
             data_root=root, max_upload_mb=float(os.environ.get("SSS_VIEWER_MAX_UPLOAD_MB") or 512)
         )
-        self.models = ModelPicker(model_dir=Path(model_dir or os.environ.get("SSS_VIEWER_MODEL") or DEMO_MODEL_DIR))
+        model_dir = Path(model_dir or os.environ.get("SSS_VIEWER_MODEL") or DEMO_MODEL_DIR).absolute()
+        self.models = ModelPicker(models_root=str(model_dir.parent), model=model_dir.name)
         self.scorer = BackgroundScorer()
         # The overview's datashader compile (≈ 4 s once per process) waits until the page has loaded,
         # so the ranking, traces and heat map appear first (in Jupyter onload runs at once).
@@ -86,8 +90,13 @@ class ViewerApp(pn.viewable.Viewer):
         self.timecourse = SozTimeCourse()
         self.ranking = RankingTable()
         self.annotations = AnnotationPanel()
+        self.channel_types = ChannelTypeEditor()
+        self._source_recording: Recording | None = None
+        self._navigated = False
+        self._opening = False
         self._message = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._notice = pn.pane.Alert(DEMO_NOTICE, alert_type="info", visible=False, sizing_mode="stretch_width")
+        self._disabled = pn.pane.Alert("", alert_type="warning", visible=False, sizing_mode="stretch_width")
         self._wire()
         self.bundle = self.models.bundle
         if load_demo:
@@ -105,26 +114,56 @@ class ViewerApp(pn.viewable.Viewer):
         self.scorer.param.watch(lambda e: e.new and self._show_message(e.new), "error")
         self.ranking.param.watch(self._on_selected, "selected_channel")
         self.annotations.param.watch(self._on_annotations, ["markers", "bad_channels"])
+        self.annotations.param.watch(self._on_soz_labels, "soz_labels")
+        self.ranking.param.watch(self._on_label_edit, "clinician_labels")
+        self.annotations.param.watch(self._on_type_overrides, "type_overrides")
+        self.channel_types.param.watch(self._on_type_request, "requested")
+        self.traces.param.watch(self._on_navigate, ["start_s", "page", "span_s"])
         self.traces.param.watch(lambda e: setattr(self.annotations, "current_time_s", float(e.new)), "start_s")
+        self.annotations.param.watch(  # "Go to": centre the view on the marker (the marker is not changed)
+            lambda e: e.new is not None and setattr(self.traces, "start_s", max(0.0, min(
+                float(e.new) - self.traces.span_s / 2, self.traces.duration_s - self.traces.span_s))), "goto_s",
+        )  # fmt: skip
 
     def _show_message(self, text: str) -> None:
         self.message = text
         self._message.object = text
         self._message.visible = bool(text)
 
+    def _set_disabled(self, reason: str) -> None:
+        """Show (or clear) why scoring is off for this recording, next to the model picker."""
+        self.scoring_disabled = reason
+        self._disabled.object = f"**Scoring disabled** for this recording: {reason}" if reason else ""
+        self._disabled.visible = bool(reason)
+
+    def _score_if_possible(self) -> None:
+        """Score the open recording with the chosen model, or say why not (the recording stays open for reading)."""
+        recording, bundle = self.recording, self.bundle
+        if recording is None or self.is_demo:
+            return
+        if bundle is None:
+            self._set_disabled("no model is loaded.")
+            return
+        reason = check_fit(bundle, recording)
+        if reason:
+            self.scorer.cancel()
+            self._set_disabled(reason)
+            return
+        self._set_disabled("")
+        self.scorer.start(bundle, recording)
+
     def _on_model(self, event) -> None:
         bundle = event.new
         if bundle is None:
             return
-        if self.recording is not None:
-            reason = check_fit(bundle, self.recording)
-            if reason:
-                self._show_message(f"Model {self.models.model_dir} cannot score {self.recording.label}: {reason}")
-                return
         self.bundle = bundle
         self.ranking.threshold = float(bundle.threshold)
-        if self.recording is not None:
-            self.scorer.start(bundle, self.recording)
+        if self.recording is not None and not self.is_demo:
+            self.scores = None
+            self.ranking.scores = None
+            self.traces.scores = None
+            self.timecourse.scores = None
+            self._score_if_possible()
 
     def _on_scores(self, event) -> None:
         if event.new is not None:
@@ -133,6 +172,56 @@ class ViewerApp(pn.viewable.Viewer):
     def _on_selected(self, event) -> None:
         if event.new:
             self.traces.focus_channel = event.new
+
+    def _on_navigate(self, *events) -> None:
+        if not self._opening:
+            self._navigated = True
+
+    def soz_channels(self) -> list[str]:
+        """SOZ channels: the recording's labels with the clinician's (from the ranking table) on top."""
+        recording = self.recording
+        if recording is None:
+            return []
+        soz = set()
+        if recording.soz is not None:
+            soz = {c for c, s in zip(recording.ch_names, recording.soz) if s}
+        for channel, value in self.annotations.soz_labels.items():
+            (soz.add if value else soz.discard)(channel)
+        return [c for c in recording.ch_names if c in soz]
+
+    def _on_soz_labels(self, event) -> None:
+        self.ranking.clinician_labels = dict(event.new)
+        self.timecourse.soz_channels = self.soz_channels()
+
+    def _on_label_edit(self, event) -> None:
+        """A label set in the ranking table goes to the annotations (saved, undoable, merged)."""
+        labels, current = dict(event.new), dict(self.annotations.soz_labels)
+        if labels == current:
+            return
+        for channel in set(labels) | set(current):
+            if labels.get(channel) != current.get(channel):
+                self.annotations.set_soz_label(channel, labels.get(channel))
+
+    def _on_type_request(self, event) -> None:
+        if event.new:
+            channel, ch_type = event.new
+            self.annotations.set_channel_type(channel, ch_type)
+
+    def _on_type_overrides(self, event) -> None:
+        """Types corrected by the clinician: rebuild the recording's types and rescore."""
+        if self._source_recording is None or self.is_demo:
+            return
+        try:
+            recording = apply_type_overrides(self._source_recording, dict(event.new))
+        except ValueError as exc:
+            self._show_message(str(exc))
+            return
+        if list(recording.ch_types) == list(self.recording.ch_types):
+            return
+        self.recording = recording
+        self.channel_types.types = dict(zip(recording.ch_names, recording.ch_types))
+        self.traces.recording = recording
+        self._score_if_possible()
 
     def _on_annotations(self, *events) -> None:
         for event in events:
@@ -146,50 +235,96 @@ class ViewerApp(pn.viewable.Viewer):
 
     # ------------------------------------------------------------------ actions
     def open(self, path) -> bool:
-        """Load ``path`` and score it in the background; on failure keep the current view and say why."""
+        """Load ``path`` for reading and score it in the background when the model fits.
+
+        A file that cannot be read keeps the current view and says why. A recording the model
+        cannot score (too short, a rate below the model's, no iEEG channel) still opens — traces,
+        montages, filters, annotations and export work — with scoring disabled and the reason shown
+        next to the model picker.
+        """
         try:
             recording = load_selected(path)
         except (OSError, ValueError) as exc:
             self._show_message(f"Could not open {Path(path).name}: {exc}")
             return False
-        if self.bundle is not None:
-            reason = check_fit(self.bundle, recording)
-            if reason:
-                self._show_message(f"{recording.label} cannot be scored with this model: {reason}")
-                return False
         self._show_message("")
         self._set_recording(recording, is_demo=False)
-        if self.bundle is not None:
-            self.scorer.start(self.bundle, recording)
+        self._score_if_possible()
         return True
 
     def open_demo(self) -> None:
         """Show the bundled demo recording with its precomputed scores."""
+        self.scorer.cancel()
+        self._set_disabled("")
         recording = load_demo()
         self._set_recording(recording, is_demo=True)
         self._set_scores(demo_scores())
 
+    def first_view_start(self, recording: Recording) -> float:
+        """Where the first view opens: a little before the first seizure-onset marker, else the start.
+
+        The onset sits a quarter of the way into the view, so the build-up before it is in sight.
+        """
+        onsets = [m["onset_s"] for m in self.annotations.markers if m["kind"] == "onset"]
+        if not onsets:
+            return 0.0
+        span = float(self.traces.span_s)
+        latest = max(0.0, recording.duration_s - span)
+        return float(min(max(0.0, min(onsets) - span / 4), latest))
+
     def _set_recording(self, recording: Recording, *, is_demo: bool) -> None:
         self.is_demo = is_demo
         self._notice.visible = is_demo
-        self.recording = recording
+        self._source_recording = recording
         self.scores = None
-        self.annotations.set_recording(recording, self.out_dir)
-        self.traces.param.update(
-            recording=recording, scores=None, start_s=0.0, page=0, focus_channel="",
-            bad_channels=list(self.annotations.bad_channels), markers=trace_markers(self.annotations.markers),
-        )  # fmt: skip
+        self._opening = True
+        try:
+            self.annotations.set_recording(recording, self.out_dir)
+            overrides = dict(self.annotations.type_overrides)
+            if overrides and not is_demo:
+                try:
+                    recording = apply_type_overrides(recording, overrides)
+                except ValueError as exc:
+                    self._show_message(str(exc))
+            self.recording = recording
+            names = dict(zip(recording.ch_names, recording.display_names))
+            self.channel_types.param.update(
+                channels=list(recording.ch_names), types=dict(zip(recording.ch_names, recording.ch_types)),
+                display_names=names,
+            )  # fmt: skip
+            self.ranking.param.update(
+                scores=None, display_names=names, clinician_labels=dict(self.annotations.soz_labels)
+            )
+            self.timecourse.scores = None
+            self.traces.param.update(
+                recording=recording, scores=None, start_s=self.first_view_start(recording), page=0, focus_channel="",
+                bad_channels=list(self.annotations.bad_channels), markers=trace_markers(self.annotations.markers),
+            )  # fmt: skip
+            self._navigated = False
+        finally:
+            self._opening = False
 
     def _set_scores(self, scores: RecordingScores) -> None:
         self.scores = scores
-        soz = []
-        if self.recording is not None and self.recording.soz is not None:
-            soz = [c for c, s in zip(self.recording.ch_names, self.recording.soz) if s]
+        soz = self.soz_channels()
         if self.bundle is not None:
             self.ranking.threshold = float(self.bundle.threshold)
         self.ranking.param.update(scores=scores, bad_channels=list(self.annotations.bad_channels))
         self.traces.scores = scores
         self.timecourse.param.update(scores=scores, soz_channels=soz, bad_channels=list(self.annotations.bad_channels))
+        self._show_top_channel()
+
+    def _show_top_channel(self) -> None:
+        """Once scored, bring the top-ranked channel's page into view — unless the user has moved already."""
+        if self._navigated:
+            return
+        table = self.ranking.table()
+        if len(table):
+            self._opening = True
+            try:
+                self.traces.focus_channel = str(table["channel"].iloc[0])
+            finally:
+                self._opening = False
 
     # ------------------------------------------------------------------ export
     @property
@@ -241,13 +376,16 @@ class ViewerApp(pn.viewable.Viewer):
         Files are named after the recording and the visible time range, written atomically, and
         never overwrite an existing file unless ``overwrite``.
 
+        A recording that is not scored (scoring disabled, or still running) exports its figure and
+        report without the ranking CSV.
+
         Returns
         -------
         paths : dict
-            ``{"png", "svg", "html", "csv", "report"}`` → written file.
+            ``{"png", "svg", "html", "csv", "report"}`` → written file (no ``"csv"`` without scores).
         """
-        if self.recording is None or self.scores is None:
-            raise ValueError("Nothing to export: open and score a recording first.")
+        if self.recording is None:
+            raise ValueError("Nothing to export: open a recording first.")
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         base = out_dir / self.export_basename()
@@ -256,7 +394,8 @@ class ViewerApp(pn.viewable.Viewer):
         for fmt in ("png", "svg", "html"):
             paths[fmt] = Path(f"{base}.{fmt}")
             export_figure(figure, paths[fmt], overwrite=overwrite)
-        paths["csv"] = export_ranking_csv(self.ranking.table(), f"{base}_ranking.csv", overwrite=overwrite)
+        if self.scores is not None:
+            paths["csv"] = export_ranking_csv(self.ranking.csv_table(), f"{base}_ranking.csv", overwrite=overwrite)
         paths["report"] = self._report(Path(f"{base}_report.html"), paths["png"], overwrite)
         return paths
 
@@ -264,7 +403,7 @@ class ViewerApp(pn.viewable.Viewer):
         return download_buttons(
             lambda: figure_bytes(self._figure(), "png")[0],
             lambda: figure_bytes(self._figure(), "svg")[0],
-            lambda: self.ranking.table().to_csv(index=False),
+            lambda: self.ranking.csv_table().to_csv(index=False),
             self._report_bytes,
             basename=self.export_basename,
             on_error=self._show_message,
@@ -273,8 +412,9 @@ class ViewerApp(pn.viewable.Viewer):
     # ------------------------------------------------------------------ layout
     def __panel__(self):
         sidebar = pn.Column(
-            "### Recording", self.browser, "### Model", self.models, ScoringProgress(scorer=self.scorer),
-            "### Annotations", self.annotations, "### Export", *self._downloads(), width=340,
+            "### Recording", self.browser, "### Model", self.models, self._disabled, ScoringProgress(scorer=self.scorer),
+            "### Annotations", self.annotations, "### Channel types", self.channel_types,
+            "### Export", *self._downloads(), width=340,
         )  # fmt: skip
         main = pn.Column(
             self._notice, self._message, self.traces, self.timecourse, "### Channel ranking", self.ranking,

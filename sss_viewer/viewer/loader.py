@@ -320,6 +320,25 @@ def save_upload(files: Mapping[str, bytes | str], upload_dir: str | Path, max_mb
 # --------------------------------------------------------------------------------------------
 
 
+def with_seizure_times(recording: Recording) -> Recording:
+    """Fill ``seizure_onset_s``/``seizure_offset_s`` from the file's own annotations when not known.
+
+    A plain EDF/BrainVision/FIF file carries its seizure markers as free-text annotations
+    (``EEG SZ START``, ``sz onset`` …); they are recognised by the same rules as a BIDS
+    ``events.tsv`` (:func:`sss_viewer.io.seizure_events.find_seizure_markers`).
+    """
+    from sss_viewer.io.seizure_events import find_seizure_markers
+
+    if recording.seizure_onset_s is not None or not recording.events:
+        return recording
+    source = recording.source.name if recording.source is not None else recording.label
+    markers = find_seizure_markers(recording.events, source=source)
+    recording.seizure_onset_s, recording.seizure_offset_s = markers.onset_s, markers.offset_s
+    recording.info["seizure_onset_text"] = markers.onset_text
+    recording.info["seizure_offset_text"] = markers.offset_text
+    return recording
+
+
 def load_selected(path: str | Path, *, preload: bool = False) -> Recording:
     """Read a chosen recording lazily; inside a BIDS dataset with its sidecars and SOZ labels.
 
@@ -345,10 +364,10 @@ def load_selected(path: str | Path, *, preload: bool = False) -> Recording:
     from sss_viewer.io.bids import find_bids_root, read_bids_run, read_soz_labels
     from sss_viewer.io.readers import bids_entities, read_recording
 
-    path = Path(path)
+    path = Path(path)  # a file without iEEG channels opens for reading (check_fit then says why it is not scored)
     root = find_bids_root(path) if "subject" in bids_entities(path) else None
     if root is None:
-        return read_recording(path, preload=preload)
+        return with_seizure_times(read_recording(path, preload=preload, require_ieeg=False))
     labels = root / LABELS_FILE
     soz = read_soz_labels(root, labels=labels if labels.is_file() else None)
     return read_bids_run(path, root=root, soz=soz, preload=preload)
@@ -357,6 +376,10 @@ def load_selected(path: str | Path, *, preload: bool = False) -> Recording:
 # --------------------------------------------------------------------------------------------
 # Recording browser
 # --------------------------------------------------------------------------------------------
+
+
+CHOOSE_PROMPT = "— choose a recording —"
+"""First entry of the file list: choosing it does nothing."""
 
 
 def _default_data_root() -> str:
@@ -442,9 +465,12 @@ class RecordingBrowser(pn.viewable.Viewer):
             if self.folder:
                 self.folder = ""
             return
-        options = {"📁 " + f.rsplit("/", 1)[-1] + "/": f + "/" for f in folders}
+        # The first entry is a harmless placeholder: a browser's list box (and Bokeh's Select) reports
+        # its first option as chosen when nothing is, and that must never open a patient's recording.
+        options = {CHOOSE_PROMPT: ""}
+        options.update({"📁 " + f.rsplit("/", 1)[-1] + "/": f + "/" for f in folders})
         options.update({f.rsplit("/", 1)[-1]: f for f in files})
-        self._listing.param.update(options=options, value=None)
+        self._listing.param.update(options=options, value="")
         self._up.disabled = self.folder in ("", ".")
         self._update_bids()
 

@@ -24,13 +24,43 @@ from sss_viewer.viewer.display import shaft_name
 
 logger = logging.getLogger(__name__)
 
-RANKING_COLUMNS = ("rank", "channel", "shaft", "score", "interval", "label", "n_windows", "above", "lower", "upper")
-"""Columns of :func:`ranking_frame` (``label`` only when clinician labels are known)."""
+RANKING_COLUMNS = (
+    "rank", "channel", "shaft", "score", "time_above", "interval", "label", "n_windows", "above", "lower", "upper",
+)  # fmt: skip
+"""Columns of :func:`ranking_frame` (``interval`` only when the model gives intervals)."""
+
+PROB_DECIMALS = 2
+"""One rounding rule for every probability the viewer shows or writes: scores, thresholds, intervals."""
 
 SOZ_LABEL = "SOZ"
-NON_SOZ_LABEL = "—"
-UNKNOWN_LABEL = "?"
-NO_LABELS_TEXT = "no clinician labels for this recording"
+NON_SOZ_LABEL = "not SOZ"
+UNKNOWN_LABEL = ""
+LABEL_CHOICES = (SOZ_LABEL, NON_SOZ_LABEL, UNKNOWN_LABEL)
+"""What the clinician column can hold (editable in the table)."""
+NO_LABELS_TEXT = "no clinician labels for this recording (mark channels SOZ / not SOZ in the 'clinician' column)"
+
+SCORE_HELP = (
+    "**score** = mean calibrated window probability over the whole recording (how much of the recording "
+    "looks like SOZ); **time ≥ thr** = share of the channel's windows at or above the threshold; rows at or "
+    "above the threshold are highlighted."
+)
+HEADER_TOOLTIPS = {
+    "score": "Mean calibrated window probability over the whole recording",
+    "time_above": "Share of this channel's windows whose calibrated probability is at or above the threshold",
+    "interval": "Venn–Abers interval of the score (mean lower and upper window probabilities)",
+    "label": "Clinician SOZ label: click to set SOZ / not SOZ (saved with the annotations)",
+    "above": "Score at or above the threshold",
+}
+
+
+def round_prob(value):
+    """``value`` (a float or an array) rounded by :data:`PROB_DECIMALS`."""
+    return np.round(value, PROB_DECIMALS)
+
+
+def format_prob(value: float) -> str:
+    """A probability as text, by the one rounding rule (``0.2764`` → ``"0.28"``)."""
+    return f"{float(value):.{PROB_DECIMALS}f}"
 
 
 def labels_known(channels: pd.DataFrame | None) -> bool:
@@ -38,18 +68,36 @@ def labels_known(channels: pd.DataFrame | None) -> bool:
     return channels is not None and "label" in channels.columns and bool(channels["label"].notna().any())
 
 
-NO_INTERVAL = "n/a (isotonic)"
+def has_intervals(channels: pd.DataFrame | None) -> bool:
+    """Whether the model gives intervals (Venn–Abers): some channel's ``lower`` differs from its ``upper``."""
+    if channels is None or channels.empty or "lower" not in channels.columns:
+        return False
+    return not np.allclose(channels["lower"].to_numpy(dtype=np.float64), channels["upper"].to_numpy(dtype=np.float64))
 
 
-def _interval_text(lower: np.ndarray, upper: np.ndarray) -> list[str]:
-    """``"[lower, upper]"`` per channel; a calibrator without intervals (every lower == upper) says so."""
-    if len(lower) and np.allclose(lower, upper):
-        return [NO_INTERVAL] * len(lower)
-    return [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(lower, upper)]
+def _label_text(value) -> str:
+    if value is None or pd.isna(value):
+        return UNKNOWN_LABEL
+    return SOZ_LABEL if int(value) == 1 else NON_SOZ_LABEL
+
+
+def _time_above(windows: pd.DataFrame | None, channels: np.ndarray, threshold: float) -> np.ndarray:
+    """Share (0–1) of each channel's windows with ``p_cal`` at or above ``threshold`` (NaN without windows)."""
+    if windows is None or windows.empty:
+        return np.full(len(channels), np.nan)
+    above = round_prob(windows["p_cal"].to_numpy(dtype=np.float64)) >= threshold
+    share = pd.Series(above, index=windows["channel"].to_numpy()).groupby(level=0).mean()
+    return share.reindex(channels).to_numpy(dtype=np.float64)
 
 
 def ranking_frame(
-    channels: pd.DataFrame | None, threshold: float, bad_channels: Iterable[str] = ()
+    channels: pd.DataFrame | None,
+    threshold: float,
+    bad_channels: Iterable[str] = (),
+    *,
+    windows: pd.DataFrame | None = None,
+    clinician_labels: dict[str, bool] | None = None,
+    display_names: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """The ranking the table shows.
 
@@ -58,42 +106,82 @@ def ranking_frame(
     channels : DataFrame or None
         ``RecordingScores.channels``: ``channel, score, lower, upper, n_windows`` (+ ``label`` 0/1/NA).
     threshold : float
-        Channels with ``score >= threshold`` are flagged ``above``.
+        Rounded by :data:`PROB_DECIMALS`; a channel is ``above`` when its rounded score is ``>=`` it,
+        so what the table shows and what it flags never disagree.
     bad_channels : iterable of str
         Channels left out of the ranking (names not in ``channels`` are ignored).
+    windows : DataFrame, optional
+        ``RecordingScores.windows`` (``channel, p_cal``) for the ``time_above`` column.
+    clinician_labels : dict, optional
+        ``{channel: True/False}`` entered by the clinician; they take precedence over ``label``.
+    display_names : dict, optional
+        ``{channel: name as shown}`` (vendor prefixes stripped); the shaft is read from it.
 
     Returns
     -------
     ranking : DataFrame, one row per remaining channel, best first
-        ``rank`` (1..n, recomputed without the bad channels), ``channel``, ``shaft``, ``score``,
-        ``interval`` (``"[lower, upper]"``, or :data:`NO_INTERVAL` when the calibrator gives point
-        probabilities only), ``label`` (``"SOZ"``/``"—"``/``"?"``, only when labels are
-        known), ``n_windows``, ``above`` (bool), ``lower``, ``upper``.
+        ``rank`` (1..n, recomputed without the bad channels), ``channel``, ``shaft``, ``score``
+        (full precision; shown and written rounded), ``time_above`` (0–1), ``interval`` (``"[lower, upper]"``, only when the model
+        gives intervals), ``label`` (``"SOZ"``/``"not SOZ"``/``""``), ``n_windows``, ``above``
+        (bool), ``lower``, ``upper`` (rounded; NaN without intervals).
     """
-    columns = [c for c in RANKING_COLUMNS if c != "label" or labels_known(channels)]
+    intervals = has_intervals(channels)
+    columns = [c for c in RANKING_COLUMNS if c != "interval" or intervals]
     if channels is None or channels.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+    threshold = float(round_prob(threshold))
     bad = set(bad_channels)
     df = channels.loc[~channels["channel"].isin(bad)].copy()
     df = df.sort_values(["score", "channel"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    names = df["channel"].astype(str).to_numpy()
+    score = df["score"].to_numpy(dtype=np.float64)
+    lower = round_prob(df["lower"].to_numpy(dtype=np.float64)) if intervals else np.full(len(df), np.nan)
+    upper = round_prob(df["upper"].to_numpy(dtype=np.float64)) if intervals else np.full(len(df), np.nan)
+    labels = df["label"] if "label" in df.columns else pd.Series([pd.NA] * len(df))
+    text = [_label_text(v) for v in labels]
+    for i, name in enumerate(names):
+        if clinician_labels and name in clinician_labels and clinician_labels[name] is not None:
+            text[i] = SOZ_LABEL if clinician_labels[name] else NON_SOZ_LABEL
     out = pd.DataFrame(
         {
             "rank": np.arange(1, len(df) + 1, dtype=np.int64),
-            "channel": df["channel"].astype(str).to_numpy(),
-            "shaft": [shaft_name(c) for c in df["channel"].astype(str)],
-            "score": df["score"].to_numpy(dtype=np.float64),
-            "interval": _interval_text(df["lower"].to_numpy(dtype=np.float64), df["upper"].to_numpy(dtype=np.float64)),
+            "channel": names,
+            "shaft": [shaft_name((display_names or {}).get(c, c)) for c in names],
+            "score": score,
+            "time_above": _time_above(windows, names, threshold),
+            "interval": [f"[{format_prob(lo)}, {format_prob(hi)}]" for lo, hi in zip(lower, upper)],
+            "label": text,
             "n_windows": df["n_windows"].to_numpy(dtype=np.int64),
-            "above": df["score"].to_numpy(dtype=np.float64) >= float(threshold),
-            "lower": df["lower"].to_numpy(dtype=np.float64),
-            "upper": df["upper"].to_numpy(dtype=np.float64),
+            "above": round_prob(score) >= threshold,
+            "lower": lower,
+            "upper": upper,
         }
     )
-    if "label" in columns:
-        out["label"] = [
-            UNKNOWN_LABEL if pd.isna(v) else (SOZ_LABEL if int(v) == 1 else NON_SOZ_LABEL) for v in df["label"]
-        ]
     return out[columns]
+
+
+def ranking_csv_frame(ranking: pd.DataFrame) -> pd.DataFrame:
+    """The ranking as written to CSV: labels as 1/0/empty, interval bounds empty when there are none.
+
+    Parameters
+    ----------
+    ranking : DataFrame
+        :func:`ranking_frame` output.
+
+    Returns
+    -------
+    table : DataFrame
+        ``rank, channel, shaft, score, time_above, lower, upper, label, n_windows, above``; numbers
+        rounded by :data:`PROB_DECIMALS`, ``lower``/``upper`` empty without intervals, ``label``
+        ``1``/``0``/empty, ``above`` ``1``/``0``.
+    """
+    out = ranking.drop(columns=[c for c in ("interval",) if c in ranking.columns]).copy()
+    out["label"] = out["label"].map({SOZ_LABEL: "1", NON_SOZ_LABEL: "0"}).fillna("")
+    out["above"] = out["above"].astype(int)
+    for column in ("score", "time_above", "lower", "upper"):
+        out[column] = round_prob(out[column].astype(np.float64))
+    order = ["rank", "channel", "shaft", "score", "time_above", "lower", "upper", "label", "n_windows", "above"]
+    return out[order]
 
 
 def agreement(ranking: pd.DataFrame, threshold: float) -> dict[str, float] | None:
@@ -115,12 +203,12 @@ def agreement(ranking: pd.DataFrame, threshold: float) -> dict[str, float] | Non
     """
     if "label" not in ranking.columns:
         return None
-    known = ranking.loc[ranking["label"] != UNKNOWN_LABEL]
+    known = ranking.loc[ranking["label"].isin((SOZ_LABEL, NON_SOZ_LABEL))]
     if known.empty:
         return None
     scores = known["score"].to_numpy(dtype=np.float64)
     labels = (known["label"] == SOZ_LABEL).to_numpy().astype(np.int8)
-    above = scores >= float(threshold)
+    above = known["above"].to_numpy(dtype=bool)
     tp = int(np.sum(above & (labels == 1)))
     fp = int(np.sum(above & (labels == 0)))
     fn = int(np.sum(~above & (labels == 1)))
@@ -129,7 +217,7 @@ def agreement(ranking: pd.DataFrame, threshold: float) -> dict[str, float] | Non
         "f1": 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0,
         "precision": tp / (tp + fp) if tp + fp else 0.0,
         "recall": tp / (tp + fn) if tp + fn else 0.0,
-        "threshold": float(threshold),
+        "threshold": float(round_prob(threshold)),
         "n_soz": int(labels.sum()),
         "n_soz_above": tp,
         "n_above": int(above.sum()),
@@ -144,7 +232,7 @@ def agreement_text(metrics: dict[str, float] | None) -> str:
     auc = "AUC n/a (one class)" if math.isnan(metrics["auc"]) else f"AUC {metrics['auc']:.2f}"
     return (
         f"{auc} · F1 {metrics['f1']:.2f} · precision {metrics['precision']:.2f} · recall {metrics['recall']:.2f} "
-        f"at {metrics['threshold']:.2f} ({metrics['n_soz_above']} of {metrics['n_soz']} SOZ channels above; "
+        f"at {format_prob(metrics['threshold'])} ({metrics['n_soz_above']} of {metrics['n_soz']} SOZ channels above; "
         f"{metrics['n_above']} of {metrics['n_channels']} channels above)"
     )
 
@@ -159,17 +247,23 @@ class RankingTable(pn.viewable.Viewer):
 
     Rows at or above ``threshold`` are highlighted and ticked; channels in ``bad_channels`` leave
     the table, the ranks and the agreement figures. Clicking (selecting) a row sets
-    ``selected_channel``; setting ``selected_channel`` from outside selects its row.
+    ``selected_channel``; setting ``selected_channel`` from outside selects its row. The
+    ``clinician`` column is editable (SOZ / not SOZ / empty): an edit updates ``clinician_labels``,
+    which the app saves with the annotations.
     """
 
     scores = param.ClassSelector(class_=RecordingScores, default=None, allow_None=True, doc="Scores of the recording.")
     threshold = param.Number(default=0.5, bounds=(0.0, 1.0), doc="Channels with score >= threshold are flagged.")
     bad_channels = param.List(default=[], item_type=str, doc="Channels left out of the ranking and the agreement.")
+    clinician_labels = param.Dict(default={}, doc="{channel: True/False} SOZ labels entered by the clinician.")
+    display_names = param.Dict(default={}, doc="{channel: name shown} (vendor prefixes stripped).")
     selected_channel = param.String(default=None, allow_None=True, doc="The channel of the row last clicked.")
     labels_known = param.Boolean(default=False, readonly=True, doc="Whether clinician SOZ labels are known.")
     page_size = param.Integer(default=20, bounds=(5, None), doc="Rows per page of the table.")
 
     def __init__(self, **params):
+        if "threshold" in params:
+            params["threshold"] = float(round_prob(params["threshold"]))
         super().__init__(**params)
         self._syncing = False
         self._tabulator = pn.widgets.Tabulator(
@@ -178,34 +272,57 @@ class RankingTable(pn.viewable.Viewer):
             page_size=self.page_size,
             sortable=True,
             selectable=1,
-            disabled=True,
             show_index=False,
             hidden_columns=["lower", "upper"],
-            formatters={"above": {"type": "tickCross", "crossElement": False}},
-            titles={"n_windows": "windows", "above": "≥ thr", "label": "clinician"},
+            editors={**{c: None for c in RANKING_COLUMNS if c != "label"}, "label": {"type": "list", "values": list(LABEL_CHOICES)}},
+            formatters=self._formatters(),
+            titles={"n_windows": "windows", "above": "≥ thr", "label": "clinician", "time_above": "time ≥ thr"},
+            header_tooltips=dict(HEADER_TOOLTIPS),
             sizing_mode="stretch_width",
         )
         self._tabulator.style.apply(_highlight_above, axis=1)
         self._tabulator.param.watch(self._on_selection, "selection")
         self._tabulator.on_click(self._on_click)
+        self._tabulator.on_edit(self._on_edit)
         self._slider = pn.widgets.FloatSlider.from_param(
-            self.param.threshold, name="Threshold", step=0.01, sizing_mode="stretch_width"
+            self.param.threshold, name="Threshold", step=0.01, format="0.00", sizing_mode="stretch_width"
         )
         self._agreement = pn.pane.Markdown("", sizing_mode="stretch_width")
+        self._help = pn.pane.Markdown(SCORE_HELP, sizing_mode="stretch_width", styles={"color": "#444", "font-size": "0.9em"})
         self._excluded = pn.pane.Markdown("", sizing_mode="stretch_width", styles={"color": "#666"})
         self._layout = pn.Column(
-            self._slider, self._agreement, self._tabulator, self._excluded, sizing_mode="stretch_width"
+            self._slider, self._agreement, self._help, self._tabulator, self._excluded, sizing_mode="stretch_width"
         )
         self._refresh()
 
     def __panel__(self):
         return self._layout
 
+    def _formatters(self) -> dict:
+        number = {"type": "money", "decimal": ".", "thousand": "", "precision": PROB_DECIMALS}
+        formatters = {
+            "above": {"type": "tickCross", "crossElement": False},
+            "score": number,
+            "time_above": {"type": "money", "decimal": ".", "thousand": "", "precision": 0, "symbol": " %", "symbolAfter": True},
+        }
+        if self.display_names:
+            formatters["channel"] = {"type": "lookup", **{k: v for k, v in self.display_names.items() if k != "type"}}
+        return formatters
+
     # ------------------------------------------------------------------ state
 
     def table(self) -> pd.DataFrame:
         """The current ranking (a copy of what the table shows, hidden ``lower``/``upper`` included)."""
-        return ranking_frame(self._channels(), self.threshold, self.bad_channels)
+        scores = self.scores
+        return ranking_frame(
+            self._channels(), self.threshold, self.bad_channels,
+            windows=None if scores is None else scores.windows,
+            clinician_labels=self.clinician_labels, display_names=self.display_names,
+        )  # fmt: skip
+
+    def csv_table(self) -> pd.DataFrame:
+        """:func:`ranking_csv_frame` of the current ranking (what the CSV export writes)."""
+        return ranking_csv_frame(self.table())
 
     def agreement(self) -> dict[str, float] | None:
         """:func:`agreement` of the current table; None when labels are unknown."""
@@ -224,10 +341,22 @@ class RankingTable(pn.viewable.Viewer):
         finally:
             self.param.labels_known.readonly = True
 
-    @param.depends("scores", "threshold", "bad_channels", watch=True)
+    @param.depends("threshold", watch=True)
+    def _snap_threshold(self) -> None:
+        """Keep the threshold on the rounding grid, so the slider, table and report say the same number."""
+        snapped = float(round_prob(self.threshold))
+        if snapped != self.threshold:
+            self.threshold = snapped
+
+    @param.depends("display_names", watch=True)
+    def _on_display_names(self) -> None:
+        self._tabulator.formatters = self._formatters()
+        self._refresh()
+
+    @param.depends("scores", "threshold", "bad_channels", "clinician_labels", watch=True)
     def _refresh(self) -> None:
-        self._set_labels_known(labels_known(self._channels()))
         ranking = self.table()
+        self._set_labels_known(bool(ranking["label"].isin((SOZ_LABEL, NON_SOZ_LABEL)).any()) if len(ranking) else False)
         self._syncing = True
         try:
             self._tabulator.value = ranking
@@ -236,6 +365,31 @@ class RankingTable(pn.viewable.Viewer):
             self._syncing = False
         self._agreement.object = f"**Agreement:** {agreement_text(agreement(ranking, self.threshold))}"
         self._excluded.object = self._excluded_text()
+
+    def set_label(self, channel: str, label: str) -> None:
+        """Set ``channel``'s clinician label to ``"SOZ"``, ``"not SOZ"`` or ``""`` (unknown).
+
+        Raises
+        ------
+        ValueError
+            When ``label`` is not one of :data:`LABEL_CHOICES`.
+        """
+        if label not in LABEL_CHOICES:
+            raise ValueError(f"Invalid label {label!r} for channel {channel}: expected one of {list(LABEL_CHOICES)}.")
+        labels = dict(self.clinician_labels)
+        if label == UNKNOWN_LABEL:
+            labels.pop(channel, None)
+        else:
+            labels[channel] = label == SOZ_LABEL
+        self.clinician_labels = labels
+
+    def _on_edit(self, event) -> None:
+        if event.column != "label":
+            return
+        value = self._tabulator.value
+        channel = str(value["channel"].iloc[int(event.row)])
+        label = event.value if event.value in LABEL_CHOICES else UNKNOWN_LABEL
+        self.set_label(channel, label)
 
     def _excluded_text(self) -> str:
         parts = []

@@ -1,0 +1,124 @@
+"""Opening recordings in the served app, as a clinician does: nothing opens by itself, short clips open
+for reading with scoring disabled, and a recording opens at its seizure onset."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+import pybv
+import pytest
+
+from .browser_support import CHROMIUM, chromium_missing, served_app
+from .conftest import toy_recording
+
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
+
+LOAD_TIMEOUT_MS = 90_000
+
+
+def _write(folder, name: str, seconds: float, *, onset_s: float | None = None, n_channels: int = 8) -> None:
+    rec = toy_recording(name, 4, n_channels=n_channels, duration_s=seconds)
+    events = None if onset_s is None else np.array([[int(onset_s * rec.sfreq), 1, 1]])
+    pybv.write_brainvision(
+        data=rec.data, sfreq=rec.sfreq, ch_names=[f"LQ{i + 1}" for i in range(n_channels)], fname_base=name,
+        folder_out=folder, fmt="binary_float32", unit="µV", events=events, overwrite=True,
+    )  # fmt: skip
+    if onset_s is not None:  # name the marker as clinics do: a Comment "sz onset"
+        vmrk = folder / f"{name}.vmrk"
+        vmrk.write_text(vmrk.read_text().replace("Stimulus,S  1", "Comment,sz onset"))
+
+
+@pytest.fixture(scope="module")
+def app_env(tmp_path_factory):
+    """A data root of recordings (the first one alphabetically is a 30-s recording) and a 3-s clip."""
+    root = tmp_path_factory.mktemp("recordings")
+    _write(root, "a_first_patient", 30.0, onset_s=20.0)
+    _write(root, "clip_3s", 3.0)
+    out = tmp_path_factory.mktemp("viewer-output")
+    return {"SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(out / "annotations"), "BOKEH_IN_DOCKER": "1"}
+
+
+@pytest.fixture(scope="module")
+def app_url(app_env):
+    with served_app(app_env) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ["--no-sandbox"]}
+
+
+def _open(browser, url):
+    context = browser.new_context(viewport={"width": 1600, "height": 1400})
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_selector(".tabulator-row", timeout=LOAD_TIMEOUT_MS)
+    return page
+
+
+def _choose(page, name: str) -> None:
+    listing = page.locator("select").filter(has=page.locator("option", has_text=name))
+    options = listing.evaluate("s => Array.from(s.options).map(o => o.text)")
+    listing.select_option(label=next(o for o in options if name in o))
+
+
+def _channel_page(page) -> str:
+    select = page.locator("select").filter(has=page.locator("option", has_text=re.compile(r"^\s*1: ")))
+    return select.evaluate("s => s.options[s.selectedIndex].text")
+
+
+def _start_s(page) -> float:
+    """The trace view's start, as its slider shows it (``start (s): 53.5``)."""
+    text = page.locator(".bk-slider-title", has_text="start (s)").first.inner_text()
+    return float(re.search(r"start \(s\):\s*([\d.]+)", text).group(1))
+
+
+def test_a_fresh_session_shows_the_demo_and_scores_nothing(browser, app_url, app_env):
+    page = _open(browser, app_url)
+    page.wait_for_timeout(3000)  # time for any automatic choice to arrive
+    assert page.get_by_text("trained on synthetic data", exact=False).first.is_visible()
+    assert _channel_page(page).startswith("1: LTP1")  # the demo's channels, not LQ1 of the first file
+    body = page.locator("body").inner_text()
+    assert "a_first_patient" in body  # listed in the browser …
+    assert not re.search(r"(Preprocessing|Scoring|Scored \d+ channels of) .*a_first_patient", body)  # … not opened
+    listing = page.locator("select").filter(has=page.locator("option", has_text="a_first_patient"))
+    assert listing.evaluate("s => Array.from(s.options).filter(o => o.selected).map(o => o.text)") in ([], [""]) or \
+        "choose" in listing.evaluate("s => s.options[s.selectedIndex] ? s.options[s.selectedIndex].text : ''")
+    page.context.close()
+
+
+def test_a_3s_clip_opens_for_reading_with_scoring_disabled(browser, app_url):
+    page = _open(browser, app_url)
+    _choose(page, "clip_3s")
+    page.wait_for_selector("text=/Scoring disabled/", timeout=30_000)
+    assert "shorter than one window" in page.locator(".alert-warning, .bk-panel-models-layout-Alert").filter(
+        has_text="Scoring disabled").first.inner_text() or "shorter than one window" in page.locator("body").inner_text()
+    page.wait_for_function(
+        "() => Array.from(document.querySelectorAll('select')).some(s => s.selectedIndex >= 0 && "
+        "s.options[s.selectedIndex].text.startsWith('1: LQ1'))",
+        timeout=30_000,
+    )
+    assert not page.get_by_text("trained on synthetic data by this project", exact=False).first.is_visible()
+    page.get_by_role("button", name="bipolar").click()  # montages work on the clip
+    page.wait_for_function(
+        "() => Array.from(document.querySelectorAll('select')).some(s => s.selectedIndex >= 0 && "
+        "s.options[s.selectedIndex].text.includes('LQ1-LQ2'))",
+        timeout=30_000,
+    )
+    assert page.locator(".tabulator-row").count() == 0  # nothing ranked
+    page.context.close()
+
+
+def test_a_recording_opens_at_its_seizure_onset(browser, app_url):
+    page = _open(browser, app_url)
+    assert 40.0 < _start_s(page) < 56.0  # the demo: onset at 56.02 s, a quarter into the 10-s view
+    _choose(page, "a_first_patient")
+    page.wait_for_selector(".tabulator-row:has-text('LQ1')", timeout=90_000)
+    deadline = time.monotonic() + 20
+    while _start_s(page) != pytest.approx(17.5) and time.monotonic() < deadline:
+        page.wait_for_timeout(250)
+    assert _start_s(page) == pytest.approx(17.5)  # sz onset at 20 s − 10 s / 4
+    page.context.close()
