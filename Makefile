@@ -12,7 +12,7 @@ STAMP := $(VENV)/.sss-viewer-installed
 PORT ?= 5006
 BROWSER_STAMP := $(VENV)/.sss-viewer-browser
 
-.PHONY: setup browser demo test test-fast bench clean
+.PHONY: setup browser demo test test-fast bench notebook clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ test: setup browser
 
 test-fast: setup
 	BOKEH_IN_DOCKER=1 $(PY) -m pytest -m "not slow and not browser"
+
+# JupyterLab on the quickstart notebook, loopback only (the notebook opens patient data).
+notebook: setup
+	$(VENV)/bin/jupyter lab notebooks/quickstart.ipynb --ip 127.0.0.1 --port 8888 --no-browser
 
 bench: setup
 	$(PY) benchmarks/throughput.py
