@@ -1,22 +1,29 @@
 """Annotations: sidecar round trip, names, malformed files, the source folder, unknown bad channels, the panel."""
 
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from sss_viewer.recording import Event
 from sss_viewer.viewer.annotations import (
+    MAX_BACKUPS,
     AnnotationFileError,
     AnnotationPanel,
     AnnotationSet,
     load_annotations,
+    log_path,
     make_marker,
     marker_key,
+    merge_annotations,
     read_log,
     recording_stem,
+    restore_backup,
     save_annotations,
     seed_from_recording,
+    sidecar_backups,
     sidecar_paths,
 )
 
@@ -347,3 +354,199 @@ def test_invalid_marker_time_is_a_status_not_an_error(tmp_path):
     no_dir = AnnotationPanel(channels=["A1"])
     no_dir.add_marker("onset", 1.0)
     assert no_dir.save() is None and "output folder" in no_dir.status
+
+
+# ------------------------------------------------------------------ merging with other sessions
+
+
+def test_merge_rules():
+    onset, note = make_marker(10.0, "onset", "sz"), make_marker(20.0, "note", "a")
+    event = make_marker(3.0, "event", "x")
+    base = AnnotationSet(markers=[onset, event], bad_channels=["A1"], soz_labels={"A1": True, "A2": True})
+    mine = AnnotationSet(
+        markers=[onset, note], bad_channels=["A1", "A2"], soz_labels={"A1": True, "A2": False, "A3": True},
+        type_overrides={"A8": "ecg"},
+    )  # fmt: skip
+    theirs_note = make_marker(20.0, "note", "a", author="other")  # the same note made there: kept once
+    theirs = AnnotationSet(
+        markers=[event, theirs_note, make_marker(30.0, "offset")], bad_channels=["A1", "A5"],
+        soz_labels={"A1": False, "A2": True, "A3": False}, type_overrides={"A8": "ecg"},
+    )  # fmt: skip
+    merged, conflicts = merge_annotations(base, mine, theirs)
+    # this session deleted the event: applied; the other deleted the onset this one has: kept, a conflict
+    assert [(m["kind"], m["onset_s"]) for m in merged.markers] == [("onset", 10.0), ("note", 20.0), ("offset", 30.0)]
+    assert sorted(merged.bad_channels) == ["A1", "A2", "A5"]
+    # A1: only they changed → theirs; A2: only I changed → mine; A3: both, differently → the file's, a conflict
+    assert merged.soz_labels == {"A1": False, "A2": False, "A3": False} and merged.type_overrides == {"A8": "ecg"}
+    assert [(c.what, c.item, c.kept) for c in conflicts] == [
+        ("marker", "onset at 10.00 s — sz", "mine"), ("soz", "A3", "theirs"),
+    ]  # fmt: skip
+    assert conflicts[1].message == "SOZ label of A3: yours SOZ, other session's not SOZ; kept not SOZ."
+    keep_theirs = conflicts[0].resolve("theirs", merged)
+    assert [m["kind"] for m in keep_theirs.apply(merged).markers] == ["note", "offset"]
+    assert conflicts[1].resolve("mine", merged).apply(merged).soz_labels["A3"] is True
+    assert conflicts[1].resolve("theirs", merged).empty
+
+
+def test_two_panels_on_one_recording_merge_instead_of_overwriting(tmp_path):
+    rec = demo_like_recording()
+    first, second = AnnotationPanel.from_recording(rec, tmp_path), AnnotationPanel.from_recording(rec, tmp_path)
+    assert first.author != second.author
+    first._bad.value = ["A2"]
+    second.add_marker("note", 20.0, "spread to A5")  # used to erase A2's bad mark
+    on_disk = load_annotations(tmp_path, second.stem, rec.ch_names)
+    assert on_disk.bad_channels == ["A2"] and [m["text"] for m in on_disk.notes] == ["spread to A5"]
+    assert second.bad_channels == ["A2"] and "Merged from another session: mark A2 bad" in second.status
+    first.refresh()
+    assert first.annotations.same_as(on_disk) and "Merged from another session" in first.status
+    first.refresh()
+    assert first.status == "No changes from other sessions."
+    second.undo()  # undoing my note leaves the other session's bad channel alone
+    assert load_annotations(tmp_path, second.stem).bad_channels == ["A2"] and second.annotations.notes == []
+
+
+def test_a_deletion_elsewhere_is_a_conflict_and_nothing_is_lost(tmp_path):
+    rec = demo_like_recording()
+    first, second = AnnotationPanel.from_recording(rec, tmp_path), AnnotationPanel.from_recording(rec, tmp_path)
+    first.select(0)
+    first.delete_selected()  # the onset
+    second.add_marker("note", 20.0)  # still has the onset
+    assert [m["kind"] for m in load_annotations(tmp_path, second.stem).markers] == ["onset", "note", "offset"]
+    assert len(second.conflicts) == 1 and second._conflict_row.visible
+    assert "1 conflict(s) with another session: 'onset at 10.00 s — sz onset' was deleted or moved" in second.status
+    second._keep_theirs.clicks += 1  # accept the deletion
+    assert second.conflicts == [] and not second._conflict_row.visible
+    assert [m["kind"] for m in load_annotations(tmp_path, second.stem).markers] == ["note", "offset"]
+    second.undo()  # and change one's mind
+    assert [m["kind"] for m in load_annotations(tmp_path, second.stem).markers] == ["onset", "note", "offset"]
+    # labels both sessions changed differently: the file's value is kept, mine is offered
+    first.refresh()
+    first.set_soz_label("A1", True)
+    second.set_soz_label("A1", False)
+    assert load_annotations(tmp_path, second.stem).soz_labels == {"A1": True}
+    assert second.soz_labels == {"A1": True} and "SOZ label of A1: yours not SOZ" in second.status
+    second.resolve_conflict(0, "mine")
+    assert load_annotations(tmp_path, second.stem).soz_labels == {"A1": False}
+    log = "\n".join(e["action"] for e in read_log(tmp_path, second.stem))
+    assert "conflict: 'onset at 10.00 s — sz onset' was deleted or moved" in log
+    assert "conflict: SOZ label of A1" in log
+
+
+_WORKER = r"""
+import sys, time
+from pathlib import Path
+from sss_viewer.viewer.annotations import (
+    AnnotationSet, diff_annotations, make_marker, read_annotations, sync_annotations,
+)
+out, stem, who, n, go = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), Path(sys.argv[5])
+while not go.exists():
+    time.sleep(0.005)
+for k in range(n):
+    disk, seen = read_annotations(out, stem)
+    mine = AnnotationSet(
+        markers=[*disk.markers, make_marker(float(k), "note", f"{who}-{k}", author=who)],
+        bad_channels=[*disk.bad_channels, f"{who}{k}"], soz_labels={**disk.soz_labels, f"{who}{k}": k % 2 == 0},
+    )
+    edits = [diff_annotations(disk, mine, author=who)]
+    sync_annotations(mine, out, stem, base=disk, seen=seen, author=who, edits=edits)
+print("done", who)
+"""
+
+
+def _start_worker(out, who: str, n: int, go: Path) -> subprocess.Popen:
+    args = [sys.executable, "-c", _WORKER, str(out), "rec", who, str(n), str(go)]
+    return subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+
+
+def test_separate_processes_editing_one_sidecar_lose_nothing(tmp_path):
+    """Three processes read, edit and save the same sidecars at once; every edit of every one survives."""
+    go, n = tmp_path / "go", 8
+    workers = [_start_worker(tmp_path / "out", who, n, go) for who in ("a", "b", "c")]
+    go.touch()
+    for w in workers:
+        out, _ = w.communicate(timeout=120)
+        assert w.returncode == 0 and out.startswith("done")
+    final = load_annotations(tmp_path / "out", "rec")
+    assert sorted(m["text"] for m in final.notes) == sorted(f"{w}-{k}" for w in "abc" for k in range(n))
+    assert sorted(final.bad_channels) == sorted(f"{w}{k}" for w in "abc" for k in range(n))
+    assert len(final.soz_labels) == 3 * n
+    assert {m["author"] for m in final.markers} == {"a", "b", "c"}
+    edits = [e for e in read_log(tmp_path / "out", "rec") if not e["action"].startswith(("merge", "conflict"))]
+    assert len(edits) == 3 * n
+
+
+def test_another_process_marks_a_channel_bad_while_this_one_adds_a_marker(tmp_path):
+    rec = demo_like_recording()
+    here = AnnotationPanel.from_recording(rec, tmp_path, stem="rec")
+    here._bad.value = ["A1"]  # the files exist and this session has read them
+    script = (
+        "import sys; from sss_viewer.viewer.annotations import *\n"
+        "disk, seen = read_annotations(sys.argv[1], 'rec')\n"
+        "mine = AnnotationSet(markers=disk.markers, bad_channels=[*disk.bad_channels, 'A4'])\n"
+        "edits = [diff_annotations(disk, mine)]\n"
+        "sync_annotations(mine, sys.argv[1], 'rec', base=disk, seen=seen, author='other', edits=edits)\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, timeout=120)
+    here.add_marker("note", 15.0, "here")
+    on_disk = load_annotations(tmp_path, "rec")
+    assert on_disk.bad_channels == ["A1", "A4"] and [m["text"] for m in on_disk.notes] == ["here"]
+    assert here.bad_channels == ["A1", "A4"]
+
+
+def test_a_crash_mid_write_leaves_the_previous_files_whole(tmp_path):
+    rec = demo_like_recording()
+    panel = AnnotationPanel.from_recording(rec, tmp_path)
+    panel.add_marker("note", 5.0, "before the crash")
+    events, channels = sidecar_paths(tmp_path, panel.stem)
+    before = events.read_bytes(), channels.read_bytes()
+    crash = (
+        "import os, sys\nfrom sss_viewer.fileio import atomic_write\n"
+        "def half(tmp):\n    with open(tmp, 'w') as fh:\n"
+        "        fh.write('onset\\tduration\\n1.0'); fh.flush()\n    os._exit(9)\n"
+        "atomic_write(sys.argv[1], half)\n"
+    )
+    for path in (events, channels):
+        assert subprocess.run([sys.executable, "-c", crash, str(path)], timeout=60).returncode == 9
+    assert (events.read_bytes(), channels.read_bytes()) == before
+    assert [m["text"] for m in load_annotations(tmp_path, panel.stem).notes] == ["before the crash"]
+    panel.add_marker("note", 6.0, "after")  # the leftover temporary files do not get in the way
+    assert [m["text"] for m in load_annotations(tmp_path, panel.stem).notes] == ["before the crash", "after"]
+
+
+def test_every_save_keeps_the_previous_version(tmp_path):
+    rec = demo_like_recording()
+    panel = AnnotationPanel.from_recording(rec, tmp_path)
+    for k in range(MAX_BACKUPS + 3):
+        panel.add_marker("note", float(k), f"n{k}")
+    backups = sidecar_backups(tmp_path, panel.stem)
+    assert len(backups["events"]) == len(backups["channels"]) == MAX_BACKUPS
+    previous = load_annotations(tmp_path, panel.stem)
+    assert [m["text"] for m in previous.notes][-1] == f"n{MAX_BACKUPS + 2}"
+    restore_backup(tmp_path, panel.stem, 1)
+    restored = load_annotations(tmp_path, panel.stem)
+    assert [m["text"] for m in restored.notes][-1] == f"n{MAX_BACKUPS + 1}"
+    restore_backup(tmp_path, panel.stem, 1)  # the restore itself kept the newer version: undo the restore
+    assert load_annotations(tmp_path, panel.stem).same_as(previous)
+    with pytest.raises(FileNotFoundError, match="No backup 99"):
+        restore_backup(tmp_path, panel.stem, 99)
+    # the log has every edit with before/after, and survives a line cut short by a crash
+    with log_path(tmp_path, panel.stem).open("a") as fh:
+        fh.write('{"time": "2025-01-01T00:0')
+    entries = read_log(tmp_path, panel.stem)
+    adds = [e for e in entries if e["action"].startswith("add")]
+    assert len(adds) == MAX_BACKUPS + 3 and adds[0]["before"]["markers"] == []
+    assert adds[0]["after"]["markers"][0]["text"] == "n0" and adds[0]["author"] == panel.author
+    assert [e["action"] for e in entries[-2:]] == ["restore backup 1", "restore backup 1"]
+
+
+def test_explicit_save_replaces_an_unreadable_file_but_keeps_it(tmp_path):
+    rec = demo_like_recording()
+    panel = AnnotationPanel.from_recording(rec, tmp_path)
+    panel.add_marker("note", 5.0)
+    events, _ = sidecar_paths(tmp_path, panel.stem)
+    events.write_text("garbage\n")  # changed on disk and unreadable: autosave refuses
+    panel.add_marker("note", 6.0)
+    assert events.read_text() == "garbage\n" and "Press Save to replace it" in panel.status
+    assert panel.save() is not None
+    assert len(load_annotations(tmp_path, panel.stem).notes) == 2
+    assert sidecar_backups(tmp_path, panel.stem)["events"][0].read_text() == "garbage\n"

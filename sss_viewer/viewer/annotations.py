@@ -145,7 +145,8 @@ def marker_key(m: dict) -> tuple:
 
     ``author``/``modified`` are not part of it: the same onset entered in two sessions is one marker.
     """
-    return (f"{float(m['onset_s']):.6f}", f"{float(m.get('duration_s', 0.0)):.6f}", m["kind"], _tsv_text(m.get("text", "")))
+    onset, duration = float(m["onset_s"]), float(m.get("duration_s", 0.0))
+    return (f"{onset:.6f}", f"{duration:.6f}", m["kind"], _tsv_text(m.get("text", "")))
 
 
 def sort_markers(markers: list[dict]) -> list[dict]:
@@ -246,7 +247,9 @@ class AnnotationSet:
 
 
 def _part(markers=(), bad_channels=(), soz=None, types=None) -> dict:
-    return {"markers": list(markers), "bad_channels": list(bad_channels), "soz": dict(soz or {}), "type": dict(types or {})}
+    return {
+        "markers": list(markers), "bad_channels": list(bad_channels), "soz": dict(soz or {}), "type": dict(types or {}),
+    }  # fmt: skip
 
 
 @dataclass
@@ -288,7 +291,9 @@ class Edit:
 
     def to_json(self) -> dict:
         """The edit log's line."""
-        return {"time": self.time, "author": self.author, "action": self.action, "before": self.before, "after": self.after}
+        return {
+            "time": self.time, "author": self.author, "action": self.action, "before": self.before, "after": self.after,
+        }  # fmt: skip
 
 
 def _apply_labels(current: dict, before: dict, after: dict) -> dict:
@@ -488,7 +493,9 @@ def merge_annotations(
     )  # fmt: skip
     soz, c3 = _merge_labels(base.soz_labels, local.soz_labels, disk.soz_labels, "soz")
     types, c4 = _merge_labels(base.type_overrides, local.type_overrides, disk.type_overrides, "type")
-    merged = AnnotationSet(markers=list(markers.values()), bad_channels=list(bads), soz_labels=soz, type_overrides=types)
+    merged = AnnotationSet(
+        markers=list(markers.values()), bad_channels=list(bads), soz_labels=soz, type_overrides=types
+    )
     return merged, [*c1, *c2, *c3, *c4]
 
 
@@ -753,7 +760,9 @@ def _read_sidecars(out_dir, stem: str, channel_names: list[str] | None) -> Annot
         if unknown:
             logger.warning("%s lists bad channels not in the recording, ignored: %s", channels_path, ", ".join(unknown))
         if unknown_labels:
-            logger.warning("%s labels channels not in the recording, ignored: %s", channels_path, ", ".join(unknown_labels))
+            logger.warning(
+                "%s labels channels not in the recording, ignored: %s", channels_path, ", ".join(unknown_labels)
+            )
     return AnnotationSet(
         markers=markers, bad_channels=bad, unknown_bad_channels=unknown, soz_labels=soz, type_overrides=types,
         unknown_label_channels=unknown_labels,
@@ -858,7 +867,8 @@ def restore_backup(out_dir: str | Path, stem: str, n: int = 1, *, author: str = 
             if content is not None:
                 backup_file(path, backup_dir(out_dir), keep=MAX_BACKUPS)
                 atomic_write_bytes(path, content)
-        _log(out_dir, stem, [{"time": utc_now(), "author": author, "action": f"restore backup {n}", "before": None, "after": None}])
+        entry = {"time": utc_now(), "author": author, "action": f"restore backup {n}", "before": None, "after": None}
+        _log(out_dir, stem, [entry])
     logger.info("Restored backup %d of %s's annotations in %s", n, stem, out_dir)
     return paths
 
@@ -1030,7 +1040,7 @@ class AnnotationPanel(pn.viewable.Viewer):
 
     markers = param.List(default=[], item_type=dict, doc="Markers {onset_s, duration_s, kind, text, author, modified}.")
     bad_channels = param.List(default=[], item_type=str, doc="Channels marked bad.")
-    soz_labels = param.Dict(default={}, doc="Channel → the clinician's SOZ label (True/False); only labelled channels.")
+    soz_labels = param.Dict(default={}, doc="Channel → the clinician's SOZ label (True/False), labelled ones only.")
     type_overrides = param.Dict(default={}, doc="Channel → MNE channel type set by the clinician.")
     channels = param.List(default=[], item_type=str, doc="Channel names to choose from.")
     current_time_s = param.Number(default=0.0, bounds=(0, None), doc="Where a new marker goes by default.")
@@ -1075,11 +1085,11 @@ class AnnotationPanel(pn.viewable.Viewer):
         self._add_offset = pn.widgets.Button(label="Add offset", color="primary", width=100)
         self._add_note = pn.widgets.Button(label="Add note", width=100)
         self._list = pn.widgets.MultiSelect(label="Markers", options={}, value=[], size=6, sizing_mode="stretch_width")
-        self._goto = pn.widgets.Button(label="Go to", width=80, disabled=True)
-        self._move = pn.widgets.Button(label="Move…", width=80, disabled=True)
-        self._delete = pn.widgets.Button(label="Delete", color="danger", width=80, disabled=True)
-        self._undo = pn.widgets.Button(label="Undo", width=80, disabled=True)
-        self._move_time = pn.widgets.FloatInput(label="New time (s)", value=0.0, start=0.0, step=0.1, width=120)
+        self._goto = pn.widgets.Button(label="Go to", width=70, disabled=True)
+        self._move = pn.widgets.Button(label="Move…", width=70, disabled=True)
+        self._delete = pn.widgets.Button(label="Delete", color="danger", width=70, disabled=True)
+        self._undo = pn.widgets.Button(label="Undo", width=70, disabled=True)
+        self._move_time = pn.widgets.FloatInput(label="Move to (s)", value=0.0, start=0.0, step=0.1, width=120)
         self._move_text = pn.pane.Markdown("", sizing_mode="stretch_width")
         self._apply = pn.widgets.Button(label="Apply", color="primary", width=80)
         self._cancel = pn.widgets.Button(label="Cancel", width=80)
@@ -1087,10 +1097,14 @@ class AnnotationPanel(pn.viewable.Viewer):
             self._move_text, pn.Row(self._move_time, self._apply, self._cancel), visible=False,
             sizing_mode="stretch_width",
         )  # fmt: skip
-        self._bad = pn.widgets.MultiChoice(label="Bad channels", options=list(self.channels), value=list(self.bad_channels))
+        self._bad = pn.widgets.MultiChoice(
+            label="Bad channels", options=list(self.channels), value=list(self.bad_channels)
+        )
         self._save = pn.widgets.Button(label="Save", color="success", width=80)
         self._check = pn.widgets.Button(label="Check for changes", width=150)
-        self._conflict_list = pn.widgets.Select(label="Conflicts with another session", options={}, sizing_mode="stretch_width")
+        self._conflict_list = pn.widgets.Select(
+            label="Conflicts with another session", options={}, sizing_mode="stretch_width"
+        )
         self._keep_mine = pn.widgets.Button(label="Keep mine", width=100)
         self._keep_theirs = pn.widgets.Button(label="Keep theirs", width=100)
         self._conflict_row = pn.Column(
@@ -1235,9 +1249,8 @@ class AnnotationPanel(pn.viewable.Viewer):
         onset = self._time.value if onset_s is None else onset_s
         text = self._text.value if text is None else text
         try:
-            marker = make_marker(
-                onset if onset is not None else self.current_time_s, kind, text or "", author=self.author, modified=utc_now()
-            )
+            onset = onset if onset is not None else self.current_time_s
+            marker = make_marker(onset, kind, text or "", author=self.author, modified=utc_now())
         except ValueError as err:
             self.status = f"⚠ {err}"
             return
@@ -1405,8 +1418,8 @@ class AnnotationPanel(pn.viewable.Viewer):
 
     def save(self) -> tuple[Path, Path] | None:
         """Write the sidecars to ``out_dir`` now (merging another session's changes); the status says how."""
-        n = f"{len(self.markers)} marker(s), {len(self.bad_channels)} bad channel(s), {len(self.soz_labels)} SOZ label(s)"
-        result = self._sync(force=True, done=f"Saved {n}")
+        counts = (len(self.markers), len(self.bad_channels), len(self.soz_labels))
+        result = self._sync(force=True, done="Saved {} marker(s), {} bad channel(s), {} SOZ label(s)".format(*counts))
         return None if result is None else result.paths
 
     def refresh(self) -> SyncResult | None:
