@@ -199,3 +199,176 @@ def heatmap_rows(values: np.ndarray, rows: MontageRows) -> np.ndarray:
         total = np.where(valid, block, 0.0).sum(axis=0)
         out[r] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Amplitude scale, unit plausibility and clipping
+# --------------------------------------------------------------------------------------------
+
+SCALE_PERCENTILE = 99.0
+"""Percentile of ``|x − median|`` per row that sets the display scale (robust to a few spikes)."""
+TYPICAL_IEEG_UV = (10.0, 2000.0)
+"""Typical iEEG amplitudes (µV), quoted in the implausible-unit message."""
+PLAUSIBLE_SCALE_UV = (0.5, 10_000.0)
+"""Robust scales outside this range (µV) are implausible for iEEG stated in µV."""
+_UNIT_FACTORS = {"nV": 1e-3, "mV": 1e3, "V": 1e6}
+"""µV per stored unit, for guessing what a mislabelled file holds."""
+
+
+def robust_scale(block: np.ndarray, percentile: float = SCALE_PERCENTILE) -> float:
+    """Typical excursion of the rows: the median over rows of each row's ``percentile`` of ``|x − median(x)|``.
+
+    Unlike the maximum or the SD, a few seizure spikes or one broken channel do not move it.
+
+    Parameters
+    ----------
+    block : ndarray, shape (n_rows, n_times)
+        Signals (µV); NaN is ignored.
+    percentile : float
+        In 0–100.
+
+    Returns
+    -------
+    scale : float
+        In the unit of ``block``; NaN when no row has a finite, non-zero excursion.
+    """
+    block = np.asarray(block, dtype=np.float64)
+    if block.ndim != 2 or block.size == 0:
+        return float("nan")
+    finite = np.isfinite(block).any(axis=1)
+    if not finite.any():
+        return float("nan")
+    block = block[finite]
+    centred = np.abs(block - np.nanmedian(block, axis=1, keepdims=True))
+    per_row = np.nanpercentile(centred, percentile, axis=1)
+    per_row = per_row[np.isfinite(per_row) & (per_row > 0)]
+    return float(np.median(per_row)) if len(per_row) else float("nan")
+
+
+def display_amplitude(scale: float, default: float = 100.0) -> float:
+    """The display amplitude (µV per half row) for a robust scale: the scale to two significant digits.
+
+    Parameters
+    ----------
+    scale : float
+        :func:`robust_scale` of the visible block.
+    default : float
+        Returned when ``scale`` is not a positive finite number (flat or empty block).
+
+    Returns
+    -------
+    amplitude : float
+    """
+    if not np.isfinite(scale) or scale <= 0:
+        return float(default)
+    return float(f"{scale:.2g}")
+
+
+def implausible_unit_message(scale: float, unit: str = "µV") -> str:
+    """A warning when a robust scale is implausible for iEEG stated in ``unit`` (µV), else ``""``.
+
+    Scales above ``PLAUSIBLE_SCALE_UV[1]`` or below ``PLAUSIBLE_SCALE_UV[0]`` are flagged, with the
+    unit that would make them typical when there is one (``nV``, ``mV`` or ``V`` mislabelled as µV).
+
+    Parameters
+    ----------
+    scale : float
+        :func:`robust_scale` of the raw (monopolar) signals, in ``unit``.
+    unit : str
+        The unit the recording states (the viewer's recordings are in µV).
+
+    Returns
+    -------
+    message : str
+    """
+    low, high = PLAUSIBLE_SCALE_UV
+    if not np.isfinite(scale) or scale <= 0 or low <= scale <= high:
+        return ""
+    lo_typ, hi_typ = TYPICAL_IEEG_UV
+    guesses = [name for name, factor in _UNIT_FACTORS.items() if lo_typ <= scale * factor <= hi_typ]
+    if scale > high:
+        guesses = [g for g in guesses if _UNIT_FACTORS[g] < 1]
+        what = f"amplitudes look like {guesses[0]} mislabelled as {unit}" if guesses else f"amplitudes are far too large for {unit}"
+    else:
+        guesses = [g for g in guesses if _UNIT_FACTORS[g] > 1]
+        what = f"amplitudes look like {guesses[0]} mislabelled as {unit}" if guesses else f"amplitudes are far too small for {unit}"
+    return (
+        f"Implausible amplitudes: {what}. The typical excursion is {scale:,.3g} {unit}, while iEEG is "
+        f"usually {lo_typ:g}–{hi_typ:,.0f} {unit}. Check the file's units; values and the scale bar are shown as stored."
+    )
+
+
+def centre_and_clip(data: np.ndarray, limits: np.ndarray | None) -> np.ndarray:
+    """Rows minus their median, clipped to ``±limits`` (so a large spike stays in its own row).
+
+    Parameters
+    ----------
+    data : ndarray, shape (n_rows, n_times)
+    limits : ndarray, shape (n_rows,), optional
+        Largest excursion shown per row (µV); no clipping when None.
+
+    Returns
+    -------
+    out : ndarray, shape (n_rows, n_times), float32
+    """
+    data = np.asarray(data, dtype=np.float32)
+    if data.size == 0:
+        return data.copy()
+    out = data - np.nanmedian(data, axis=1, keepdims=True).astype(np.float32)
+    if limits is not None:
+        lim = np.asarray(limits, dtype=np.float32)[:, None]
+        np.clip(out, -lim, lim, out=out)
+    return out
+
+
+def clip_envelope(
+    lo: np.ndarray, hi: np.ndarray, limits: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-bin min/max envelopes centred on each row's median bin centre and clipped to ``±limits``.
+
+    Parameters
+    ----------
+    lo, hi : ndarray, shape (n_rows, n_bins)
+    limits : ndarray, shape (n_rows,), optional
+
+    Returns
+    -------
+    lo, hi : ndarray, shape (n_rows, n_bins), float32
+    """
+    lo = np.asarray(lo, dtype=np.float32)
+    hi = np.asarray(hi, dtype=np.float32)
+    if lo.size == 0:
+        return lo.copy(), hi.copy()
+    middle = np.nanmedian((lo + hi) / 2, axis=1, keepdims=True).astype(np.float32)
+    lo, hi = lo - middle, hi - middle
+    if limits is not None:
+        lim = np.asarray(limits, dtype=np.float32)[:, None]
+        np.clip(lo, -lim, lim, out=lo)
+        np.clip(hi, -lim, lim, out=hi)
+    return lo, hi
+
+
+def top_k_mean(values: np.ndarray, k: int = 3) -> np.ndarray:
+    """Per column, the mean of the ``k`` largest finite values (fewer when fewer are finite).
+
+    Parameters
+    ----------
+    values : ndarray, shape (n_rows, n_bins)
+        E.g. binned p(SOZ) of every channel; NaN = not scored.
+    k : int
+
+    Returns
+    -------
+    out : ndarray, shape (n_bins,), float64
+        NaN where no row has a value.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape[0] == 0:
+        return np.full(values.shape[1], np.nan)
+    k = max(1, min(int(k), values.shape[0]))
+    filled = np.where(np.isfinite(values), values, -np.inf)
+    top = -np.sort(-filled, axis=0)[:k]
+    valid = np.isfinite(top)
+    count = valid.sum(axis=0)
+    total = np.where(valid, top, 0.0).sum(axis=0)
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)

@@ -1,7 +1,13 @@
 """Export of what the viewer shows: PNG / SVG / HTML figures, the ranking CSV, a one-page report.
 
 Figures are rendered by Bokeh in headless Chromium (selenium + the Debian ``chromium`` and
-``chromedriver``) when a browser is found, so the file looks like the screen. Without a browser
+``chromedriver``) when a browser is found, so the file looks like the screen. A live figure (one with
+DynamicMaps and streams, e.g. ``TraceView.figure()``) is never drawn itself: its registered static copy
+(:func:`register_static_copy`), or a copy with each DynamicMap replaced by its current frame, is
+rendered into new Bokeh models, so the live document's models are neither changed nor shared. One
+headless Chromium is kept warm (started in the background when the download buttons are made, quit
+after ``BROWSER_IDLE_S`` idle seconds and at exit), with Bokeh's JavaScript loaded once, so an export
+only renders the figure. Without a browser
 (or when it fails to start) a browser-free renderer draws the same Bokeh figure with matplotlib
 from its data (lines, images, rectangles, markers, vertical/horizontal rules, the sub-coordinate
 rows of the trace plot), or a caller-supplied ``fallback`` draws it. HTML files embed Bokeh's
@@ -14,14 +20,19 @@ is never overwritten unless ``overwrite=True``.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import html
 import io
+import json
 import logging
 import math
 import os
 import shutil
 import tempfile
+import threading
+import time
+import weakref
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -47,6 +58,14 @@ REPORT_COLUMNS = ("rank", "channel", "shaft", "score", "interval", "label", "n_w
 
 _BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 _DRIVERS = ("chromedriver", "chromium.chromedriver")
+BROWSER_IDLE_S = 300.0
+"""The warm export browser is quit after this many seconds without an export."""
+RENDER_TIMEOUT_S = 15.0
+BROWSER_MARK = "<!-- rendered by Bokeh in headless Chromium (sss-viewer) -->"
+"""First line of an SVG drawn by the browser."""
+FALLBACK_MARK = "<!-- sss-viewer: browser-free matplotlib drawing (fallback), not the browser rendering -->"
+"""Comment after the XML declaration of an SVG drawn without a browser (PNG: the ``Software`` text chunk)."""
+FALLBACK_SOFTWARE = "sss-viewer browser-free matplotlib drawing (fallback)"
 
 
 class BrowserUnavailable(RuntimeError):
@@ -108,23 +127,65 @@ def _start_browser(found: tuple[str, str]):
         raise BrowserUnavailable(f"could not start {browser} with {driver}: {err.msg or err}") from None
 
 
+_STATIC_COPIES: dict[int, tuple[weakref.ref, Callable[[], Callable[[], Any] | None]]] = {}
+
+
+def register_static_copy(figure: Any, make: Callable[[], Any]) -> None:
+    """Export ``make()`` instead of the live ``figure`` (held weakly; a bound method is held weakly too).
+
+    Parameters
+    ----------
+    figure : HoloViews object
+        A live figure (DynamicMaps, streams, links) that a document shows.
+    make : callable
+        Returns a plain HoloViews copy of what ``figure`` shows now (e.g. ``TraceView.static_figure``).
+    """
+    key = id(figure)
+    maker = weakref.WeakMethod(make) if hasattr(make, "__self__") else (lambda: make)
+    _STATIC_COPIES[key] = (weakref.ref(figure, lambda _ref, key=key: _STATIC_COPIES.pop(key, None)), maker)
+
+
+def static_copy(obj: Any) -> Any:
+    """What to export for ``obj``: its registered static copy, else ``obj`` with each DynamicMap replaced by its current frame."""
+    entry = _STATIC_COPIES.get(id(obj))
+    if entry is not None and entry[0]() is obj:
+        make = entry[1]()
+        if make is not None:
+            return make()
+    return _freeze(obj)
+
+
+def _freeze(obj: Any) -> Any:
+    import holoviews as hv
+
+    if isinstance(obj, hv.DynamicMap):
+        return obj.last if obj.last is not None else obj[()]
+    if isinstance(obj, (hv.Layout, hv.NdLayout)):
+        return obj.clone([(key, _freeze(item)) for key, item in obj.data.items()])
+    return obj
+
+
 def to_bokeh(obj: Any):
     """The Bokeh model of ``obj``.
 
-    A HoloViews object is rendered with the bokeh backend into a fresh model whose toolbars are
-    hidden (an exported figure has no use for them); a Bokeh model is used as given.
+    A HoloViews object is rendered with the bokeh backend from :func:`static_copy` into fresh models
+    drawn on canvas (not WebGL), with toolbars hidden (an exported figure has no use for them); a
+    Bokeh model is used as given.
     """
     from bokeh.model import Model
+    from bokeh.models import Plot
 
     if isinstance(obj, Model):
         return obj
     import holoviews as hv
 
     if isinstance(obj, hv.core.Dimensioned):
-        model = hv.render(obj, backend="bokeh")
+        model = hv.render(static_copy(obj), backend="bokeh")
         for item in [model, *model.references()]:
             if "toolbar_location" in item.properties():
                 item.toolbar_location = None
+            if isinstance(item, Plot):
+                item.output_backend = "canvas"
         return model
     raise TypeError(f"Cannot export a {type(obj).__name__}: expected a HoloViews object or a Bokeh model/layout.")
 
@@ -209,40 +270,186 @@ def _render_static(model, fmt: str, fallback: Callable[[], Any] | None) -> tuple
 
 
 def _browser_render(model, fmt: str, found: tuple[str, str]) -> bytes:
-    from bokeh.io.export import get_screenshot_as_png, get_svg
-    from selenium.common.exceptions import WebDriverException
+    """PNG/SVG bytes of ``model`` drawn by Bokeh in the warm headless Chromium."""
+    return _WARM.render(model, fmt, found)
 
-    driver = _start_browser(found)
-    try:
-        if fmt == "png":
-            image = get_screenshot_as_png(model, driver=driver, timeout=15)
-            if image.width == 0 or image.height == 0:
-                raise BrowserUnavailable("the browser rendered an empty image")
-            buf = io.BytesIO()
-            image.save(buf, format="PNG")
-            return buf.getvalue()
-        svgs = get_svg(model, driver=driver, timeout=15)
-        if not svgs:
-            raise BrowserUnavailable("the browser returned no SVG")
-        return svgs[0].encode("utf-8")
-    except (WebDriverException, RuntimeError) as err:
-        if isinstance(err, BrowserUnavailable):
+
+_SHELL_JS = ("bokeh.min.js", "bokeh-gl.min.js", "bokeh-widgets.min.js", "bokeh-tables.min.js")
+_RENDER_SCRIPT = """
+const [text, fmt, done] = arguments;
+(async () => {
+  try {
+    for (const view of [...Bokeh.index]) view.remove();
+    Bokeh.documents.splice(0);
+    const target = document.getElementById("export-root");
+    target.innerHTML = "";
+    const item = JSON.parse(text);
+    await Bokeh.embed.embed_item(item, "export-root");
+    const doc = Bokeh.documents[Bokeh.documents.length - 1];
+    if (!doc.is_idle) await new Promise((resolve) => doc.idle.connect(resolve));
+    const view = [...Bokeh.index].find((v) => v.model.id === item.root_id);
+    if (view == null) throw new Error("the figure was not rendered");
+    const layer = view.export(fmt, false);
+    if (fmt === "svg") done({data: layer.ctx.get_serialized_svg(true)});
+    else done({data: layer.canvas.toDataURL("image/png")});
+  } catch (err) {
+    done({error: String((err && err.stack) || err)});
+  }
+})();
+"""
+
+
+def _shell_page(folder: Path) -> Path:
+    """An empty page loading Bokeh's JavaScript from the installed package (no network, no inlining)."""
+    from bokeh.util.paths import bokehjs_path
+
+    js = Path(bokehjs_path()) / "js"
+    tags = "".join(f'<script src="{(js / name).as_uri()}"></script>' for name in _SHELL_JS)
+    page = folder / "export-shell.html"
+    page.write_text(
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'>{tags}"
+        "<style>html,body{margin:0;padding:0;background:white}</style></head>"
+        "<body><div id='export-root'></div></body></html>",
+        encoding="utf-8",
+    )
+    return page
+
+
+class _WarmBrowser:
+    """One headless Chromium with Bokeh's JavaScript loaded, shared by all exports of the process.
+
+    Each export embeds a figure's JSON into the loaded page (``Bokeh.embed.embed_item``), waits
+    until the document is idle and reads the root view's own ``export`` (canvas PNG or SVG): the
+    browser starts and loads Bokeh once, not per file. Thread-safe; the browser is quit after
+    ``BROWSER_IDLE_S`` seconds without an export, after ``max_uses`` exports (a fresh page keeps
+    memory flat), on an error, and at exit.
+    """
+
+    max_uses = 100
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._driver = None
+        self._folder: tempfile.TemporaryDirectory | None = None
+        self._uses = 0
+        self._found: tuple[str, str] | None = None
+        self._timer: threading.Timer | None = None
+
+    def warm(self, found: tuple[str, str]) -> None:
+        """Start the browser and load the page now (e.g. in a background thread at app start)."""
+        with self._lock:
+            try:
+                self._ensure(found)
+            except BrowserUnavailable as err:
+                logger.info("Export browser not warmed: %s", err)
+            finally:
+                self._schedule_quit()
+
+    def render(self, model, fmt: str, found: tuple[str, str]) -> bytes:
+        from bokeh.embed import json_item
+        from selenium.common.exceptions import WebDriverException
+
+        item = json.dumps(json_item(model), separators=(",", ":"))
+        with self._lock:
+            self._cancel_timer()
+            try:
+                driver = self._ensure(found)
+                result = driver.execute_async_script(_RENDER_SCRIPT, item, fmt)
+                self._uses += 1
+            except WebDriverException as err:
+                self.quit()
+                raise BrowserUnavailable(str(err.msg or err).splitlines()[0]) from None
+            finally:
+                if self._uses >= self.max_uses:
+                    self.quit()
+                self._schedule_quit()
+        if not isinstance(result, dict) or "data" not in result:
+            message = (result or {}).get("error", "no result") if isinstance(result, dict) else "no result"
+            raise BrowserUnavailable(f"Bokeh could not render the figure: {str(message).splitlines()[0]}")
+        if fmt == "svg":
+            return (BROWSER_MARK + "\n" + result["data"]).encode("utf-8")
+        data = base64.b64decode(result["data"].split(",", 1)[1])
+        if not data.startswith(b"\x89PNG") or len(data) < 100:
+            raise BrowserUnavailable("the browser rendered an empty image")
+        return data
+
+    def _ensure(self, found: tuple[str, str]):
+        if self._driver is not None and self._found == tuple(found):
+            return self._driver
+        self.quit()  # none yet, or another browser asked for
+        started = time.perf_counter()
+        driver = _start_browser(found)
+        try:
+            self._folder = tempfile.TemporaryDirectory(prefix="sss-export-browser-")
+            driver.set_script_timeout(RENDER_TIMEOUT_S)
+            driver.get(_shell_page(Path(self._folder.name)).as_uri())
+            if not driver.execute_script("return typeof Bokeh !== 'undefined'"):
+                raise BrowserUnavailable("Bokeh's JavaScript did not load in the export browser")
+        except Exception:
+            driver.quit()
             raise
-        raise BrowserUnavailable(str(getattr(err, "msg", None) or err)) from None
-    finally:
-        driver.quit()
+        self._driver, self._uses, self._found = driver, 0, tuple(found)
+        logger.info("Export browser ready in %.1f s", time.perf_counter() - started)
+        return driver
+
+    def quit(self) -> None:
+        """Quit the browser (a later export starts a new one)."""
+        with self._lock:
+            self._cancel_timer()
+            driver, self._driver = self._driver, None
+            if driver is not None:
+                try:
+                    driver.quit()
+                except Exception as err:  # already gone
+                    logger.debug("Export browser quit: %s", err)
+            if self._folder is not None:
+                self._folder.cleanup()
+                self._folder = None
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _schedule_quit(self) -> None:
+        self._cancel_timer()
+        if self._driver is not None:
+            self._timer = threading.Timer(BROWSER_IDLE_S, self.quit)
+            self._timer.daemon = True
+            self._timer.start()
+
+
+_WARM = _WarmBrowser()
+atexit.register(_WARM.quit)
+
+
+def warm_export_browser(background: bool = True) -> None:
+    """Start the export browser ahead of the first export (in a daemon thread by default); no-op without one."""
+    found = find_browser()
+    if found is None:
+        return
+    if background:
+        threading.Thread(target=_WARM.warm, args=(found,), name="sss-export-browser", daemon=True).start()
+    else:
+        _WARM.warm(found)
 
 
 def _savefig_bytes(fig, fmt: str) -> bytes:
+    """The figure as PNG/SVG, marked as the browser-free drawing (PNG ``Software`` chunk, SVG comment and title)."""
     buf = io.BytesIO()
+    metadata = {"Software": FALLBACK_SOFTWARE} if fmt == "png" else {"Title": FALLBACK_SOFTWARE}
     try:
-        fig.savefig(buf, format=fmt, dpi=100)
+        fig.savefig(buf, format=fmt, dpi=100, metadata=metadata)
     finally:
         if getattr(fig.canvas, "manager", None) is not None:  # a pyplot figure: free it
             import matplotlib.pyplot as plt
 
             plt.close(fig)
-    return buf.getvalue()
+    data = buf.getvalue()
+    if fmt == "svg":
+        head, sep, rest = data.partition(b"?>")
+        data = head + sep + b"\n" + FALLBACK_MARK.encode("utf-8") + rest if sep else FALLBACK_MARK.encode() + b"\n" + data
+    return data
 
 
 # --------------------------------------------------------------------------------------------
@@ -688,6 +895,7 @@ def download_buttons(
     *,
     basename: Callable[[], str] | str = "recording",
     on_error: Callable[[str], None] | None = None,
+    warm_browser: bool = True,
 ) -> list:
     """``FileDownload`` buttons serving the current view from the app.
 
@@ -700,6 +908,9 @@ def download_buttons(
     on_error : callable, optional
         Receives a readable message when making a file fails (the error is re-raised after, so no
         file is served).
+    warm_browser : bool
+        Start the export browser in the background now (when there is a figure button), so the
+        first PNG/SVG/report does not wait for it.
 
     Returns
     -------
@@ -713,6 +924,8 @@ def download_buttons(
         ("Ranking CSV", "csv", make_csv, "_ranking"),
         ("Report", "html", make_report, "_report"),
     )
+    if warm_browser and any(make is not None for make in (make_png, make_svg, make_report)):
+        warm_export_browser()
     buttons = []
     for label, ext, make, suffix in specs:
         if make is None:

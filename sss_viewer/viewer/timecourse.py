@@ -34,7 +34,9 @@ def ensure_bokeh() -> None:
     """
     if "bokeh" not in hv.Store.renderers:
         hv.renderer("bokeh")
-    if hv.Store.current_backend != "bokeh":
+    if hv.Store.current_backend != "bokeh" or not hasattr(hv.opts, "Overlay"):
+        # Importing holoviews.plotting.bokeh (e.g. for its links) registers the backend without
+        # building hv.opts for it; switching to it does.
         hv.Store.set_current_backend("bokeh")
     from bokeh.core.validation import silence
     from bokeh.core.validation.warnings import FIXED_SIZING_MODE

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 import math
-import warnings
 from dataclasses import dataclass
 
 import holoviews as hv
@@ -38,7 +37,7 @@ import numpy as np
 import pandas as pd
 import panel as pn
 import param
-from bokeh.models import CustomJSHover
+from bokeh.models import CustomJSHover, FixedTicker, RangeTool
 
 from sss_viewer.inference import RecordingScores, window_heatmap
 from sss_viewer.recording import Recording
@@ -46,21 +45,42 @@ from sss_viewer.viewer.display import (
     MONTAGES,
     MontageRows,
     apply_montage,
+    centre_and_clip,
+    clip_envelope,
     decimate_minmax_lttb,
+    display_amplitude,
     display_filter,
     group_by_shaft,
     heatmap_rows,
+    implausible_unit_message,
     montage_rows,
+    robust_scale,
     shaft_name,
+    top_k_mean,
 )
+from sss_viewer.viewer.export import register_static_copy
 from sss_viewer.viewer.timecourse import SozTimeCourse, ensure_bokeh, infer_bin_s
 
 logger = logging.getLogger(__name__)
 
 MARKER_KINDS = ("onset", "offset", "note", "event")
-MARKER_COLOURS = {"onset": "#2ca02c", "offset": "#d62728", "note": "#7f7f7f", "event": "#1f77b4"}
+MARKER_COLOURS = {"onset": "#c62828", "offset": "#212121", "note": "#616161", "event": "#1565c0"}
+"""Seizure onset red, offset dark, notes grey, other events blue (lines and their labels)."""
+MARKER_LABEL_CHARS = 28
+"""Marker labels longer than this are shortened with an ellipsis (the full text is in the annotations)."""
+RANGE_BOX_COLOUR = "#1565c0"
+OVERVIEW_TOP_K = 3
+"""The overview's colour is the mean p(SOZ) of the ``OVERVIEW_TOP_K`` highest channels per bin."""
+OVERVIEW_HEIGHT = 110
+CLIP_ROWS = 1.0
+"""With clipping on, a row shows at most ±``CLIP_ROWS`` row spacings (±2·CLIP_ROWS × its half-row amplitude)."""
+SCALE_MAX_ROWS = 64
+"""Rows (evenly spaced over the montage) read to set the automatic amplitude."""
+SCALE_MIN_S = 10.0
+"""The automatic amplitude is measured over at least this much of the recording from the view's start."""
 SPAN_CHOICES_S = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 3600.0)
 TRACE_COLOUR = "#202020"
+OVERVIEW_TRACE_COLOUR = "#455a64"
 FOCUS_COLOUR = "#c2185b"
 HEAT_CMAP = "YlOrRd"
 CHUNK_VALUES = 1 << 24
@@ -69,14 +89,58 @@ MAX_FILTER_MARGIN_S = 10.0
 OVERVIEW_BINS_PER_PX = 8
 """Resolution of the cached whole-recording envelope (bins per pixel of plot width): zoomed-out
 views whose span needs at most 1/4 of it (with no display filter) are drawn from it without reading."""
+OVERVIEW_CACHE_PAGES = 8
+"""Pages whose whole-recording envelope is kept (paging back and forth reads each page once)."""
 
 _ViewEvent = hv.streams.Stream.define("TraceWindow", window=(0.0, 10.0), version=0)
-"""Per-figure stream: the visible window set from the widgets, and a counter bumped on display changes."""
+"""Per-figure stream: the visible window set from the widgets, and a counter bumped on display and page changes."""
+_OverviewEvent = hv.streams.Stream.define("OverviewPage", version=0)
+"""Per-figure stream of the overview: a counter bumped on page and display changes."""
+
+
+def range_tool(x_range) -> RangeTool:
+    """The overview's RangeTool driving ``x_range`` (the main plot's): a blue box with handles, nothing greyed.
+
+    Added by :meth:`TraceView._decorate_overview` to the overview plot's own toolbar, and only there.
+    (HoloViews' ``RangeToolLink`` also appends its tool to the first ``Toolbar`` found under the
+    *root* model; under Panel that root is the whole page, so the tool landed in an arbitrary plot's
+    toolbar on every rebuild: the time course's, greyed over once more per page, or the overview's own
+    a second time, which bokeh refuses with "RangeTool … already registered" and the page or a
+    PNG/SVG export of it fails to render.)
+    """
+    tool = RangeTool(x_range=x_range, start_gesture="pan")
+    box = tool.overlay
+    box.inverted = False
+    box.fill_color, box.fill_alpha = RANGE_BOX_COLOUR, 0.12
+    box.line_color, box.line_alpha, box.line_width, box.line_dash = RANGE_BOX_COLOUR, 1.0, 2.5, "solid"
+    box.handles.all.fill_alpha, box.handles.all.line_alpha = 0.25, 0.6
+    return tool
 
 
 # --------------------------------------------------------------------------------------------
 # Plain helpers (arrays in, arrays out)
 # --------------------------------------------------------------------------------------------
+
+_SLOT_PREFIX = "row "
+
+
+def _slot_label(slot: int) -> str:
+    """The HoloViews label of curve slot ``slot`` (stable across pages; the row's name is set by the hook)."""
+    return f"{_SLOT_PREFIX}{slot:03d}"
+
+
+def _set(model, **values) -> None:
+    """Set bokeh model properties that differ (an unchanged value sends nothing to the browser)."""
+    for name, value in values.items():
+        if getattr(model, name) != value:
+            setattr(model, name, value)
+
+
+def short_text(text: str, limit: int = MARKER_LABEL_CHARS) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
 
 
 def binned_interval(
@@ -123,8 +187,22 @@ def nice_scale(value: float) -> float:
     return 10.0 ** (exponent - 1) * 5
 
 
-def auto_amplitude(recording: Recording, picks: np.ndarray, seconds: float = 10.0) -> float:
-    """Display amplitude (µV per half row): 3 × the median channel SD over the first ``seconds``.
+def scale_rows(rows: MontageRows, max_rows: int = SCALE_MAX_ROWS) -> MontageRows:
+    """At most ``max_rows`` rows of ``rows``, evenly spaced (what the automatic amplitude is measured on)."""
+    if len(rows) <= max_rows:
+        return rows
+    keep = np.unique(np.linspace(0, len(rows) - 1, max_rows).round().astype(int))
+    return MontageRows(
+        [rows.labels[i] for i in keep], [rows.members[i] for i in keep], [rows.shafts[i] for i in keep], rows.kind
+    )
+
+
+def auto_amplitude(recording: Recording, picks: np.ndarray, seconds: float = SCALE_MIN_S) -> float:
+    """Display amplitude (µV per half row) of the monopolar channels ``picks`` over the first ``seconds``.
+
+    The robust scale of :func:`sss_viewer.viewer.display.robust_scale` (median over channels of the
+    99th percentile of ``|x − median|``) to two significant digits; see :meth:`TraceView.measure_scale`
+    for the view's own rule (its montage, from the visible window).
 
     Parameters
     ----------
@@ -136,18 +214,12 @@ def auto_amplitude(recording: Recording, picks: np.ndarray, seconds: float = 10.
     Returns
     -------
     amplitude : float
-        Rounded to two significant digits; 100 µV when the channels are flat or there are none.
+        100 µV when the channels are flat or there are none.
     """
     if len(picks) == 0:
         return 100.0
     stop = min(recording.n_times, max(2, int(seconds * recording.sfreq)))
-    block = recording.get_data(picks, 0, stop).astype(np.float64)
-    sd = np.nanstd(block - np.nanmedian(block, axis=1, keepdims=True), axis=1)
-    sd = sd[np.isfinite(sd) & (sd > 0)]
-    if not len(sd):
-        return 100.0
-    value = 3.0 * float(np.median(sd))
-    return float(f"{value:.2g}")
+    return display_amplitude(robust_scale(recording.get_data(picks, 0, stop)))
 
 
 def minmax_envelope(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -296,7 +368,15 @@ class TraceView(pn.viewable.Viewer):
         allow_None=True,
         bounds=(0, None),
         inclusive_bounds=(False, True),
-        doc="µV per half row (every row shows ±amplitude/gain); None = 3 × the median channel SD.",
+        doc="µV per half row (every row shows ±amplitude/gain); None = automatic (see measure_scale). "
+        "Set by hand, it is kept when the montage changes; set to None to go back to automatic.",
+    )
+    clip_traces = param.Boolean(
+        default=True, doc="Clip each row to ±CLIP_ROWS row spacings, so large spikes do not cross the neighbouring rows."
+    )
+    amplitude_warning = param.String(
+        default="",
+        doc="Set by the view: why the recording's amplitudes are implausible for µV (shown above the plot), or empty.",
     )
     shaft_gain = param.Dict(default={}, doc="Per-shaft gain: shaft → multiplier (a row shows ±amplitude/gain).")
     highpass_hz = param.Number(default=None, allow_None=True, bounds=(0, None), doc="Display high-pass (Hz).")
@@ -331,11 +411,9 @@ class TraceView(pn.viewable.Viewer):
         "recording",
         "scores",
         "montage",
-        "page",
         "page_size",
         "bad_channels",
         "markers",
-        "focus_channel",
         "bin_s",
         "datashade_above_s",
         "max_curve_rows",
@@ -344,37 +422,116 @@ class TraceView(pn.viewable.Viewer):
         "show_overview",
         "timecourse",
     )
-    _DISPLAY = ("amplitude_uv", "shaft_gain", "highpass_hz", "lowpass_hz", "notch_hz", "heat_opacity", "show_heatmap")
+    _DISPLAY = (
+        "amplitude_uv", "shaft_gain", "highpass_hz", "lowpass_hz", "notch_hz", "heat_opacity", "show_heatmap",
+        "clip_traces",
+    )  # fmt: skip
+    _IN_PLACE = ("page", "focus_channel")
+    """Redrawn in place (same bokeh models, new data): a page shows the same number of rows as any other."""
 
     def __init__(self, **params):
         self._syncing = False
         self._figure = None
         self._main = None
+        self._overview_dmap = None
         self._stream = None
+        self._overview_stream = None
         self._range = None
         self._last_x_range = None
         self._last_good = None
         self._panel = None
         self._pane = None
         self._alert = None
+        self._warning = None
         self._heat_cache = {}
         self._overview_cache = {}
         self._main_opts = None
+        self._main_x_range = None
         self._notice = ""
+        self._setting_amplitude = False
+        self._amplitude_auto = params.get("amplitude_uv") is None
         super().__init__(**params)
-        if self.recording is not None and self.amplitude_uv is None:
-            self.amplitude_uv = auto_amplitude(self.recording, self.contact_picks())
+        if self.recording is not None:
+            self._rescale(warn=True)
         if self.focus_channel:
             self._go_to_focus()
         self._clamp_page()
         self._timecourse_watcher = None
         self._watch_timecourse(self.timecourse)
+        self._dirty = False
+        self._page_key = None
+        self.param.watch(self._invalidate, list(self._STRUCTURE))  # first: no update reaches a stale figure
         self.param.watch(self._on_recording, ["recording"])
         self.param.watch(self._on_timecourse, ["timecourse"])
         self.param.watch(self._on_focus, ["focus_channel", "montage", "bad_channels"])
+        self.param.watch(self._on_amplitude, ["amplitude_uv"])
+        self.param.watch(self._on_montage, ["montage"])
         self.param.watch(self._on_structure, list(self._STRUCTURE))
+        self.param.watch(self._on_page, list(self._IN_PLACE))
         self.param.watch(self._on_window, ["start_s", "span_s"])
         self.param.watch(self._on_display, list(self._DISPLAY))
+        self.param.watch(self._on_warning, ["amplitude_warning"])
+
+    # ---------------------------------------------------------------- amplitude scale
+
+    def measure_scale(self, montage: str | None = None) -> float:
+        """Robust scale (µV) of ``montage`` (default the view's) over the visible window, at least ``SCALE_MIN_S``.
+
+        Up to ``SCALE_MAX_ROWS`` rows evenly spaced over the montage (all pages), read from the
+        window's start; the median over rows of each row's 99th percentile of ``|x − median|``
+        (:func:`sss_viewer.viewer.display.robust_scale`), so seizure spikes and a few broken
+        channels do not set the scale.
+
+        Returns
+        -------
+        scale : float
+            NaN when there is nothing to measure (no rows, flat signals).
+        """
+        if self.recording is None:
+            return float("nan")
+        rows = montage_rows(self.contacts(), montage or self.montage)
+        if not len(rows):
+            return float("nan")
+        rec = self.recording
+        t0, t1 = self.window()
+        seconds = max(t1 - t0, SCALE_MIN_S)
+        length = max(2, math.ceil(seconds * rec.sfreq))
+        stop = int(min(rec.n_times, max(0, math.floor(t0 * rec.sfreq)) + length))
+        start = max(0, stop - length)  # near the end: the last stretch of that length
+        plan = self.read_plan(scale_rows(rows))
+        return robust_scale(self.read_rows(plan, start, stop, filtered=False))
+
+    def _rescale(self, *, warn: bool) -> None:
+        """Set the automatic amplitude (unless set by hand) and, with ``warn``, the implausible-unit warning."""
+        if warn:
+            monopolar = self.measure_scale("monopolar")
+            self.amplitude_warning = implausible_unit_message(monopolar)
+            if self.amplitude_warning:
+                logger.warning("%s: %s", self._label(), self.amplitude_warning)
+        if self._amplitude_auto or self.amplitude_uv is None:
+            self._set_amplitude(display_amplitude(self.measure_scale()))
+
+    def _set_amplitude(self, value: float) -> None:
+        self._setting_amplitude = True
+        try:
+            self.amplitude_uv = value
+        finally:
+            self._setting_amplitude = False
+        self._amplitude_auto = True
+
+    def _on_amplitude(self, event) -> None:
+        if self._setting_amplitude:
+            return
+        if event.new is None:  # back to automatic
+            self._amplitude_auto = True
+            if self.recording is not None:
+                self._set_amplitude(display_amplitude(self.measure_scale()))
+        else:
+            self._amplitude_auto = False
+
+    def _on_montage(self, event) -> None:
+        if self.recording is not None and self._amplitude_auto:
+            self._set_amplitude(display_amplitude(self.measure_scale()))
 
     # ---------------------------------------------------------------- rows and pages
 
@@ -561,11 +718,14 @@ class TraceView(pn.viewable.Viewer):
         rows = self.page_rows() if rows is None else rows
         key = (id(self.recording), tuple(rows.labels), tuple(self.contacts()), self.plot_width)
         if key not in self._overview_cache:
-            self._overview_cache.clear()
+            while len(self._overview_cache) >= OVERVIEW_CACHE_PAGES:
+                self._overview_cache.pop(next(iter(self._overview_cache)))  # least recently read
             n_bins = OVERVIEW_BINS_PER_PX * self.plot_width
             self._overview_cache[key] = self.envelope(
                 self.read_plan(rows), 0, self.recording.n_times, n_bins, filtered=False
             )
+        else:
+            self._overview_cache[key] = self._overview_cache.pop(key)  # most recently used last
         return self._overview_cache[key]
 
     def visible_envelope(self, plan: ReadPlan, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -637,79 +797,83 @@ class TraceView(pn.viewable.Viewer):
     def _curves_enabled(self, n_rows: int) -> bool:
         return n_rows <= self.max_curve_rows
 
+    def n_slots(self) -> int:
+        """Rows drawn on every page: ``page_size``, or all rows when there are fewer (a short last page has empty rows)."""
+        return min(self.page_size, len(self.rows()))
+
+    def slot_labels(self) -> list[str]:
+        """The page's row labels, top first, padded with ``""`` to :meth:`n_slots`."""
+        labels = list(self.page_rows().labels)
+        return labels + [""] * (self.n_slots() - len(labels))
+
+    def _clip_limits(self, amplitudes: np.ndarray) -> np.ndarray | None:
+        """Largest excursion drawn per row (µV): ``CLIP_ROWS`` row spacings, or None with clipping off."""
+        return CLIP_ROWS * 2.0 * amplitudes if self.clip_traces else None
+
     def main_element(self, t0: float, t1: float) -> hv.Overlay:
         """The main overlay for the window ``[t0, t1]`` (what the DynamicMap callback returns).
 
         Layers, bottom to top: heat map ``hv.Image``, datashaded ``hv.RGB`` (empty when curves are
-        drawn), one ``hv.Curve`` per row when the page can have curves (empty when datashaded),
-        marker spans and lines, the focus band, marker labels, the scale bar.
+        drawn), one ``hv.Curve`` per row slot when the page can have curves (empty when datashaded
+        or past the last row), marker spans and lines, the focus band, marker labels, the scale bar.
+        Every page has :meth:`n_slots` rows, so paging updates the same bokeh models. Each row is
+        drawn minus its median over the window and, with ``clip_traces``, clipped to ±``CLIP_ROWS``
+        row spacings.
         """
         ensure_bokeh()
         rows = self.page_rows()
         n = len(rows)
+        slots = max(self.n_slots(), n)
+        m = max(slots, 1)
         T = hv.Dimension("time", label="time", unit="s", range=(t0, t1))
         Y = hv.Dimension("row", label=" ")
         amplitudes = self.row_amplitudes(rows)
+        limits = self._clip_limits(amplitudes)
         focus = self._focus_row(rows)
-        curves_enabled = self._curves_enabled(n)
+        curves_enabled = self._curves_enabled(slots)
         zoomed_in = curves_enabled and (t1 - t0) <= self.datashade_above_s
-        height = self._plot_height(n)
         rec = self.recording
         start = int(np.clip(math.floor(t0 * rec.sfreq), 0, rec.n_times - 1))
         stop = int(np.clip(math.ceil(t1 * rec.sfreq) + 1, start + 1, rec.n_times))
         plan = self.read_plan(rows)
 
-        layers = [self._heat_image(t0, t1, T, Y, n)]
-        curves = []
+        layers = [self._heat_image(t0, t1, T, Y, m)]
+        curves = [(np.zeros(0), np.zeros(0))] * slots
+        rgba = np.zeros((1, 1, 4), dtype=np.uint8)
         if zoomed_in and n:
-            data = self.read_rows(plan, start, stop)
+            data = centre_and_clip(self.read_rows(plan, start, stop), limits)
             t = np.arange(start, stop) / rec.sfreq
-            rgba = np.zeros((1, 1, 4), dtype=np.uint8)
             for r in range(n):
                 idx = decimate_minmax_lttb(t, data[r], 2 * self.plot_width)
-                curves.append((t[idx], data[r, idx].astype(np.float64)))
-        else:
-            if n:
-                edges, lo, hi = self.visible_envelope(plan, start, stop)
-                centres = (edges[:-1] + edges[1:] - 1) / 2.0 / rec.sfreq
-                k = (n - 1 - np.arange(n))[:, None]
-                scale = 1.0 / (2.0 * amplitudes[:, None])
-                colours = [FOCUS_COLOUR if r == focus else TRACE_COLOUR for r in range(n)]
-                rgba = rasterise_envelopes(
-                    centres, k + lo * scale, k + hi * scale, (t0, t1), n, self.plot_width, height, colours
-                )
-            else:
-                rgba = np.zeros((1, 1, 4), dtype=np.uint8)
-            curves = [(np.zeros(0), np.zeros(0))] * n
-        layers.append(hv.RGB(rgba, bounds=(t0, -0.5, t1, max(n, 1) - 0.5), kdims=[T, Y], label="traces"))
+                curves[r] = (t[idx], data[r, idx].astype(np.float64))
+        elif n:
+            edges, lo, hi = self.visible_envelope(plan, start, stop)
+            lo, hi = clip_envelope(lo, hi, limits)
+            centres = (edges[:-1] + edges[1:] - 1) / 2.0 / rec.sfreq
+            k = (m - 1 - np.arange(n))[:, None]
+            scale = 1.0 / (2.0 * amplitudes[:, None])
+            colours = [FOCUS_COLOUR if r == focus else TRACE_COLOUR for r in range(n)]
+            rgba = rasterise_envelopes(
+                centres, k + lo * scale, k + hi * scale, (t0, t1), m, self.plot_width, self._plot_height(slots), colours
+            )
+        layers.append(hv.RGB(rgba, bounds=(t0, -0.5, t1, m - 0.5), kdims=[T, Y], label="traces"))
         if curves_enabled:
-            # subcoordinate_y puts curve k at y = k (bottom up): add the page's last row first.
-            for r in reversed(range(n)):
-                # HoloViews merges value ranges of dimensions sharing a label: one label per row
+            base = float(self.amplitude_uv or 100.0)
+            # subcoordinate_y puts curve k at y = k (bottom up): add the page's last slot first.
+            for r in reversed(range(slots)):
+                a = float(amplitudes[r]) if r < n else base
+                # HoloViews merges value ranges of dimensions sharing a label: one label per slot
                 # keeps each row's (−a, a); the column stays "amplitude" for the hover.
-                A = hv.Dimension(
-                    "amplitude", label=f"{rows.labels[r]} amplitude", unit="µV", range=(-amplitudes[r], amplitudes[r])
-                )
-                curve = hv.Curve(curves[r], kdims=[T], vdims=[A], label=rows.labels[r])
-                layers.append(curve)
-        layers.extend(self._marker_elements(T, Y, n))
-        if focus is not None:
-            k = n - 1 - focus
-            layers.append(hv.HSpan(k - 0.5, k + 0.5).opts(color=FOCUS_COLOUR, alpha=0.08, line_alpha=0))
-        layers.append(self._marker_labels(t0, t1, T, Y, n))
-        layers.extend(self._scale_bar(t0, t1, T, Y, n, amplitudes, rows))
+                A = hv.Dimension("amplitude", label=f"{_slot_label(r)} amplitude", unit="µV", range=(-a, a))
+                layers.append(hv.Curve(curves[r], kdims=[T], vdims=[A], label=_slot_label(r)))
+        layers.extend(self._marker_elements(T, Y, m))
+        k = m - 1 - (focus if focus is not None else 0)
+        layers.append(hv.HSpan(k - 0.5, k + 0.5).opts(color=FOCUS_COLOUR, alpha=0.08, line_alpha=0))
+        layers.append(self._marker_labels(t0, t1, T, Y, m))
+        layers.extend(self._scale_bar(t0, t1, T, Y, m, amplitudes, rows))
         # Options on clones, never in place: HoloViews may reuse the id of an in-place custom
         # option tree once unreferenced, and another plot's options then leak into this one.
-        overlay = hv.Overlay(layers).opts(*self._main_options())
-        if curves_enabled and focus is not None:
-            label = rows.labels[focus]
-            overlay = overlay.map(
-                lambda el: el.opts(color=FOCUS_COLOUR, line_width=1.2),
-                lambda el: isinstance(el, hv.Curve) and el.label == label,
-            )
-        if not curves_enabled:
-            overlay = overlay.opts(yticks=[(n - 1 - r, label) for r, label in enumerate(rows.labels)])
-        return overlay
+        return hv.Overlay(layers).opts(*self._main_options())
 
     @staticmethod
     def _curve_options() -> dict:
@@ -720,27 +884,13 @@ class TraceView(pn.viewable.Viewer):
             hover_tooltips=[("channel", "$label"), ("time (s)", "@{time}{0.000}"), ("amplitude (µV)", "@{amplitude}{0.0}")],
         )
 
+    def _title(self) -> str:
+        return f"{self._label()} — {self.montage}, rows {self._page_range_text()}"
+
     def _main_options(self) -> list:
-        """HoloViews options of the main overlay (built once per figure structure)."""
+        """HoloViews options of the main overlay (built once per figure structure; page-specific parts are set by :meth:`_decorate_main`)."""
         if self._main_opts is not None:
             return self._main_opts
-        rows = self.page_rows()
-        contacts = self.contacts()
-        notes = [
-            f"{label} (mean of {', '.join(contacts[m] for m in members)})" if len(members) > 1 else label
-            for label, members in zip(rows.labels, rows.members)
-        ]
-        bin_s = self.effective_bin_s()
-        heat_hover = {
-            "$y": CustomJSHover(
-                args={"labels": notes[::-1]},
-                code="const k = Math.round(value); return (k >= 0 && k < labels.length) ? labels[k] : '';",
-            ),
-            "$x": CustomJSHover(
-                args={"bin": bin_s},
-                code="const b = Math.floor(value / bin) * bin; return b.toFixed(2) + '–' + (b + bin).toFixed(2) + ' s';",
-            ),
-        }
         self._main_opts = [
             hv.opts.Image(
                 framewise=True,
@@ -756,7 +906,6 @@ class TraceView(pn.viewable.Viewer):
                     ("p(SOZ)", "@image{0.00}"),
                     ("interval [p0, p1]", "[@{p0}{0.00}, @{p1}{0.00}]"),
                 ],
-                hover_formatters=heat_hover,
             ),
             hv.opts.RGB(framewise=True),
             hv.opts.Curve(**self._curve_options(), color=TRACE_COLOUR, line_width=0.7),
@@ -765,32 +914,121 @@ class TraceView(pn.viewable.Viewer):
             hv.opts.Labels(framewise=True),
             hv.opts.Overlay(
                 frame_width=self.plot_width,
-                frame_height=self._plot_height(len(rows)),
+                frame_height=self._plot_height(self.n_slots()),
                 show_legend=False,
                 ylabel="",
                 backend_opts={"plot.min_border_left": 110},
-                title=f"{self._label()} — {self.montage}, rows {self._page_range_text()}",
+                title=self._title(),
                 active_tools=["xwheel_zoom", "xpan"],
                 default_tools=["xpan", "xwheel_zoom", "xbox_zoom", "reset", "save"],
+                hooks=[self._decorate_main],
             ),
         ]
         return self._main_opts
 
-    def _heat_image(self, t0: float, t1: float, T, Y, n: int) -> hv.Image:
+    def _heat_notes(self, labels: list[str]) -> list[str]:
+        """Heat-map hover text per slot, bottom row first: ``LA1-LA2 (mean of LA1, LA2)`` for bipolar rows."""
+        rows = self.page_rows()
+        contacts = self.contacts()
+        notes = [
+            f"{label} (mean of {', '.join(contacts[m] for m in members)})" if len(members) > 1 else label
+            for label, members in zip(rows.labels, rows.members)
+        ]
+        return (notes + labels[len(notes) :])[::-1]
+
+    def _decorate_main(self, plot, element) -> None:
+        """HoloViews hook, run on every frame: what changes with the page in the bokeh models.
+
+        The title, the row labels on the y axis, the curves' names, colours and hover text, the heat
+        map's hover rows and the focus band. Models are only touched where a value changed, and the
+        hover formatters are made per plot (a bokeh model never serves two documents).
+        """
+        labels = self.slot_labels()
+        m = max(len(labels), 1)
+        focus = self._focus_row(self.page_rows())
+        fig = plot.state
+        self._main_x_range = fig.x_range  # for the overview drawn next in the same layout
+        if fig.title is not None and fig.title.text != self._title():
+            fig.title.text = self._title()
+        axis = fig.yaxis[0]
+        ticks = list(range(m))
+        overrides = {m - 1 - r: label for r, label in enumerate(labels)}
+        if not isinstance(axis.ticker, FixedTicker):
+            axis.ticker = FixedTicker(ticks=ticks)
+        elif list(axis.ticker.ticks) != ticks:
+            axis.ticker.ticks = ticks
+        if axis.major_label_overrides != overrides:
+            axis.major_label_overrides = overrides
+        for sub in plot.subplots.values():
+            frame = getattr(sub, "current_frame", None)
+            if isinstance(frame, hv.Curve) and frame.label.startswith(_SLOT_PREFIX):
+                self._decorate_curve(sub, int(frame.label[len(_SLOT_PREFIX) :]), labels, focus)
+            elif isinstance(frame, hv.Image) and "hover" in sub.handles:
+                self._decorate_heat_hover(sub.handles["hover"], labels)
+            elif isinstance(frame, hv.HSpan) and "glyph" in sub.handles:
+                _set(sub.handles["glyph"], visible=focus is not None)
+
+    @staticmethod
+    def _decorate_curve(sub, slot: int, labels: list[str], focus: int | None) -> None:
+        renderer = sub.handles.get("glyph_renderer")
+        if renderer is None:
+            return
+        label = labels[slot] if slot < len(labels) else ""
+        _set(renderer, name=label)
+        focused = slot == focus
+        _set(renderer.glyph, line_color=FOCUS_COLOUR if focused else TRACE_COLOUR, line_width=1.2 if focused else 0.7)
+        hover = sub.handles.get("hover")
+        if hover is not None:
+            tips = [("channel", label), ("time (s)", "@{time}{0.000}"), ("amplitude (µV)", "@{amplitude}{0.0}")]
+            if list(map(tuple, hover.tooltips or [])) != tips:
+                hover.tooltips = tips
+
+    def _decorate_heat_hover(self, hover, labels: list[str]) -> None:
+        notes = self._heat_notes(labels)
+        bin_s = self.effective_bin_s()
+        formatters = dict(hover.formatters or {})
+        y, x = formatters.get("$y"), formatters.get("$x")
+        if isinstance(y, CustomJSHover) and isinstance(x, CustomJSHover):
+            _set(y, args={"labels": notes})
+            _set(x, args={"bin": bin_s})
+            return
+        hover.formatters = {
+            "$y": CustomJSHover(
+                args={"labels": notes},
+                code="const k = Math.round(value); return (k >= 0 && k < labels.length) ? labels[k] : '';",
+            ),
+            "$x": CustomJSHover(
+                args={"bin": bin_s},
+                code="const b = Math.floor(value / bin) * bin; return b.toFixed(2) + '–' + (b + bin).toFixed(2) + ' s';",
+            ),
+        }
+
+    def _decorate_overview(self, plot, element) -> None:
+        """HoloViews hook of the overview: one RangeTool on the x range of the main plot of the same layout.
+
+        Layout plots are made in order, so the main plot (first) has just been decorated with
+        :meth:`_decorate_main`, which noted its x range. Later frames find the tool in place.
+        """
+        fig = plot.state
+        if self._main_x_range is None or any(isinstance(t, RangeTool) for t in fig.tools):
+            return
+        fig.add_tools(range_tool(self._main_x_range))
+
+    def _heat_image(self, t0: float, t1: float, T, Y, m: int) -> hv.Image:
+        """The page's heat-map rows over ``[t0, t1]`` on ``m`` slots (empty slots are NaN: transparent)."""
         heat, edges = self.page_heat()
         n_bins = heat.shape[1]
         bin_s = edges[1] - edges[0]
         b0 = int(np.clip(math.floor(t0 / bin_s + 1e-9), 0, n_bins - 1))
         b1 = int(np.clip(math.ceil(t1 / bin_s - 1e-9), b0 + 1, n_bins))
-        block = heat[:, b0:b1] if n else np.full((1, b1 - b0, 3), np.nan)
+        block = np.full((m, b1 - b0, 3), np.nan)
+        block[: heat.shape[0]] = heat[:, b0:b1]
         vdims = [
             hv.Dimension("p_soz", label="p(SOZ)", range=(0, 1)),
             hv.Dimension("p0", range=(0, 1)),
             hv.Dimension("p1", range=(0, 1)),
         ]
-        image = hv.Image(
-            np.ascontiguousarray(block), bounds=(edges[b0], -0.5, edges[b1], max(n, 1) - 0.5), kdims=[T, Y], vdims=vdims
-        )
+        image = hv.Image(block, bounds=(edges[b0], -0.5, edges[b1], m - 0.5), kdims=[T, Y], vdims=vdims)
         return image.opts(alpha=self.heat_opacity if self.show_heatmap else 0.0)
 
     def _marker_elements(self, T, Y, n: int) -> list:
@@ -801,30 +1039,46 @@ class TraceView(pn.viewable.Viewer):
             onset = float(marker["onset"])
             duration = float(marker.get("duration") or 0.0)
             if duration > 0:
-                out.append(hv.VSpan(onset, onset + duration).opts(color=colour, alpha=0.12, line_alpha=0))
+                out.append(hv.VSpan(onset, onset + duration).opts(color=colour, alpha=0.08, line_alpha=0))
             dash = "dashed" if kind in ("note", "event") else "solid"
-            out.append(hv.VLine(onset).opts(color=colour, line_width=1.5, line_dash=dash))
+            width = 2.0 if kind in ("onset", "offset") else 1.5
+            out.append(hv.VLine(onset).opts(color=colour, line_width=width, line_dash=dash))
         return out
 
     def _marker_labels(self, t0: float, t1: float, T, Y, n: int) -> hv.Labels:
-        xs, texts = [], []
+        """Bold labels at the top of the plot, coloured as their markers, shortened to ``MARKER_LABEL_CHARS``."""
+        xs, texts, colours = [], [], []
         for marker in self.markers:
             onset = float(marker["onset"])
             if t0 <= onset <= t1:
                 xs.append(onset)
-                texts.append(str(marker.get("description", "")))
+                texts.append(short_text(str(marker.get("description", "")) or str(marker.get("kind", ""))))
+                colours.append(MARKER_COLOURS.get(marker.get("kind", "event"), MARKER_COLOURS["event"]))
         top = max(n, 1) - 0.5
-        labels = hv.Labels((np.array(xs, dtype=float), np.full(len(xs), top), texts), kdims=[T, Y], vdims=["description"])
-        return labels.opts(text_align="left", text_baseline="top", text_font_size="8pt", xoffset=0.003 * (t1 - t0))
+        labels = hv.Labels(
+            (np.array(xs, dtype=float), np.full(len(xs), top), texts, colours),
+            kdims=[T, Y],
+            vdims=["description", "colour"],
+        )
+        return labels.opts(
+            text_align="left",
+            text_baseline="top",
+            text_font_size="10.5pt",
+            text_font_style="bold",
+            text_color="colour",
+            background_fill_color="white",
+            background_fill_alpha=0.75,
+            xoffset=0.004 * (t1 - t0),
+        )
 
-    def _scale_bar(self, t0: float, t1: float, T, Y, n: int, amplitudes: np.ndarray, rows: MontageRows) -> list:
-        if not n:
+    def _scale_bar(self, t0: float, t1: float, T, Y, m: int, amplitudes: np.ndarray, rows: MontageRows) -> list:
+        if not len(amplitudes):
             return [hv.Path([], kdims=[T, Y]), hv.Text(t1, 0, "", kdims=[T, Y])]
         a = float(amplitudes[0])
         length = nice_scale(a)
         height = length / (2 * a)
         x = t1 - 0.01 * (t1 - t0)
-        k = n - 1
+        k = m - 1
         gains = {s: g for s, g in (self.shaft_gain or {}).items() if g not in (None, 1, 1.0)}
         text = f"{length:g} µV" + (f" ({rows.shafts[0]})" if gains else "")
         path = hv.Path([np.array([[x, k - height / 2], [x, k + height / 2]])], kdims=[T, Y])
@@ -874,8 +1128,12 @@ class TraceView(pn.viewable.Viewer):
         if self._stream is not None:
             self._stream.update(window=(t0, t1))
 
+    def _timecourse_element(self, t0: float, t1: float):
+        course = self.timecourse.figure().redim.range(time=(t0, t1))
+        return course.opts(hv.opts.Overlay(frame_width=self.plot_width, backend_opts={"plot.min_border_left": 110}))
+
     def _build(self):
-        """Compose the DynamicMap main view, the optional time course and the overview."""
+        """Compose the DynamicMap main view, the optional time course and the DynamicMap overview."""
         if self.recording is None:
             return hv.Div("<p>No recording loaded.</p>")
         ensure_bokeh()
@@ -883,7 +1141,9 @@ class TraceView(pn.viewable.Viewer):
         self._last_good = None
         self._last_x_range = None
         self._main_opts = None
+        self._page_key = (min(self.page, self.n_pages - 1), self.focus_channel)
         self._stream = _ViewEvent(window=(t0, t1), version=0)
+        self._overview_stream = _OverviewEvent(version=0)
         self._range = hv.streams.RangeX()
         # Options are set inside the callback (main_element), not with DynamicMap.opts, which
         # wraps the callback in an operation that applies them to every frame a second time.
@@ -891,11 +1151,12 @@ class TraceView(pn.viewable.Viewer):
         self._main = dmap
         parts = [dmap]
         if self.timecourse is not None:
-            course = self.timecourse.figure().redim.range(time=(t0, t1))
-            parts.append(course.opts(hv.opts.Overlay(frame_width=self.plot_width, backend_opts={"plot.min_border_left": 110})))
+            parts.append(self._timecourse_element(t0, t1))
+        self._overview_dmap = None
         if self.show_overview:
-            overview, source = self.overview()
-            hv.plotting.links.RangeToolLink(source, dmap, axes=["x"])
+            # Not a RangeToolLink (see range_tool): the overview's hook adds the tool for the main x range.
+            overview = hv.DynamicMap(lambda version: self.overview(), streams=[self._overview_stream])
+            self._overview_dmap = overview
             parts.append(overview)
         if len(parts) == 1:
             return dmap
@@ -903,87 +1164,124 @@ class TraceView(pn.viewable.Viewer):
         # a Layout it wraps the DynamicMap in an operation that re-applies options to every frame.
         return hv.Layout(parts).cols(1)
 
+    def static_figure(self):
+        """A copy of what is shown made of plain elements (no DynamicMap, no stream, no link to the live plot).
+
+        What exports render: each export draws it into new bokeh models, so the live document's
+        models are never touched or shared. The overview marks the visible window with a box.
+        """
+        if self.recording is None:
+            return hv.Div("<p>No recording loaded.</p>")
+        ensure_bokeh()
+        t0, t1 = self.window()
+        parts = [self.main_element(t0, t1)]
+        if self.timecourse is not None:
+            parts.append(self._timecourse_element(t0, t1))
+        if self.show_overview:
+            parts.append(self.overview())  # its hook draws the window box for this copy's main plot
+        return parts[0] if len(parts) == 1 else hv.Layout(parts).cols(1)
+
     def _page_range_text(self) -> str:
         labels = self.page_rows().labels
         if not labels:
             return "none"
         return f"{labels[0]} … {labels[-1]} (page {min(self.page, self.n_pages - 1) + 1}/{self.n_pages})"
 
-    def overview(self) -> tuple[hv.Overlay, hv.RGB]:
-        """Whole-recording overview of the page (min-max envelope, datashaded; cached per page/montage).
+    def overview_heat(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where p(SOZ) is high over the whole recording: per bin, the mean of the ``OVERVIEW_TOP_K`` highest rows.
 
-        The background is the page's mean p(SOZ) over time. Display filters are not applied here:
-        each row's median is removed instead, so reading it stays one pass over the file.
+        Over every row of the montage (all pages), so it does not change with the page.
+
+        Returns
+        -------
+        values : ndarray, shape (n_bins,)
+            NaN where nothing was scored.
+        edges : ndarray, shape (n_bins + 1,)
+        """
+        values, _, _, edges = self.heat_rows()
+        key = ("overview", id(values))
+        if key not in self._heat_cache:
+            self._heat_cache[key] = top_k_mean(values, OVERVIEW_TOP_K)
+        return self._heat_cache[key], edges
+
+    def overview(self) -> hv.Overlay:
+        """Whole-recording overview: top-k p(SOZ) heat strip under a light envelope of the page's rows, and the markers.
+
+        The strip has the main heat map's colours and fixed 0–1 scale, with its own colour bar.
+        The traces are the page's min-max envelope (cached per page), each row minus its median and
+        clipped as in the main view; display filters are not applied, so reading stays one pass.
 
         Returns
         -------
         overview : hv.Overlay
-        source : hv.RGB
-            The element the range tool is attached to.
         """
         ensure_bokeh()
         rows = self.page_rows()
         n = len(rows)
-        amplitudes = self.row_amplitudes(rows)
-        if n:
-            edges, lo, hi = self.page_envelope(rows)
-            coarse = rebin_envelope(edges, lo, hi, 0, self.recording.n_times, 2 * self.plot_width)
-            edges, lo, hi = coarse if coarse is not None else (edges, lo, hi)
-            middle = np.median((lo + hi) / 2, axis=1, keepdims=True)
-            lo, hi = lo - middle, hi - middle
-        else:
-            edges, lo, hi = np.array([0, 1]), np.zeros((0, 1)), np.zeros((0, 1))
+        m = max(self.n_slots(), n, 1)
         duration = self.duration_s
         OT = hv.Dimension("overview_time", label="time", unit="s")
         OY = hv.Dimension("overview_row", label=" ")
-        height = 110
+        rgba = np.zeros((1, 1, 4), dtype=np.uint8)
         if n:
-            k = (n - 1 - np.arange(n))[:, None]
+            amplitudes = self.row_amplitudes(rows)
+            edges, lo, hi = self.page_envelope(rows)
+            coarse = rebin_envelope(edges, lo, hi, 0, self.recording.n_times, 2 * self.plot_width)
+            edges, lo, hi = coarse if coarse is not None else (edges, lo, hi)
+            lo, hi = clip_envelope(lo, hi, self._clip_limits(amplitudes))
+            k = (m - 1 - np.arange(n))[:, None]
             scale = 1.0 / (2.0 * amplitudes[:, None])
             centres = (edges[:-1] + edges[1:] - 1) / 2.0 / self.recording.sfreq
             rgba = rasterise_envelopes(
-                centres, k + lo * scale, k + hi * scale, (0.0, duration), n, self.plot_width, height, [TRACE_COLOUR] * n
-            )
-        else:
-            rgba = np.zeros((1, 1, 4), dtype=np.uint8)
-        heat, heat_edges = self.page_heat()
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Mean of empty slice", category=RuntimeWarning)
-            mean = np.nanmean(heat[..., 0], axis=0)[None, :] if n else np.full((1, heat.shape[1]), np.nan)
+                centres, k + lo * scale, k + hi * scale, (0.0, duration), m, self.plot_width, OVERVIEW_HEIGHT,
+                [OVERVIEW_TRACE_COLOUR] * n,
+            )  # fmt: skip
+        top, heat_edges = self.overview_heat()
         strip = hv.Image(
-            mean,
-            bounds=(heat_edges[0], -0.5, heat_edges[-1], max(n, 1) - 0.5),
+            top[None, :],
+            bounds=(heat_edges[0], -0.5, heat_edges[-1], m - 0.5),
             kdims=[OT, OY],
-            vdims=[hv.Dimension("p_mean", label="mean p(SOZ)", range=(0, 1))],
-        )
-        strip = strip.opts(cmap=HEAT_CMAP, clim=(0, 1), alpha=0.6, clipping_colors={"NaN": (0, 0, 0, 0)})
-        source = hv.RGB(rgba, bounds=(0.0, -0.5, duration, max(n, 1) - 0.5), kdims=[OT, OY], label="overview")
-        overview = (strip * source).opts(
-            hv.opts.Image(default_tools=[]),
-            hv.opts.RGB(default_tools=[]),
+            vdims=[hv.Dimension("p_top", label="p(SOZ)", range=(0, 1))],
+        ).opts(
+            cmap=HEAT_CMAP, clim=(0, 1), colorbar=True, colorbar_opts={"title": "p(SOZ)"},
+            clipping_colors={"NaN": (0, 0, 0, 0)}, default_tools=[],
+        )  # fmt: skip
+        traces = hv.RGB(rgba, bounds=(0.0, -0.5, duration, m - 0.5), kdims=[OT, OY]).opts(alpha=0.35, default_tools=[])
+        lines = [
+            hv.VLine(float(mk["onset"]), kdims=[OT, OY]).opts(
+                color=MARKER_COLOURS.get(mk.get("kind", "event"), MARKER_COLOURS["event"]), line_width=2
+            )
+            for mk in self.markers
+        ]
+        return hv.Overlay([strip, traces, *lines]).opts(
             hv.opts.Overlay(
                 frame_width=self.plot_width,
-                frame_height=height,
+                frame_height=OVERVIEW_HEIGHT,
                 yaxis=None,
                 backend_opts={"plot.min_border_left": 110},
                 toolbar=None,
                 default_tools=[],
                 shared_axes=False,
-                title="overview (drag the box to move the view; background: mean p(SOZ) of the page)",
+                show_legend=False,
+                title=(
+                    f"overview of the whole recording — colour: mean p(SOZ) of the {OVERVIEW_TOP_K} highest channels; "
+                    "grey: this page's traces (drag the blue box to move the view)"
+                ),
                 fontsize={"title": "9pt"},
                 xlim=(0.0, duration),
+                hooks=[self._decorate_overview],
             )
         )
-        return overview, source
 
     def figure(self):
         """The current composed HoloViews object (main view, optional time course, overview).
 
-        Build it once per structure (recording, montage, page …); zoom/pan and display changes
-        update it in place. Export with ``hv.render(view.figure())`` or ``hv.save``.
+        Build it once per structure (recording, montage, rows …); zoom/pan, page and display
+        changes update it in place. Export :meth:`static_figure` (a plain copy), not this one.
         """
         if self._figure is None:
             self._figure = self._build()
+            register_static_copy(self._figure, self.static_figure)
         return self._figure
 
     def main_plot(self):
@@ -1013,22 +1311,28 @@ class TraceView(pn.viewable.Viewer):
             "heat_bin_s": self.effective_bin_s(),
             "bad_channels": list(self.bad_channels),
             "focus_channel": self.focus_channel,
-            "datashaded": not (
-                self._curves_enabled(len(rows)) and (t1 - t0) <= self.datashade_above_s
-            ),
+            "datashaded": not (self._curves_enabled(self.n_slots()) and (t1 - t0) <= self.datashade_above_s),
+            "clip_traces": self.clip_traces,
+            "amplitude_warning": self.amplitude_warning,
         }
 
     # ---------------------------------------------------------------- reactions
 
+    def _invalidate(self, *events) -> None:
+        """A structure change: the current figure takes no more updates until it is rebuilt."""
+        self._dirty = True
+        self._stream = None
+        self._overview_stream = None
+
     def _on_recording(self, *events) -> None:
         self._overview_cache.clear()
         self._heat_cache.clear()
-        self._stream = None  # the old figure must not redraw with the new recording
         self._figure = None
+        self.amplitude_warning = ""
         if self.recording is not None:
-            self.amplitude_uv = auto_amplitude(self.recording, self.contact_picks())
             if self.start_s > self.recording.duration_s:
                 self.start_s = 0.0
+            self._rescale(warn=True)
 
     def _on_focus(self, *events) -> None:
         if self.focus_channel:
@@ -1046,14 +1350,41 @@ class TraceView(pn.viewable.Viewer):
             self._timecourse_watcher = None
         if course is not None:
             names = ["scores", "soz_channels", "bad_channels", "bin_s"]
-            self._timecourse_watcher = (course, course.param.watch(self._on_structure, names))
+            self._timecourse_watcher = (course, course.param.watch(self._on_timecourse_change, names))
+
+    def _on_timecourse_change(self, *events) -> None:
+        self._invalidate()
+        self._on_structure()
 
     def _on_structure(self, *events) -> None:
         self._clamp_page()
         self._figure = None
         self._main_opts = None
+        self._dirty = False
         if self._pane is not None:
             self._refresh_pane()
+
+    def _on_page(self, *events) -> None:
+        """Page or focus change: new data in the same bokeh models (no rebuild, nothing new for the browser to lay out)."""
+        if self._dirty:  # a structure change in the same batch rebuilds the figure anyway
+            return
+        self._clamp_page()
+        if self._stream is None:
+            if self._pane is not None and self._figure is None:
+                self._refresh_pane()
+            return
+        key = (min(self.page, self.n_pages - 1), self.focus_channel)
+        if key == self._page_key:
+            return
+        self._page_key = key
+        self._stream.event(version=self._stream.version + 1)
+        if self._overview_stream is not None:
+            self._overview_stream.event(version=self._overview_stream.version + 1)
+
+    def _on_warning(self, *events) -> None:
+        if self._warning is not None:
+            self._warning.object = self.amplitude_warning
+            self._warning.visible = bool(self.amplitude_warning)
 
     def _on_window(self, *events) -> None:
         if self._syncing or self._stream is None:
@@ -1064,6 +1395,9 @@ class TraceView(pn.viewable.Viewer):
     def _on_display(self, *events) -> None:
         if self._stream is not None:
             self._stream.event(version=self._stream.version + 1)
+        overview = {"amplitude_uv", "shaft_gain", "clip_traces"}
+        if self._overview_stream is not None and overview & {e.name for e in events}:
+            self._overview_stream.event(version=self._overview_stream.version + 1)
 
     # ---------------------------------------------------------------- widgets
 
@@ -1163,6 +1497,7 @@ class TraceView(pn.viewable.Viewer):
         w["notch"] = pn.widgets.FloatInput.from_param(self.param.notch_hz, label="notch (Hz)", width=90)
         w["opacity"] = pn.widgets.FloatSlider.from_param(self.param.heat_opacity, label="heat opacity", width=140)
         w["show_heat"] = pn.widgets.Checkbox.from_param(self.param.show_heatmap, label="heat map")
+        w["clip"] = pn.widgets.Checkbox.from_param(self.param.clip_traces, label="clip rows")
         return w
 
     def __panel__(self):
@@ -1170,6 +1505,10 @@ class TraceView(pn.viewable.Viewer):
             self._widgets = self._make_widgets()
             w = self._widgets
             self._alert = pn.pane.Alert("", alert_type="danger", visible=False)
+            self._warning = pn.pane.Alert(
+                self.amplitude_warning, alert_type="warning", visible=bool(self.amplitude_warning),
+                sizing_mode="stretch_width",
+            )  # fmt: skip
             self._pane = pn.pane.HoloViews(None, linked_axes=False)
             self._refresh_pane()
             navigation = pn.Row(
@@ -1185,8 +1524,9 @@ class TraceView(pn.viewable.Viewer):
                 w["notch"],
                 w["opacity"],
                 w["show_heat"],
+                w["clip"],
             )
-            self._panel = pn.Column(navigation, display, self._alert, self._pane)
+            self._panel = pn.Column(navigation, display, self._warning, self._alert, self._pane)
         return self._panel
 
 
