@@ -70,6 +70,19 @@ def _channel_page(page) -> str:
     return select.evaluate("s => s.options[s.selectedIndex].text")
 
 
+def _wait_for(condition, what: str, timeout_s: float = 30.0) -> None:
+    """Poll ``condition`` (locators pierce Panel's shadow DOM; ``document.querySelector`` does not)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if condition():
+                return
+        except Exception:  # an element may be re-rendered between two reads
+            pass
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
+
+
 def _start_s(page) -> float:
     """The trace view's start, as its slider shows it (``start (s): 53.5``)."""
     text = page.locator(".bk-slider-title", has_text="start (s)").first.inner_text()
@@ -80,13 +93,14 @@ def test_a_fresh_session_shows_the_demo_and_scores_nothing(browser, app_url, app
     page = _open(browser, app_url)
     page.wait_for_timeout(3000)  # time for any automatic choice to arrive
     assert page.get_by_text("trained on synthetic data", exact=False).first.is_visible()
-    assert _channel_page(page).startswith("1: LTP1")  # the demo's channels, not LQ1 of the first file
-    body = page.locator("body").inner_text()
-    assert "a_first_patient" in body  # listed in the browser …
-    assert not re.search(r"(Preprocessing|Scoring|Scored \d+ channels of) .*a_first_patient", body)  # … not opened
+    select = page.locator("select").filter(has=page.locator("option", has_text=re.compile(r"^\s*1: ")))
+    pages = select.evaluate("s => Array.from(s.options).map(o => o.text)")
+    assert pages[0].startswith("1: LTP1") and "LQ1" not in _channel_page(page)  # the demo, not the first file
     listing = page.locator("select").filter(has=page.locator("option", has_text="a_first_patient"))
-    assert listing.evaluate("s => Array.from(s.options).filter(o => o.selected).map(o => o.text)") in ([], [""]) or \
-        "choose" in listing.evaluate("s => s.options[s.selectedIndex] ? s.options[s.selectedIndex].text : ''")
+    assert listing.count() == 1  # listed in the browser …
+    assert page.get_by_text(re.compile(r"(Preprocessing|Scoring|Scored \d+ channels of)")).count() == 0  # … not opened
+    chosen = listing.evaluate("s => s.selectedIndex < 0 ? '' : s.options[s.selectedIndex].text")
+    assert "a_first_patient" not in chosen
     page.context.close()
 
 
@@ -94,20 +108,11 @@ def test_a_3s_clip_opens_for_reading_with_scoring_disabled(browser, app_url):
     page = _open(browser, app_url)
     _choose(page, "clip_3s")
     page.wait_for_selector("text=/Scoring disabled/", timeout=30_000)
-    assert "shorter than one window" in page.locator(".alert-warning, .bk-panel-models-layout-Alert").filter(
-        has_text="Scoring disabled").first.inner_text() or "shorter than one window" in page.locator("body").inner_text()
-    page.wait_for_function(
-        "() => Array.from(document.querySelectorAll('select')).some(s => s.selectedIndex >= 0 && "
-        "s.options[s.selectedIndex].text.startsWith('1: LQ1'))",
-        timeout=30_000,
-    )
+    assert page.get_by_text(re.compile("Scoring disabled.*shorter than one window")).count() >= 1
+    _wait_for(lambda: _channel_page(page).startswith("1: LQ1"), "the clip's channels in view")
     assert not page.get_by_text("trained on synthetic data by this project", exact=False).first.is_visible()
     page.get_by_role("button", name="bipolar").click()  # montages work on the clip
-    page.wait_for_function(
-        "() => Array.from(document.querySelectorAll('select')).some(s => s.selectedIndex >= 0 && "
-        "s.options[s.selectedIndex].text.includes('LQ1-LQ2'))",
-        timeout=30_000,
-    )
+    _wait_for(lambda: "LQ1-LQ2" in _channel_page(page), "bipolar rows")
     assert page.locator(".tabulator-row").count() == 0  # nothing ranked
     page.context.close()
 
@@ -117,8 +122,5 @@ def test_a_recording_opens_at_its_seizure_onset(browser, app_url):
     assert 40.0 < _start_s(page) < 56.0  # the demo: onset at 56.02 s, a quarter into the 10-s view
     _choose(page, "a_first_patient")
     page.wait_for_selector(".tabulator-row:has-text('LQ1')", timeout=90_000)
-    deadline = time.monotonic() + 20
-    while _start_s(page) != pytest.approx(17.5) and time.monotonic() < deadline:
-        page.wait_for_timeout(250)
-    assert _start_s(page) == pytest.approx(17.5)  # sz onset at 20 s − 10 s / 4
+    _wait_for(lambda: _start_s(page) == pytest.approx(17.5), "the view at sz onset (20 s) − 10 s / 4")
     page.context.close()
