@@ -550,3 +550,18 @@ def test_explicit_save_replaces_an_unreadable_file_but_keeps_it(tmp_path):
     assert panel.save() is not None
     assert len(load_annotations(tmp_path, panel.stem).notes) == 2
     assert sidecar_backups(tmp_path, panel.stem)["events"][0].read_text() == "garbage\n"
+
+
+def test_poll_merges_another_sessions_save_and_is_quiet_otherwise(tmp_path):
+    from sss_viewer.recording import Recording
+
+    import numpy as np
+
+    rec = Recording(np.zeros((3, 500), dtype=np.float32), 250.0, ["A1", "A2", "A3"], ["seeg"] * 3)
+    first = AnnotationPanel.from_recording(rec, tmp_path)
+    second = AnnotationPanel.from_recording(rec, tmp_path)
+    first.bad_channels = ["A2"]  # autosaved
+    second.status = "last message"
+    assert second.poll() is not None and second.bad_channels == ["A2"]
+    second.status = "last message"
+    assert second.poll() is None and second.status == "last message"  # nothing changed: nothing said

@@ -1429,6 +1429,18 @@ class AnnotationPanel(pn.viewable.Viewer):
             return None
         return self._sync(force=False, done="Checked for changes")
 
+    def poll(self) -> SyncResult | None:
+        """Quiet periodic check (the app calls it every few seconds): merge only when the sidecars changed.
+
+        Unlike :meth:`refresh` it leaves the status alone when nothing changed, so another session's
+        marks appear without a click and this session's last message stays readable.
+        """
+        if self.out_dir is None or self._loading:
+            return None
+        if same_files(self._seen, _fingerprints(sidecar_paths(self.out_dir, self.stem))):
+            return None
+        return self._sync(force=False, done="Merged changes from another session")
+
     def _sync(self, *, force: bool, done: str) -> SyncResult | None:
         if self.out_dir is None:
             self.status = "⚠ Choose an output folder to save the annotations."

@@ -38,6 +38,9 @@ from sss_viewer.viewer.traces import TraceView
 
 logger = logging.getLogger(__name__)
 
+ANNOTATION_POLL_MS = 3000
+"""How often a session looks for annotation changes saved by another session."""
+
 DEMO_NOTICE = (
     "**Demo**: a synthetic recording scored by a small demo model trained on synthetic data by this "
     "project's own training code. Not for clinical use."
@@ -105,6 +108,8 @@ class ViewerApp(pn.viewable.Viewer):
 
     def _enable_overview(self) -> None:
         self.traces.show_overview = True
+        # Another session's saved marks, labels and bad channels appear here within seconds.
+        pn.state.add_periodic_callback(self.annotations.poll, period=ANNOTATION_POLL_MS)
 
     # ------------------------------------------------------------------ wiring
     def _wire(self) -> None:
