@@ -6,12 +6,26 @@ A BIDS ``_channels.tsv`` beside the file (``…_ieeg.vhdr`` → ``…_channels.t
 types and ``status``; a BIDS ``_ieeg.json`` supplies the mains frequency when the file lacks it.
 Types the file does not state are inferred from the names, and ``$`` duplicates are dropped, by
 :mod:`sss_viewer.io.channel_conventions` (the same rules for every format).
+
+Bad input is refused here, the one place every caller (CLI, API, viewer) reads through:
+
+* companion files: a BrainVision header's ``DataFile=``/``MarkerFile=`` and an EEGLAB ``.set``'s
+  ``.fdt`` (any file MNE opens for a recording) must lie in the header's own folder after symlinks
+  are followed (git-annex links into the same dataset's ``.git/annex/objects`` excepted);
+* lengths: the samples found must agree with every length the files state: BrainVision
+  ``DataPoints`` and whole frames, markers (``.vmrk``) inside the data, and the BIDS sidecars'
+  ``RecordingDuration`` (``_ieeg.json``) and event onsets (``_events.tsv``), to within
+  ``LENGTH_TOLERANCE_S``; a truncated file is never read as a shorter recording;
+* huge levels: a channel sitting on a level above ``OFFSET_LIMIT_UV`` has it removed in float64
+  before the float32 conversion (logged, ``Recording.info["dc_offsets_uv"]``).
 """
 
 from __future__ import annotations
 
+import configparser
 import json
 import logging
+import os
 import re
 import warnings
 from collections.abc import Iterator
@@ -22,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from sss_viewer.io.channel_conventions import TYPE_ALIASES, duplicate_channels, resolve_channel_types
-from sss_viewer.io.lazy import LazySignals
+from sss_viewer.io.lazy import OFFSET_LIMIT_UV, LazySignals, array_levels, dc_offsets, probe_levels
 from sss_viewer.recording import IEEG_CH_TYPES, Event, Recording
 
 logger = logging.getLogger(__name__)
@@ -47,6 +61,15 @@ _TRUNCATION_HINTS = ("does not match the file size", "Invalid tag with only")
 
 _BRAINVISION_WIDTH = {"INT_16": 2, "UINT_16": 2, "INT_32": 4, "IEEE_FLOAT_32": 4}
 """Bytes per value of BrainVision binary formats."""
+
+LENGTH_TOLERANCE_S = 1.0
+"""Largest accepted difference (s, plus two samples) between a stated length and the data found.
+
+Covers a ``RecordingDuration`` of ``(n - 1) / sfreq`` (mne-bids) or rounded to whole seconds.
+"""
+
+_ANNEX_OBJECTS = (".git", "annex", "objects")
+"""Where git-annex (DataLad, OpenNeuro) keeps the files a dataset's symlinks point to."""
 
 
 class RecordingReadError(ValueError):
@@ -97,41 +120,224 @@ def _mne_errors(path: Path, fmt: str) -> Iterator[None]:
         logger.warning("%s: %s", path.name, message)
 
 
-def _check_brainvision_size(vhdr: Path) -> None:
-    """Raise if a binary BrainVision data file's size is not whole samples of all channels.
+def _brainvision_fields(vhdr: Path) -> dict[str, str]:
+    """``[Common Infos]`` and ``[Binary Infos]`` entries of a BrainVision header, keys lower-cased.
+
+    Parsed as MNE parses it (``configparser``: any case, ``=`` or ``:``), so the checks see the
+    same ``DataFile`` that MNE will open. Empty when the header cannot be parsed (MNE then says why).
+    """
+    body = vhdr.read_bytes().partition(b"\n")[2]
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        text = body.decode("latin-1")
+    cfg = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        cfg.read_string(text.split("[Comment]")[0])
+    except configparser.Error:
+        return {}
+    return {
+        key: value.strip()
+        for section in ("Common Infos", "Binary Infos")
+        if cfg.has_section(section)
+        for key, value in cfg.items(section)
+    }
+
+
+def _annexed_in_dataset(folder: Path, resolved: Path) -> bool:
+    """True when ``resolved`` is a git-annex object of a repository that contains ``folder``."""
+    parts = resolved.parts
+    for i in range(len(parts) - len(_ANNEX_OBJECTS)):
+        if parts[i : i + len(_ANNEX_OBJECTS)] == _ANNEX_OBJECTS:
+            repository = Path(*parts[:i])
+            return folder.is_relative_to(repository) or folder.resolve().is_relative_to(repository)
+    return False
+
+
+def check_companion(header: Path, target: str | Path, what: str) -> Path:
+    """Refuse a file named by a recording's header unless it lies in the header's own folder.
+
+    Parameters
+    ----------
+    header : Path
+        The file that names ``target`` (a ``.vhdr``, a ``.set``).
+    target : str or Path
+        The name as written (relative to the header's folder) or the path MNE opened.
+    what : str
+        What names it, for the message (``"DataFile="``).
+
+    Returns
+    -------
+    path : Path
+        ``target`` joined to the header's folder (not resolved).
+
+    Raises
+    ------
+    RecordingReadError
+        ``target`` leaves the folder: ``..``, an absolute path elsewhere, or a symlink whose target
+        lies outside (a git-annex object of the dataset the folder belongs to is accepted).
+    """
+    folder = header.absolute().parent
+    path = folder / target
+    resolved = path.resolve()
+    lexical = Path(os.path.normpath(path))
+    inside = lexical.is_relative_to(folder) and resolved.is_relative_to(folder.resolve())
+    if inside or (lexical.is_relative_to(folder) and _annexed_in_dataset(folder, resolved)):
+        return path
+    raise RecordingReadError(
+        f"Refusing {header}: its {what}{target} points outside the header's folder ({resolved}); "
+        f"a recording's files must lie in the folder of its header ({folder})."
+    )
+
+
+def _check_brainvision_header(vhdr: Path) -> dict[str, str]:
+    """Check ``DataFile=`` / ``MarkerFile=`` before MNE opens anything; return the header's fields."""
+    fields = _brainvision_fields(vhdr)
+    for key in ("DataFile", "MarkerFile"):
+        if fields.get(key.lower()):
+            check_companion(vhdr, fields[key.lower()], f"{key}=")
+    return fields
+
+
+def _check_opened_files(raw, path: Path) -> None:
+    """Refuse a recording whose MNE reader opened files outside the header's folder (EEGLAB ``.fdt``, FIF splits)."""
+    for name in getattr(raw, "filenames", ()) or ():
+        if name is not None and Path(name).absolute() != path.absolute():
+            check_companion(path, Path(name).absolute(), "data file ")
+
+
+def _brainvision_size_error(vhdr: Path, fields: dict[str, str]) -> str | None:
+    """Why a binary data file's size disagrees with the header (not whole frames, not ``DataPoints``), or None.
 
     MNE infers the number of samples from the data file's size, so a truncated ``.eeg`` would
     otherwise load silently as a shorter recording.
     """
-    fields = {}
-    for line in vhdr.read_text(encoding="utf-8", errors="replace").splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key.strip() in ("DataFile", "BinaryFormat", "NumberOfChannels", "DataPoints", "DataFormat"):
-            fields[key.strip()] = value.strip()
-    if fields.get("DataFormat", "BINARY").upper() != "BINARY" or "DataFile" not in fields:
-        return
-    width = _BRAINVISION_WIDTH.get(fields.get("BinaryFormat", "").upper())
-    data_file = vhdr.parent / fields["DataFile"]
-    if width is None or not data_file.is_file() or not fields.get("NumberOfChannels", "").isdigit():
-        return
-    frame = width * int(fields["NumberOfChannels"])
+    if fields.get("dataformat", "BINARY").upper() != "BINARY" or not fields.get("datafile"):
+        return None
+    width = _BRAINVISION_WIDTH.get(fields.get("binaryformat", "").upper())
+    data_file = vhdr.parent / fields["datafile"]
+    if width is None or not data_file.is_file() or not fields.get("numberofchannels", "").isdigit():
+        return None
+    frame = width * int(fields["numberofchannels"])
     size = data_file.stat().st_size
-    expected = int(fields["DataPoints"]) * frame if fields.get("DataPoints", "").isdigit() else None
-    if size % frame or (expected is not None and size != expected):
+    points = fields.get("datapoints", "")
+    if points.isdigit() and size != int(points) * frame:
+        return f"the header states DataPoints={points} ({data_file.name} holds {size} bytes of {frame}-byte frames)"
+    if size % frame:
+        return f"the data file {data_file.name} ({size} bytes) is not a whole number of {frame}-byte frames"
+    return None
+
+
+def _marker_file(vhdr: Path, fields: dict[str, str]) -> Path | None:
+    """The marker file MNE reads for ``vhdr`` (the named one, else the header's ``.vmrk`` sibling)."""
+    for candidate in (fields.get("markerfile"), vhdr.with_suffix(".vmrk").name):
+        if candidate and (vhdr.parent / candidate).is_file():
+            return vhdr.parent / candidate
+    return None
+
+
+def _last_marker_sample(marker_file: Path) -> tuple[str, int] | None:
+    """``(marker name, 1-based sample)`` of the marker furthest into the data, or None without markers."""
+    last = None
+    for line in marker_file.read_text(encoding="utf-8", errors="replace").splitlines():
+        key, sep, value = line.partition("=")
+        fields = value.split(",")
+        if not sep or not re.fullmatch(r"Mk\d+", key.strip()) or len(fields) < 3 or not fields[2].strip().isdigit():
+            continue
+        position = int(fields[2])
+        if last is None or position > last[1]:
+            last = (key.strip(), position)
+    return last
+
+
+def _stated_duration(path: Path, ext: str) -> tuple[str, float] | None:
+    """``RecordingDuration`` of a BIDS ``_ieeg.json`` / ``_eeg.json`` beside ``path``, with the sidecar's name."""
+    for suffix in ("ieeg.json", "eeg.json"):
+        sidecar = _sidecar(path, ext, suffix)
+        if sidecar is None:
+            continue
+        try:
+            value = json.loads(sidecar.read_text(encoding="utf-8")).get("RecordingDuration")
+        except (OSError, json.JSONDecodeError, AttributeError):
+            return None  # reported where the sidecar is read for its other keys
+        if isinstance(value, int | float) and not isinstance(value, bool) and np.isfinite(value):
+            return sidecar.name, float(value)
+    return None
+
+
+def _last_event_onset(path: Path, ext: str) -> tuple[str, float] | None:
+    """Latest ``onset`` (s) of a BIDS ``_events.tsv`` beside ``path``, with the file's name; None without one."""
+    sidecar = _sidecar(path, ext, "events.tsv")
+    if sidecar is None:
+        return None
+    try:
+        table = pd.read_csv(sidecar, sep="\t", dtype=str, keep_default_na=False)
+    except (OSError, ValueError, pd.errors.ParserError):
+        return None  # reported where the events are read
+    if "onset" not in table.columns:
+        return None
+    onsets = pd.to_numeric(table["onset"], errors="coerce").dropna()
+    return (sidecar.name, float(onsets.max())) if len(onsets) else None
+
+
+def check_stated_lengths(raw, path: Path, ext: str, fmt: str, fields: dict[str, str] | None = None) -> None:
+    """Refuse a recording whose samples disagree with a length its header or sidecars state.
+
+    Compared with the ``n_times`` samples MNE found: BrainVision ``DataPoints`` and the data file's
+    size, the last ``.vmrk`` marker, the BIDS ``_ieeg.json`` ``RecordingDuration`` and the last
+    ``_events.tsv`` onset; each to within ``LENGTH_TOLERANCE_S`` plus two samples.
+
+    Parameters
+    ----------
+    raw : mne.io.BaseRaw
+        The opened file.
+    path : Path
+    ext, fmt : str
+        Extension and format name (``_format_of``).
+    fields : dict, optional
+        The BrainVision header's entries.
+
+    Raises
+    ------
+    RecordingReadError
+        Naming the file, the stated length, the length found and where the statement is.
+    """
+    sfreq, n_times = float(raw.info["sfreq"]), int(raw.n_times)
+    found = f"{n_times} samples = {n_times / sfreq:.3f} s at {sfreq:g} Hz"
+    tolerance = LENGTH_TOLERANCE_S + 2 / sfreq
+    problems = []
+    if fmt == "BrainVision" and fields is not None:
+        if size_error := _brainvision_size_error(path, fields):
+            problems.append(size_error)
+        marker_file = _marker_file(path, fields)
+        last = _last_marker_sample(marker_file) if marker_file is not None else None
+        if last is not None and last[1] > n_times + 1:
+            problems.append(f"{marker_file.name} places marker {last[0]} at sample {last[1]}, beyond the data")
+    if (stated := _stated_duration(path, ext)) is not None and abs(stated[1] - n_times / sfreq) > tolerance:
+        problems.append(f"{stated[0]} states RecordingDuration {stated[1]:g} s")
+    if (onset := _last_event_onset(path, ext)) is not None and onset[1] > n_times / sfreq + tolerance:
+        problems.append(f"{onset[0]} has an event at {onset[1]:g} s, after the data ends")
+    if problems:
         raise RecordingReadError(
-            f"Could not read {vhdr} as BrainVision: the data file {data_file.name} looks truncated "
-            f"({size} bytes is not {'DataPoints × ' if expected else ''}{frame}-byte frames)."
+            f"Could not read {path} as {fmt}: it holds {found}, but {'; '.join(problems)}. The data file looks "
+            "truncated (or the header/sidecar is wrong); it is not read as a shorter recording."
         )
 
 
-def _read_raw(path: Path, fmt: str, preload: bool):
-    """Open ``path`` with MNE (read-only); see ``_mne_errors`` for error and warning handling."""
+def _read_raw(path: Path, ext: str, fmt: str):
+    """Open ``path`` with MNE (read-only, samples left in the file where the format allows it).
+
+    A BrainVision header's companion files are checked before MNE opens them; the files MNE opened
+    and the lengths stated beside the file are checked before any sample is read. See
+    ``_mne_errors`` for error and warning handling.
+    """
     import mne
 
+    fields = _check_brainvision_header(path) if fmt == "BrainVision" else None
     with _mne_errors(path, fmt):
-        raw = mne.io.read_raw(path, preload=preload, verbose="warning")
-    if fmt == "BrainVision":
-        _check_brainvision_size(path)
+        raw = mne.io.read_raw(path, preload=False, verbose="warning")
+    _check_opened_files(raw, path)
+    check_stated_lengths(raw, path, ext, fmt, fields)
     return raw
 
 
@@ -232,8 +438,23 @@ def _naming_info(all_names: list[str], names: list[str], inferred: dict[str, str
     return {"inferred_types": dict(inferred), "dropped_duplicates": [n for n in all_names if n not in set(names)]}
 
 
-def _signals_uv(raw, picks: np.ndarray, path: Path, types: list[str]) -> LazySignals:
+def _log_offsets(names: list[str], offsets: np.ndarray, path: Path) -> dict[str, float]:
+    """``{channel: offset}`` of the channels given a non-zero offset, logged once as a warning."""
+    removed = {name: float(o) for name, o in zip(names, offsets, strict=True) if o != 0}
+    if removed:
+        shown = ", ".join(f"{n} ({o:.6g} µV)" for n, o in removed.items())
+        logger.warning(
+            "%s: %d channel(s) sit on a level above %g µV, removed in float64 before float32 conversion so "
+            "their signal keeps its resolution: %s.", path.name, len(removed), OFFSET_LIMIT_UV, shown,
+        )  # fmt: skip
+    return removed
+
+
+def _signals_uv(raw, picks: np.ndarray, path: Path, types: list[str]) -> tuple[LazySignals, np.ndarray]:
     """The picked channels as a lazy float32 view: volts → µV; stim and other units as stored.
+
+    A voltage channel whose level exceeds ``OFFSET_LIMIT_UV`` has that level subtracted in float64
+    (see :func:`sss_viewer.io.lazy.dc_offsets`).
 
     Parameters
     ----------
@@ -243,11 +464,20 @@ def _signals_uv(raw, picks: np.ndarray, path: Path, types: list[str]) -> LazySig
     Returns
     -------
     data : LazySignals, shape (n_picks, n_times)
+    offsets : ndarray, shape (n_picks,), float64
+        The level subtracted from each channel (0 for most).
     """
     from mne.io.constants import FIFF
 
-    volts = [raw.info["chs"][p]["unit"] == FIFF.FIFF_UNIT_V and t != "stim" for p, t in zip(picks, types, strict=True)]
-    return LazySignals(raw, picks, np.where(volts, 1e6, 1.0), source=path)
+    volts = np.array(
+        [raw.info["chs"][p]["unit"] == FIFF.FIFF_UNIT_V and t != "stim" for p, t in zip(picks, types, strict=True)],
+        dtype=bool,
+    )
+    scale = np.where(volts, 1e6, 1.0)
+    offsets = np.zeros(len(picks))
+    if volts.any():
+        offsets[volts] = dc_offsets(probe_levels(raw, np.asarray(picks)[volts], scale[volts]))
+    return LazySignals(raw, picks, scale, source=path, offset=offsets), offsets
 
 
 def _events(raw, fmt: str) -> list[Event]:
@@ -279,6 +509,14 @@ def _line_freq(raw, path: Path, ext: str) -> float | None:
         if isinstance(value, int | float) and value > 0:
             return float(value)
     return None
+
+
+def _opened_files(raw, path: Path) -> list[str]:
+    """The files the recording's samples and markers come from: ``path`` and those MNE opened, as absolute paths."""
+    files = {path.absolute(), *(Path(n).absolute() for n in getattr(raw, "filenames", ()) or () if n is not None)}
+    if path.suffix.lower() == ".vhdr" and (marker := _marker_file(path, _brainvision_fields(path))) is not None:
+        files.add(marker.absolute())
+    return sorted(str(f) for f in files)
 
 
 def bids_entities(path: Path) -> dict[str, str]:
@@ -334,14 +572,15 @@ def read_recording(path: str | Path, *, preload: bool = False, require_ieeg: boo
         raise FileNotFoundError(f"Recording file not found: {path}")
     if fmt == "NumPy archive":
         return read_npz_recording(path)
-    raw = _read_raw(path, fmt, preload)
+    raw = _read_raw(path, ext, fmt)
     sidecar_path = _sidecar(path, ext, "channels.tsv")
     sidecar = _read_channels_tsv(sidecar_path) if sidecar_path else None
     keep = _drop_duplicates(list(raw.ch_names), path, sidecar)
     names, types, bads, inferred = _channel_info(raw, sidecar, path, keep)
     if require_ieeg:
         _require_ieeg(types, inferred, path)
-    data = _signals_uv(raw, keep, path, types)
+    with _mne_errors(path, fmt):
+        data, offsets = _signals_uv(raw, keep, path, types)
     if preload or raw.preload:
         with _mne_errors(path, fmt):
             data = data.read()
@@ -362,7 +601,11 @@ def read_recording(path: str | Path, *, preload: bool = False, require_ieeg: boo
         source=path,
         **{k: v for k, v in bids_entities(path).items() if k != "session"},
         session=bids_entities(path).get("session", ""),
-        info=_naming_info(list(raw.ch_names), names, inferred),
+        info={
+            **_naming_info(list(raw.ch_names), names, inferred),
+            "source_files": _opened_files(raw, path),
+            "dc_offsets_uv": _log_offsets(names, offsets, path),
+        },
     )
     logger.info(
         "Read %s: %d channels (%d iEEG, %d bad), %.1f s at %g Hz.",
@@ -425,16 +668,41 @@ def read_npz_recording(path: str | Path) -> Recording:
     if "ch_types" not in arrays:
         logger.info("%s has no ch_types; its channels are typed from their names (others: seeg).", path.name)
     resolved = _resolve_types(names, [given[i] for i in keep], [False] * len(names), path)
+    samples, offsets = _float32_without_offsets(data[keep], resolved.types)
     try:
         return Recording(
-            data=np.ascontiguousarray(data[keep], dtype=np.float32),
+            data=samples,
             sfreq=float(np.asarray(arrays[rate_key]).reshape(-1)[0]),
             ch_names=names,
             ch_types=resolved.types,
             soz=arrays["soz"][keep] if "soz" in arrays else None,
             source=path,
-            info=_naming_info(all_names, names, resolved.inferred),
+            info={
+                **_naming_info(all_names, names, resolved.inferred),
+                "source_files": [str(path.absolute())],
+                "dc_offsets_uv": _log_offsets(names, offsets, path),
+            },
             **{k: v for k, v in bids_entities(path).items() if k != "session"},
         )
     except ValueError as exc:
         raise RecordingReadError(f"{path}: {exc}") from exc
+
+
+def _float32_without_offsets(data: np.ndarray, types: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``data`` as float32, each non-stim channel's level above ``OFFSET_LIMIT_UV`` removed in float64 first.
+
+    Parameters
+    ----------
+    data : ndarray, shape (n_channels, n_times), any numeric dtype
+    types : list of str, length n_channels
+
+    Returns
+    -------
+    samples : ndarray, shape (n_channels, n_times), float32
+    offsets : ndarray, shape (n_channels,), float64
+    """
+    offsets = dc_offsets(array_levels(data)) * (np.asarray(types) != "stim")
+    samples = np.ascontiguousarray(data, dtype=np.float32)
+    for i in np.flatnonzero(offsets):
+        samples[i] = np.asarray(data[i], dtype=np.float64) - offsets[i]
+    return samples, offsets

@@ -1105,6 +1105,26 @@ def _extra_channels(recording: Recording) -> tuple[np.ndarray, list[str], list[s
     return data, ["EKG1", f"${recording.ch_names[0]}"], ["MISC", "MISC"], ["bad", "good"]
 
 
+def state_data_points(vhdr: Path, n_times: int) -> None:
+    """Add ``DataPoints=<n_times>`` to a BrainVision header's ``[Common Infos]`` (pybv does not write it).
+
+    With it a reader can tell a truncated ``.eeg`` from a shorter recording.
+
+    Parameters
+    ----------
+    vhdr : Path
+        A header without ``DataPoints``, rewritten in place.
+    n_times : int
+        Samples per channel in its data file.
+    """
+    lines = vhdr.read_text(encoding="utf-8").splitlines(keepends=True)
+    if any(line.startswith("DataPoints=") for line in lines):
+        raise ValueError(f"{vhdr} already states DataPoints.")
+    at = next(i for i, line in enumerate(lines) if line.startswith("NumberOfChannels=")) + 1
+    lines.insert(at, f"DataPoints={int(n_times)}\n")
+    vhdr.write_text("".join(lines), encoding="utf-8")
+
+
 def write_recording_bids(recording: Recording, out_dir: Path, *, extra_channels: bool = False) -> Path:
     """Write one Recording as BrainVision (float32 µV) plus BIDS sidecars under ``out_dir``.
 
@@ -1119,7 +1139,7 @@ def write_recording_bids(recording: Recording, out_dir: Path, *, extra_channels:
     Returns
     -------
     vhdr : Path
-        The written ``_ieeg.vhdr`` file.
+        The written ``_ieeg.vhdr`` file; its header states ``DataPoints``.
     """
     from pybv import write_brainvision
 
@@ -1152,6 +1172,7 @@ def write_recording_bids(recording: Recording, out_dir: Path, *, extra_channels:
         unit="µV",
         overwrite=True,
     )
+    state_data_points(folder / f"{base}_ieeg.vhdr", recording.n_times)
     channels = pd.DataFrame(
         {
             "name": names,
