@@ -5,12 +5,16 @@ One entry per (recording content, picked channels, preprocessing config)::
     CACHE/<sha256 key>/series.f32    the picked channels' preprocessed samples back to back
     CACHE/<sha256 key>/index.json    channel names, offsets, lengths, unusable channels, provenance
 
-The key hashes the bytes of the source file and its companions (``.vhdr``/``.vmrk``/``.eeg``,
-``.set``/``.fdt``, the BIDS ``_channels.tsv``), not its path or date, so a copied dataset hits
-the cache and an edited file misses it; recordings held only in memory are keyed by their samples.
-Hashes of large files are remembered per (path, size, mtime, inode) in ``CACHE/file_digests.json``
-so a second run does not re-read them. Entries are written to a temporary folder and renamed
-into place, so an interrupted build leaves no half entry. Source files are only ever read.
+The key hashes the bytes of every file the reader opened for the recording (the header and the
+data and marker files it names, whatever their names: ``Recording.info["source_files"]``), of
+the files sharing its stem (``.vhdr``/``.vmrk``/``.eeg``, ``.set``/``.fdt``) and of the BIDS
+``_channels.tsv``, not its path or date, so a copied dataset hits the cache and an edited file
+misses it; recordings held only in memory are keyed by their samples. Hashes of large files are
+remembered per (path, size, mtime, ctime, inode) in ``CACHE/file_digests.json`` so a second run
+does not re-read them. Entries are written to a temporary folder and renamed into place, so an
+interrupted build leaves no half entry; ``index.json`` records the SHA-256 of ``series.f32``,
+checked on every use (through the same remembered digests), so an entry altered in place is
+rebuilt instead of served. Source files are only ever read.
 """
 
 from __future__ import annotations
@@ -31,8 +35,8 @@ from sss_viewer.recording import Recording
 
 logger = logging.getLogger(__name__)
 
-CACHE_VERSION = 1
-"""Bump when the preprocessing code changes what it writes for the same config."""
+CACHE_VERSION = 2
+"""Bump when the preprocessing code changes what it writes for the same config (2: entries carry a checksum)."""
 _DIGESTS_FILE = "file_digests.json"
 
 
@@ -44,21 +48,39 @@ def default_cache_dir() -> Path:
     return base / "sss-viewer"
 
 
-def source_files(path: Path) -> list[Path]:
+def source_files(path: Path, opened: list[str] | tuple[str, ...] = ()) -> list[Path]:
     """The files a recording's samples and channel metadata come from, sorted.
 
-    ``path`` itself, files sharing its stem with another extension (BrainVision ``.eeg``/``.vmrk``,
-    EEGLAB ``.fdt``) and the BIDS ``_channels.tsv`` beside a ``…_ieeg.*`` file.
+    Parameters
+    ----------
+    path : Path
+        The recording's file (for BrainVision the header).
+    opened : sequence of str
+        Files the reader opened for it (``Recording.info["source_files"]``: a ``.vhdr``'s
+        ``DataFile``/``MarkerFile`` whatever their names, an EEGLAB ``.fdt``).
+
+    Returns
+    -------
+    files : list of Path
+        ``path``, ``opened``, files sharing ``path``'s stem with another extension (BrainVision
+        ``.eeg``/``.vmrk``, EEGLAB ``.fdt``) and the BIDS ``_channels.tsv`` beside a ``…_ieeg.*`` file.
     """
     path = Path(path)
     stem = path.name.split(".", 1)[0]
-    files = {path}
+    files = {path, *(Path(p) for p in opened if Path(p).is_file())}
     files.update(p for p in path.parent.glob(f"{stem}.*") if p.is_file())
     if "_" in stem:
         channels = path.with_name(stem.rsplit("_", 1)[0] + "_channels.tsv")
         if channels.is_file():
             files.add(channels)
     return sorted(files)
+
+
+def _config_spec(config: PreprocessConfig) -> dict:
+    """The preprocessing parameters that decide the series (a native-rate model's recorded rates do not)."""
+    spec = config.to_dict()
+    spec.pop("native_sfreqs", None)
+    return spec
 
 
 @dataclass
@@ -112,27 +134,37 @@ class SeriesCache:
         except (OSError, json.JSONDecodeError):
             return {}
 
-    def file_digest(self, path: Path) -> str:
-        """SHA-256 of a file's bytes, remembered while its size, mtime and inode stay the same."""
-        path = Path(path).resolve()
+    @staticmethod
+    def _stamp(path: Path) -> list[int]:
+        """What changes when a file's bytes do: size, mtime, ctime (which no utime can set back) and inode."""
         st = path.stat()
-        stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
+        return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+    def file_digest(self, path: Path) -> str:
+        """SHA-256 of a file's bytes, remembered while its size, mtime, ctime and inode stay the same."""
+        path = Path(path).resolve()
+        stamp = self._stamp(path)
         known = self._digests.get(str(path))
         if known and known[0] == stamp:
             return known[1]
         with path.open("rb") as f:
             digest = hashlib.file_digest(f, "sha256").hexdigest()
+        self._remember_digest(path, stamp, digest)
+        return digest
+
+    def _remember_digest(self, path: Path, stamp: list[int], digest: str) -> None:
+        """Record ``digest`` of ``path`` (resolved) at ``stamp`` in ``file_digests.json``."""
         self._digests[str(path)] = [stamp, digest]
         tmp = self._digests_path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(self._digests), encoding="utf-8")
         os.replace(tmp, self._digests_path)
-        return digest
 
     def key(self, recording: Recording, picks: np.ndarray, config: PreprocessConfig) -> str:
         """Cache key of ``recording``'s ``picks`` under ``config``."""
         picks = np.asarray(picks, dtype=int)
         if recording.is_lazy and recording.source is not None:
-            content = {p.name: self.file_digest(p) for p in source_files(recording.source)}
+            opened = recording.info.get("source_files", ())
+            content = {p.name: self.file_digest(p) for p in source_files(recording.source, opened)}
         else:
             h = hashlib.sha256()
             for j in picks:
@@ -145,7 +177,7 @@ class SeriesCache:
             "sfreq": recording.sfreq,
             "n_times": recording.n_times,
             "line_freq": recording.line_freq,
-            "config": config.to_dict(),
+            "config": _config_spec(config),
         }
         return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
@@ -176,8 +208,12 @@ class SeriesCache:
         key = self.key(recording, picks, config)
         entry = self.root / key
         if (entry / "index.json").is_file():
-            logger.debug("cache hit %s for %s", key[:12], recording.label)
-            return self._open(entry, key)
+            problem = self._check_entry(entry)
+            if problem is None:
+                logger.debug("cache hit %s for %s", key[:12], recording.label)
+                return self._open(entry, key)
+            logger.warning("Cache entry %s is damaged (%s); rebuilding it from %s.", entry, problem, recording.label)
+            self._discard(entry)
         logger.info("Preprocessing %s into the cache %s", recording.label, entry)
         tmp = self.root / f".tmp-{key}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -191,10 +227,12 @@ class SeriesCache:
                 out = np.memmap(tmp / "series.f32", dtype=np.float32, mode="w+", shape=(total,))
                 unusable = preprocess_into(recording, picks, config, out, offsets, progress=progress, **stream_options)
                 out.flush()
+                checksum = hashlib.sha256(memoryview(out).cast("B")).hexdigest()
                 del out
             else:
                 (tmp / "series.f32").touch()
                 unusable = {}
+                checksum = hashlib.sha256(b"").hexdigest()
             index = {
                 "version": CACHE_VERSION,
                 "channels": [recording.ch_names[j] for j in picks],
@@ -204,17 +242,45 @@ class SeriesCache:
                 "source": str(recording.source) if recording.source else None,
                 "recording": recording.label,
                 "output_sfreq": config.output_sfreq(recording.sfreq),
-                "config": config.to_dict(),
+                "config": _config_spec(config),
+                "series_sha256": checksum,
             }
             (tmp / "index.json").write_text(json.dumps(index, indent=1), encoding="utf-8")
+            series_stamp = self._stamp(tmp / "series.f32")  # a rename of the folder leaves the file's stamp
             try:
                 os.replace(tmp, entry)
             except OSError:
                 if not (entry / "index.json").is_file():
                     raise
+            else:
+                self._remember_digest((entry / "series.f32").resolve(), series_stamp, checksum)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return self._open(entry, key)
+
+    def _check_entry(self, entry: Path) -> str | None:
+        """Why an entry cannot be used (unreadable index, wrong size, checksum mismatch), or None."""
+        try:
+            index = json.loads((entry / "index.json").read_text(encoding="utf-8"))
+            expected = 4 * int(np.sum(index["lengths"]))
+            series = entry / "series.f32"
+            size = series.stat().st_size
+            if size != expected:
+                return f"{series.name} has {size} bytes, expected {expected}"
+            if index.get("series_sha256") != self.file_digest(series):
+                return f"{series.name} does not match the SHA-256 recorded in index.json: it was altered after it was written"
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    def _discard(self, entry: Path) -> None:
+        """Move a damaged entry aside and delete it (a reader holding its memmap keeps its bytes)."""
+        trash = self.root / f".discard-{entry.name}-{os.getpid()}"
+        try:
+            os.replace(entry, trash)
+        except OSError:
+            return  # another process moved it first
+        shutil.rmtree(trash, ignore_errors=True)
 
     @staticmethod
     def _open(entry: Path, key: str) -> CachedSeries:

@@ -64,12 +64,15 @@ def test_key_follows_content_and_config_not_path(tmp_path):
     assert [p.suffix for p in source_files(vhdr)] == [".eeg", ".vhdr", ".vmrk"]
 
 
-def test_damaged_entry_is_reported(tmp_path):
+def test_damaged_entry_is_reported_and_rebuilt(tmp_path, caplog):
     vhdr = _write_vhdr(tmp_path / "data")
     cache = SeriesCache(tmp_path / "cache")
     recording = read_recording(vhdr)
     entry = cache.load_or_build(recording, np.arange(4), preprocess_preset("default"))
+    expected = np.array(entry.data)
     series = tmp_path / "cache" / entry.key / "series.f32"
     series.write_bytes(series.read_bytes()[:100])
-    with pytest.raises(OSError, match="damaged"):
-        cache.load_or_build(recording, np.arange(4), preprocess_preset("default"))
+    with caplog.at_level("WARNING", logger="sss_viewer.cache"):
+        again = cache.load_or_build(recording, np.arange(4), preprocess_preset("default"))
+    assert "is damaged" in caplog.text and "expected" in caplog.text
+    np.testing.assert_array_equal(again.data, expected)
