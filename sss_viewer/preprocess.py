@@ -28,6 +28,9 @@ logger = logging.getLogger(__name__)
 
 PREPROCESS_PRESETS = ("default", "paper")
 
+NATIVE_RATE_TOLERANCE = 0.01
+"""Relative difference within which two native rates count as one (249.85 Hz is 250 Hz)."""
+
 
 @dataclass(frozen=True)
 class PreprocessConfig:
@@ -52,6 +55,11 @@ class PreprocessConfig:
     max_upsample : float
         Largest accepted ratio ``target_sfreq / sfreq``; a recording sampled slower than the model
         expects is refused instead of being interpolated (1.01 admits UMMC's 249.85 Hz for 250 Hz).
+    native_sfreqs : tuple of float or None
+        Only with ``target_sfreq=None``: the native rates (Hz) a model was trained on, recorded by
+        training. A recording at another rate (beyond ``NATIVE_RATE_TOLERANCE``) is refused, as its
+        windows would span other durations than the model learned. ``None``: not recorded (no
+        model yet, or one saved before rates were recorded).
     """
 
     target_sfreq: float | None = 250.0
@@ -62,6 +70,7 @@ class PreprocessConfig:
     pool_stride: int = 1
     zscore: bool = True
     max_upsample: float = 1.01
+    native_sfreqs: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.target_sfreq is not None:
@@ -77,10 +86,17 @@ class PreprocessConfig:
             )
         check_range("notch_quality", self.notch_quality, 0, None, low_inclusive=False)
         check_range("max_upsample", self.max_upsample, 1.0, None)
+        if self.native_sfreqs is not None:
+            object.__setattr__(self, "native_sfreqs", _check_native_sfreqs(self.native_sfreqs, self.target_sfreq))
 
     def to_dict(self) -> dict:
-        """JSON-serialisable parameters."""
-        return dataclasses.asdict(self)
+        """JSON-serialisable parameters (``native_sfreqs`` only when recorded)."""
+        params = dataclasses.asdict(self)
+        if self.native_sfreqs is None:
+            del params["native_sfreqs"]
+        else:
+            params["native_sfreqs"] = list(self.native_sfreqs)
+        return params
 
     @classmethod
     def from_dict(cls, params: dict) -> PreprocessConfig:
@@ -112,13 +128,84 @@ class PreprocessConfig:
         return int(n)
 
     def check_sfreq(self, sfreq: float, *, what: str = "recording") -> None:
-        """Raise a ValueError when this preprocessing cannot reach its target rate from ``sfreq``."""
+        """Raise a ValueError when a recording at ``sfreq`` cannot be preprocessed as this config's model expects.
+
+        A resampling config refuses rates it would have to upsample; a native-rate config with
+        recorded ``native_sfreqs`` refuses any other rate.
+        """
         if self.target_sfreq is not None and self.target_sfreq / sfreq > self.max_upsample:
             raise ValueError(
                 f"The {what} is sampled at {sfreq:g} Hz, below the model's preprocessing rate of "
                 f"{self.target_sfreq:g} Hz; upsampling would invent signal. Use a model trained at "
                 f"≤ {sfreq:g} Hz."
             )
+        if self.target_sfreq is None and self.native_sfreqs and not _rate_in(sfreq, self.native_sfreqs):
+            trained = " and ".join(f"{r:g}" for r in self.native_sfreqs)
+            raise ValueError(
+                f"The {what} is sampled at {sfreq:g} Hz, but the model keeps native rates and was trained on "
+                f"{trained} Hz recordings: its windows would span {self.native_sfreqs[0] / sfreq:.3g}x the "
+                f"seconds it learned. Use a model trained at {sfreq:g} Hz, or one trained at a common rate "
+                "(sss-viewer train --target-sfreq R)."
+            )
+
+
+def _rate_in(sfreq: float, rates) -> bool:
+    """True when ``sfreq`` is one of ``rates`` within ``NATIVE_RATE_TOLERANCE``."""
+    return any(abs(sfreq - r) <= NATIVE_RATE_TOLERANCE * r for r in rates)
+
+
+def _check_native_sfreqs(rates, target_sfreq: float | None) -> tuple[float, ...]:
+    """``native_sfreqs`` as a sorted tuple of positive finite floats, or a ValueError naming it."""
+    if target_sfreq is not None:
+        raise ValueError(
+            f"Invalid native_sfreqs={rates!r}: only a native-rate config (target_sfreq=None) records native rates."
+        )
+    try:
+        values = () if any(isinstance(r, bool | str) for r in rates) else tuple(sorted(float(r) for r in rates))
+    except (TypeError, ValueError):
+        values = ()
+    if not values or any(not np.isfinite(r) or r <= 0 for r in values):
+        raise ValueError(f"Invalid native_sfreqs={rates!r}: expected a list of positive sampling rates in Hz.")
+    return values
+
+
+def native_rates(rates, *, allow_mixed: bool = False, what: str = "training recordings") -> tuple[float, ...]:
+    """The distinct native rates of a native-rate model's training data; refuse several unless allowed.
+
+    Parameters
+    ----------
+    rates : iterable of float
+        Sampling rate (Hz) of every recording trained on.
+    allow_mixed : bool
+        Accept several rates (logged as a warning): the paper's protocol pools native rates.
+    what : str
+        What the rates belong to, for messages.
+
+    Returns
+    -------
+    rates : tuple of float
+        One rate per group of rates within ``NATIVE_RATE_TOLERANCE`` (the group's first), sorted.
+
+    Raises
+    ------
+    ValueError
+        Several rates and ``allow_mixed`` is False: windows of one length in samples would span
+        different durations (and frequencies) in different recordings.
+    """
+    counts: dict[float, int] = {}
+    for rate in sorted(float(r) for r in rates):
+        group = next((g for g in counts if _rate_in(rate, (g,))), rate)
+        counts[group] = counts.get(group, 0) + 1
+    if len(counts) > 1:
+        listing = ", ".join(f"{r:g} Hz ({n})" for r, n in counts.items())
+        if not allow_mixed:
+            raise ValueError(
+                f"The {what} keep their native rates (target_sfreq None, e.g. --target-sfreq 0) but are sampled at "
+                f"{listing}: windows of one length in samples would span {max(counts) / min(counts):.3g}x different "
+                "durations. Resample them to one rate (sss-viewer train --target-sfreq R) or train on one rate."
+            )
+        logger.warning("The %s keep their native rates, which differ: %s; windows span different durations.", what, listing)
+    return tuple(counts)
 
 
 def preprocess_preset(name: str, **overrides) -> PreprocessConfig:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
@@ -30,7 +31,7 @@ from sss_viewer.head_fit import fit_head_lbfgs, frozen_probs
 from sss_viewer.inference import predict_window_probs
 from sss_viewer.metrics import binary_auc, choose_threshold, evaluate_scores
 from sss_viewer.models import MODEL_REGISTRY, build_window_model
-from sss_viewer.preprocess import PreprocessConfig, preprocess_preset
+from sss_viewer.preprocess import PreprocessConfig, native_rates, preprocess_preset
 from sss_viewer.recording import Recording
 from sss_viewer.splits import SPLIT_MODES, assign_splits
 from sss_viewer.windows import WindowIndex, epoch_batches
@@ -105,6 +106,11 @@ class TrainConfig:
         split, training split only for the patient split).
     val_fraction, test_fraction : float
     threshold_criterion : {"f1", "youden"}
+    mixed_native_rates : bool
+        With native rates (``preprocess.target_sfreq`` None): accept training recordings sampled
+        at different rates (a warning; the ``paper`` preset, as the paper pools them). False
+        (default): refused with the rates found. The model records the rate(s) it was trained on
+        (``preprocess.native_sfreqs``) and refuses to score any other.
     seed : int
     device : str
     num_workers_threads : int or None
@@ -138,6 +144,7 @@ class TrainConfig:
     val_fraction: float = 0.15
     test_fraction: float = 0.25
     threshold_criterion: str = "f1"
+    mixed_native_rates: bool = False
     seed: int = 0
     device: str = "auto"
     num_threads: int | None = None
@@ -205,6 +212,7 @@ def train_preset(name: str, **overrides) -> TrainConfig:
             epochs=50,
             lr=1e-4,
             class_balanced_loss=False,
+            mixed_native_rates=True,
         )
     elif name == "minirocket":
         base = TrainConfig(
@@ -336,6 +344,8 @@ def train(
     if config.num_threads:
         torch.set_num_threads(config.num_threads)
     generator = _seed_everything(config.seed)
+    if config.preprocess.target_sfreq is None and series_set is None:  # refuse before preprocessing
+        native_rates([r.sfreq for r in recordings if r.soz is not None], allow_mixed=config.mixed_native_rates)
     if series_set is None:
         series_set = build_series_set(
             recordings, config.preprocess, min_length=config.window_length, progress=progress, cache=cache
@@ -428,13 +438,32 @@ def train(
     }
     return ModelBundle(
         model=model.cpu(),
-        preprocess=config.preprocess,
+        preprocess=_with_native_rates(config, meta, split),
         window_length=L,
         inference_stride=config.inference_stride,
         calibrator=calibrator,
         threshold=threshold,
         info=info,
     )
+
+
+def _with_native_rates(config: TrainConfig, meta: pd.DataFrame, split: np.ndarray) -> PreprocessConfig:
+    """The model's preprocessing: a native-rate config records the rates of the series it was fit on.
+
+    Parameters
+    ----------
+    meta : DataFrame, shape (n_series, ...)
+        The series set's ``meta`` (``sfreq`` is the preprocessed rate: native / ``pool_stride``).
+    split : ndarray of str, shape (n_series,)
+    """
+    preprocess = config.preprocess
+    if preprocess.target_sfreq is not None:
+        return preprocess
+    used = np.isin(split, ("train", "val"))
+    rates = meta["sfreq"].to_numpy()[used] * preprocess.pool_stride
+    trained = native_rates(rates, allow_mixed=config.mixed_native_rates)
+    logger.info("native-rate model: trained on %s Hz recordings; other rates will be refused.", ", ".join(f"{r:g}" for r in trained))
+    return dataclasses.replace(preprocess, native_sfreqs=trained)
 
 
 def _train_epochs(
