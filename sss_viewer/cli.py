@@ -36,6 +36,18 @@ def _add_cache(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="preprocess in memory, write no cache")
 
 
+def _add_labels(p: argparse.ArgumentParser, help_text: str) -> None:
+    p.add_argument("--labels", type=Path, help=help_text)
+    p.add_argument(
+        "--labels-fallback", action="store_true",
+        help="subjects the --labels file does not name keep the data's own labels (default: they are left unlabelled "
+        "and out of training/evaluation; either way they are listed)",
+    )  # fmt: skip
+
+
+LABELS_HELP = "TSV/CSV with subject, channel, soz: the only labels of the subjects it names"
+
+
 def _cache(args):
     """The SeriesCache the command's options ask for, or None."""
     from sss_viewer.cache import SeriesCache, default_cache_dir
@@ -70,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="train an SSS model on a labelled cohort or file")
     p.add_argument("data", type=Path, help=DATA_HELP)
-    p.add_argument("--labels", type=Path, help="TSV/CSV with subject, channel, soz overriding the data's labels")
+    _add_labels(p, LABELS_HELP)
     p.add_argument("--out", required=True, type=Path, help="model directory to write")
     p.add_argument("--preset", default="default", choices=TRAIN_PRESET_NAMES,
                    help="training preset: default (PatchTST, CPU-sized), paper (App. C budget) or minirocket (the real-data recipe)")
@@ -107,9 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="recording file (EDF/BDF, BrainVision .vhdr, FIF, EEGLAB .set, .npz), or a BIDS root / cohort folder "
         "(every run, each into OUT/<run>/)",
     )  # fmt: skip
-    p.add_argument("--out", required=True, type=Path, help="output folder")
+    p.add_argument("--out", required=True, type=Path, help="output folder (empty, or pass --overwrite)")
+    p.add_argument(
+        "--overwrite", action="store_true",
+        help="score into a used output folder: first remove what the previous run wrote (listed in its manifest)",
+    )  # fmt: skip
     p.add_argument("--stride", type=int, help="window stride in preprocessed samples (default: a quarter window)")
-    p.add_argument("--labels", type=Path, help="TSV/CSV with subject, channel, soz to add a label column")
+    _add_labels(p, "TSV/CSV with subject, channel, soz to add a label column")
     p.add_argument("--subject", help="subject id of the recording (default: from a BIDS file name)")
     p.add_argument("--batch-size", type=int, default=1024)
     _add_cache(p)
@@ -119,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evaluate", help="channel metrics of a model on held-out patients")
     p.add_argument("model", type=Path, help="model directory")
     p.add_argument("data", type=Path, help=DATA_HELP)
-    p.add_argument("--labels", type=Path, help="TSV/CSV with subject, channel, soz overriding the data's labels")
+    _add_labels(p, LABELS_HELP)
     p.add_argument("--all", action="store_true", help="score every recording, not only the model's test split")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
     _add_cache(p)
@@ -135,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--models", nargs="+", help="models (default: the protocol's, SSS and every baseline)")
     p.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the preset's; repeats for cross-validation)")
     p.add_argument("--split-modes", nargs="+", choices=("channel", "patient", "cv"), help="default: the preset's")
-    p.add_argument("--labels", type=Path, help="TSV/CSV with subject, channel, soz overriding the data's labels")
+    _add_labels(p, LABELS_HELP)
     _add_cache(p)
     _add_common(p)
 
@@ -177,17 +193,31 @@ def _train_overrides(args) -> dict:
     return overrides
 
 
-def _cmd_train(args, progress: bool) -> int:
+def _labelled_data(args) -> list:
+    """``load_data`` of ``args.data`` with ``--labels``; recordings it leaves unlabelled are dropped (said once)."""
     from sss_viewer.io.cohort import load_data
+
+    recordings = load_data(args.data, labels=args.labels, labels_fallback=args.labels_fallback)
+    kept = [r for r in recordings if "labels_excluded" not in r.info]
+    if len(kept) < len(recordings):
+        logger.warning("%d of %d recordings left out: their subjects have no row in %s.", len(recordings) - len(kept), len(recordings), args.labels)
+    if not kept:
+        raise ValueError(f"No recording left: {args.labels} names none of the data's subjects (see the warning above).")
+    return kept
+
+
+def _cmd_train(args, progress: bool) -> int:
+    from sss_viewer.checkpoint import check_model_destination
     from sss_viewer.training import train, train_preset
 
-    if args.out.exists() and any(args.out.iterdir()) and not args.overwrite:
+    if args.out.exists() and args.out.is_dir() and any(args.out.iterdir()) and not args.overwrite:
         raise SystemExit(f"error: model directory {args.out} exists and is not empty; pass --overwrite to replace it.")
+    check_model_destination(args.out)  # before training: nothing else in it would be lost
     config = train_preset(args.preset, **_train_overrides(args))
     if args.target_sfreq is not None:
         preprocess = dataclasses.replace(config.preprocess, target_sfreq=args.target_sfreq or None)
         config = dataclasses.replace(config, preprocess=preprocess)
-    recordings = load_data(args.data, labels=args.labels)
+    recordings = _labelled_data(args)
     bundle = train(recordings, config, progress=progress, cache=_cache(args))
     bundle.save(args.out)
     val = bundle.info["val_metrics"]
@@ -207,19 +237,98 @@ def _write_csv(df, path: Path) -> None:
     atomic_write(path, lambda p: df.to_csv(p, index=False, float_format="%.6g"))
 
 
+SCORE_MANIFEST = "sss-viewer-score.json"
+"""What a ``score`` run wrote into its output folder (paths relative to it), for ``--overwrite``."""
+SCORE_OUTPUTS = ("windows.csv", "channels.csv", "excluded.csv")
+"""The files ``score`` writes per recording."""
+
+
+class ScoreOutput:
+    """The output folder of one ``score`` run: refuses a used folder, clears its previous run, lists what it writes.
+
+    Parameters
+    ----------
+    root : Path
+        The ``--out`` folder.
+    overwrite : bool
+        A non-empty folder is refused unless True; then the files its manifest lists (without one:
+        files named as ``score`` names its outputs, here or one folder down) are removed first.
+    """
+
+    def __init__(self, root: Path, overwrite: bool):
+        self.root = root
+        self.written: list[str] = []
+        if root.exists() and not root.is_dir():
+            raise ValueError(f"Output folder {root} exists and is not a folder.")
+        entries = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+        if entries and not overwrite:
+            shown = ", ".join(entries[:5]) + (f" … ({len(entries)} in all)" if len(entries) > 5 else "")
+            raise ValueError(
+                f"Output folder {root} is not empty ({shown}); pass --overwrite to replace the previous run's "
+                "files, or choose an empty folder."
+            )
+        if entries:
+            self._remove_previous()
+
+    def _previous(self) -> list[Path]:
+        """The files the previous run wrote: from its manifest, else by name."""
+        manifest = self.root / SCORE_MANIFEST
+        if not manifest.is_file():
+            named = [p for n in SCORE_OUTPUTS for p in (self.root / n, *self.root.glob(f"*/{n}")) if p.is_file()]
+            logger.info("%s has no %s; removing the score files found by name (%d).", self.root, SCORE_MANIFEST, len(named))
+            return named
+        try:
+            listed = json.loads(manifest.read_text(encoding="utf-8"))["files"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"Cannot replace the previous run in {self.root}: {manifest} is unreadable ({exc}).") from None
+        root = self.root.resolve()
+        inside = [self.root / n for n in listed if isinstance(n, str) and (self.root / n).resolve().is_relative_to(root)]
+        if len(inside) < len(listed):
+            logger.warning("%s lists %d path(s) outside %s; left alone.", manifest, len(listed) - len(inside), self.root)
+        return [*inside, manifest]
+
+    def _remove_previous(self) -> None:
+        removed = 0
+        for path in self._previous():
+            if path.is_file() and not path.is_symlink():
+                path.unlink()
+                removed += 1
+                if path.parent != self.root and not any(path.parent.iterdir()):
+                    path.parent.rmdir()
+        left = sorted(p.name for p in self.root.iterdir())
+        logger.info("%s: removed %d file(s) of the previous run%s.", self.root, removed, f"; kept {', '.join(left)}" if left else "")
+
+    def write(self, df, folder: Path, name: str) -> Path:
+        """Write ``df`` as ``folder/name`` (atomically) and list it in the manifest."""
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / name
+        _write_csv(df, path)
+        self.written.append(path.relative_to(self.root).as_posix())
+        self._write_manifest()
+        return path
+
+    def _write_manifest(self) -> None:
+        from sss_viewer import __version__
+        from sss_viewer.checkpoint import atomic_write
+
+        text = json.dumps({"command": "score", "sss_viewer_version": __version__, "files": self.written}, indent=1)
+        atomic_write(self.root / SCORE_MANIFEST, lambda p: Path(p).write_text(text, encoding="utf-8"))
+
+
 def _cmd_score(args, progress: bool) -> int:
     from sss_viewer.checkpoint import ModelBundle
     from sss_viewer.io.cohort import load_recording, read_labels
 
     bundle = ModelBundle.load(args.model)
+    output = ScoreOutput(args.out, args.overwrite)
     if args.recording.is_dir():
         from sss_viewer.io.cohort import load_data
 
-        recordings = load_data(args.recording, labels=args.labels)
+        recordings = load_data(args.recording, labels=args.labels, labels_fallback=args.labels_fallback)
         for recording in recordings:
             stem = recording.source.name.split(".", 1)[0] if recording.source else recording.label.replace(" ", "_")
             try:
-                _score_one(args, bundle, recording, args.out / stem, progress, top=5)
+                _score_one(args, bundle, recording, output, args.out / stem, progress, top=5)
             except ValueError as err:
                 logger.warning("Not scored: %s", err)
         return 0
@@ -228,24 +337,23 @@ def _cmd_score(args, progress: bool) -> int:
         recording.subject = args.subject
     if args.labels is not None:
         recording.soz = _labels_for(recording, read_labels(args.labels), args.labels)
-    _score_one(args, bundle, recording, args.out, progress, top=15)
+    _score_one(args, bundle, recording, output, args.out, progress, top=15)
     return 0
 
 
-def _score_one(args, bundle, recording, out: Path, progress: bool, top: int) -> None:
-    """Score ``recording`` and write its CSVs into ``out``."""
+def _score_one(args, bundle, recording, output: ScoreOutput, out: Path, progress: bool, top: int) -> None:
+    """Score ``recording`` and write its CSVs into ``out`` (inside ``output``)."""
     from sss_viewer.inference import score_recording
 
     result = score_recording(
         bundle, recording, stride=args.stride, batch_size=args.batch_size, device=args.device, progress=progress,
         cache=_cache(args),
     )  # fmt: skip
-    out.mkdir(parents=True, exist_ok=True)
-    _write_csv(result.windows, out / "windows.csv")
+    output.write(result.windows, out, "windows.csv")
     columns = ["channel", "score", "lower", "upper", "rank"] + (["label"] if "label" in result.channels else [])
-    _write_csv(result.channels[columns], out / "channels.csv")
+    output.write(result.channels[columns], out, "channels.csv")
     if len(result.excluded):
-        _write_csv(result.excluded, out / "excluded.csv")
+        output.write(result.excluded, out, "excluded.csv")
     print(f"{recording.label}:")
     print(_ranking_text(result.channels, bundle.threshold, top=top))
     print(f"wrote {out / 'windows.csv'} and {out / 'channels.csv'}")
@@ -254,28 +362,18 @@ def _score_one(args, bundle, recording, out: Path, progress: bool, top: int) -> 
 def _labels_for(recording, labels, source: Path):
     """SOZ vector of ``recording`` from a labels table (subject, channel, soz).
 
-    Channels are matched as everywhere else (``channel_key``: ``G11`` labels ``POL G11`` and
-    ``EEG G11-Ref``), so one labels file labels the same channels in ``score`` and ``train``.
+    Channels are matched as in ``train`` and ``evaluate``
+    (:func:`sss_viewer.io.cohort.soz_from_table`: ``G11`` labels ``POL G11``, ``lpt7`` labels
+    ``LPT07``), so one labels file labels the same channels everywhere.
     """
-    import numpy as np
+    from sss_viewer.io.cohort import soz_from_table
 
-    from sss_viewer.io.soz_labels import channel_key
-
-    subjects = labels["subject"].astype(str)
+    soz = soz_from_table(recording, labels)
+    if soz is not None:
+        return soz
     if recording.subject:
-        labels = labels[subjects == recording.subject]
-        if labels.empty:
-            raise ValueError(f"{source} has no labels for subject {recording.subject!r}.")
-    elif subjects.nunique() > 1:
-        raise ValueError(
-            f"{source} labels several subjects and the file name of {recording.source} names none; pass --subject."
-        )
-    soz_of = {channel_key(c): bool(s) for c, s in zip(labels["channel"].astype(str), labels["soz"])}
-    keys = {channel_key(c) for c in recording.ch_names}
-    unmatched = sorted({c for c in labels["channel"].astype(str) if channel_key(c) not in keys})
-    if unmatched:
-        logger.warning("%s: labels for channels not in the recording: %s", source, ", ".join(unmatched))
-    return np.array([soz_of.get(channel_key(c), False) for c in recording.ch_names])
+        raise ValueError(f"{source} has no labels for subject {recording.subject!r}.")
+    raise ValueError(f"{source} labels several subjects and the file name of {recording.source} names none; pass --subject.")
 
 
 def _ranking_text(channels, threshold: float, top: int = 15) -> str:
@@ -292,10 +390,10 @@ def _ranking_text(channels, threshold: float, top: int = 15) -> str:
 def _cmd_evaluate(args, progress: bool) -> int:
     from sss_viewer.checkpoint import ModelBundle
     from sss_viewer.evaluation import evaluate_bundle
-    from sss_viewer.io.cohort import load_data, read_abnormal_intervals
+    from sss_viewer.io.cohort import read_abnormal_intervals
 
     bundle = ModelBundle.load(args.model)
-    recordings = load_data(args.data, labels=args.labels)
+    recordings = _labelled_data(args)
     abnormal = read_abnormal_intervals(args.data) if (args.data / "abnormal.tsv").is_file() else None
     report = evaluate_bundle(
         bundle, recordings, held_out_only=not args.all, abnormal=abnormal, device=args.device, progress=progress,
@@ -385,7 +483,8 @@ def _cmd_experiment(args, progress: bool) -> int:
         check_models(args.models)
     if args.data is None:
         raise ValueError("--data is required: a BIDS root, a cohort folder or a recording file.")
-    recordings = load_data(args.data, labels=args.labels)
+    recordings = load_data(args.data, labels=args.labels, labels_fallback=args.labels_fallback)
+    recordings = [r for r in recordings if "labels_excluded" not in r.info]
     centres = sorted({r.centre for r in recordings if r.centre})
     plan_runs(args.protocol, centres, args.models or MODELS, args.seeds or (0,), args.split_modes or PRESETS[preset].split_modes)
     out = args.out or Path("experiments") / f"{args.protocol}-{preset}"

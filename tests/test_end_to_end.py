@@ -96,5 +96,5 @@ def test_score_writes_window_and_channel_tables(model_dir, cohort, tmp_path):
     assert channels["rank"].tolist() == list(range(1, len(channels) + 1))
     assert windows["end_s"].max() == pytest.approx(float(row["duration_s"]), abs=0.01)
     assert channels["label"].sum() > 0
-    # a second run refuses nothing but overwrites atomically; the source file is untouched
+    # the source file is untouched (a second run into the same folder needs --overwrite: tests/test_bad_inputs.py)
     assert (cohort / row["path"]).exists()

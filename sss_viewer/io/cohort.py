@@ -17,7 +17,7 @@ import pandas as pd
 
 from sss_viewer.io.bonn import is_bonn, load_bonn
 from sss_viewer.io.bids import find_bids_root, is_bids_root, load_bids_cohort, read_bids_run
-from sss_viewer.io.readers import RecordingReadError, bids_entities, read_recording
+from sss_viewer.io.readers import LENGTH_TOLERANCE_S, RecordingReadError, bids_entities, read_recording
 from sss_viewer.io.soz_labels import match_soz, read_soz_table
 from sss_viewer.recording import Recording
 
@@ -77,12 +77,25 @@ def read_abnormal_intervals(root: str | Path) -> pd.DataFrame:
     return _read_table(path, ABNORMAL_COLUMNS, dtype=dtype)
 
 
-def _soz_vector(recording: Recording, labels: pd.DataFrame) -> np.ndarray | None:
+def soz_from_table(recording: Recording, labels: pd.DataFrame) -> np.ndarray | None:
     """SOZ labels of ``recording``'s channels from its subject's label rows; None without rows.
 
-    Channels are matched with ``channel_key`` (``G11`` labels ``POL G11``), as ``sss-viewer score
-    --labels`` does. A recording without a subject (a plain clinical file) takes the rows of a
-    table that labels a single subject, also as ``score`` does.
+    The one channel-matching rule of every command (``train``, ``evaluate``, ``score --labels``):
+    :func:`sss_viewer.io.soz_labels.match_soz` (``channel_key``: ``G11`` labels ``POL G11``,
+    ``lpt7`` labels ``LPT07``). A recording without a subject (a plain clinical file) takes the
+    rows of a table that labels a single subject.
+
+    Parameters
+    ----------
+    recording : Recording
+        Its ``info["unmatched_soz"]`` is set to the SOZ names matching no channel (logged).
+    labels : DataFrame
+        ``subject, channel, soz`` rows (:func:`read_labels`).
+
+    Returns
+    -------
+    soz : ndarray, shape (n_channels,), bool, or None
+        None when the table has no row for the recording's subject.
     """
     subjects = labels["subject"].astype(str)
     single = not recording.subject and subjects.nunique() == 1
@@ -94,6 +107,19 @@ def _soz_vector(recording: Recording, labels: pd.DataFrame) -> np.ndarray | None
     if unmatched:
         logger.warning("%s: SOZ channels in the labels table match no channel of the recording: %s", recording.label, unmatched)
     return mask
+
+
+def _check_listed_duration(recording: Recording, listed, table: Path) -> None:
+    """Refuse a run whose length differs from the ``duration_s`` that ``cohort.tsv`` lists for it (when listed)."""
+    try:
+        listed = float(listed)
+    except (TypeError, ValueError):
+        return
+    if np.isfinite(listed) and abs(listed - recording.duration_s) > LENGTH_TOLERANCE_S + 2 / recording.sfreq:
+        raise RecordingReadError(
+            f"{recording.source} holds {recording.duration_s:.3f} s but {table} lists duration_s {listed:g}; "
+            "the file looks truncated (or the table is out of date)."
+        )
 
 
 def load_cohort(root: str | Path, *, preload: bool = False) -> list[Recording]:
@@ -110,7 +136,8 @@ def load_cohort(root: str | Path, *, preload: bool = False) -> list[Recording]:
     -------
     recordings : list of Recording
         In ``cohort.tsv`` order, with ``subject``, ``centre`` and ``run`` from the table. Runs that
-        fail to load are skipped with a warning naming them.
+        fail to load, or whose length disagrees with what the files or the table's ``duration_s``
+        state (a truncated data file), are skipped with a warning naming them.
 
     Raises
     ------
@@ -129,6 +156,7 @@ def load_cohort(root: str | Path, *, preload: bool = False) -> list[Recording]:
         path = root / str(row.path)
         try:
             recording = read_recording(path, preload=preload)
+            _check_listed_duration(recording, getattr(row, "duration_s", None), root / COHORT_FILE)
         except (OSError, ValueError) as exc:
             logger.warning("Skipping sub-%s run-%s (%s): %s", row.subject, row.run, path, exc)
             failures.append(str(path))
@@ -137,7 +165,7 @@ def load_cohort(root: str | Path, *, preload: bool = False) -> list[Recording]:
         recording.run = str(row.run)
         recording.centre = str(getattr(row, "centre", "") or "")
         if labels is not None:
-            recording.soz = _soz_vector(recording, labels)
+            recording.soz = soz_from_table(recording, labels)
         recordings.append(recording)
     if not recordings:
         raise RecordingReadError(
@@ -166,7 +194,52 @@ def load_recording(path: str | Path, *, preload: bool = False) -> Recording:
     return read_recording(path, preload=preload)
 
 
-def load_data(path: str | Path, *, preload: bool = False, labels: str | Path | None = None) -> list[Recording]:
+def apply_labels(recordings: list[Recording], path: str | Path, *, fallback: bool = False) -> list[str]:
+    """Label ``recordings`` from an explicit ``subject, channel, soz`` table, the only source for the subjects it names.
+
+    Parameters
+    ----------
+    recordings : list of Recording
+        Modified in place: ``soz`` from the table, ``info["soz_source"]`` its path.
+    path : str or Path
+        The table (:func:`read_labels`; a table without rows is an error).
+    fallback : bool
+        What a recording whose subject the table does not name keeps: False (default) no labels
+        (``soz`` None, ``info["labels_excluded"]`` set: training and evaluation leave it out);
+        True the data's own labels (``labels.tsv`` of a cohort, a BIDS dataset's clinical sheet).
+
+    Returns
+    -------
+    unnamed : list of str
+        The subjects of the data the table does not name (reported with a warning: count and names).
+    """
+    path = Path(path)
+    table = read_labels(path)
+    unnamed: dict[str, None] = {}
+    for recording in recordings:
+        soz = soz_from_table(recording, table)
+        if soz is not None:
+            recording.soz = soz
+            recording.info["soz_source"] = str(path)
+            continue
+        unnamed[recording.subject or recording.label] = None
+        if not fallback:
+            recording.soz = None
+            recording.info["soz_source"] = None
+            recording.info["labels_excluded"] = str(path)
+    if unnamed:
+        what = "they keep the data's own labels (--labels-fallback)" if fallback else (
+            "they are left unlabelled: not trained or evaluated on (--labels-fallback uses the data's own labels)"
+        )  # fmt: skip
+        logger.warning(
+            "%s names no label for %d subject(s) of the data: %s; %s.", path, len(unnamed), ", ".join(unnamed), what
+        )
+    return list(unnamed)
+
+
+def load_data(
+    path: str | Path, *, preload: bool = False, labels: str | Path | None = None, labels_fallback: bool = False
+) -> list[Recording]:
     """Load the CLI's DATA argument: a BIDS root, a cohort directory or a single recording file.
 
     Parameters
@@ -178,7 +251,10 @@ def load_data(path: str | Path, *, preload: bool = False, labels: str | Path | N
         sits in one).
     preload : bool
     labels : str or Path, optional
-        A ``subject, channel, soz`` table (TSV/CSV) overriding the data's own labels.
+        A ``subject, channel, soz`` table (TSV/CSV): the only source of labels for the subjects it
+        names (see :func:`apply_labels`).
+    labels_fallback : bool
+        With ``labels``: subjects it does not name keep the data's own labels (default: none).
 
     Returns
     -------
@@ -192,7 +268,7 @@ def load_data(path: str | Path, *, preload: bool = False, labels: str | Path | N
         if (path / COHORT_FILE).is_file():
             recordings = load_cohort(path, preload=preload)
         elif is_bids_root(path):
-            return load_bids_cohort(path, labels=labels, preload=preload)
+            recordings = load_bids_cohort(path, preload=preload)
         else:
             raise FileNotFoundError(
                 f"{path} is a directory without {COHORT_FILE} or participants.tsv; pass a BIDS root, "
@@ -201,9 +277,5 @@ def load_data(path: str | Path, *, preload: bool = False, labels: str | Path | N
     else:
         recordings = [load_recording(path, preload=preload)]
     if labels is not None:
-        table = read_labels(labels)
-        for recording in recordings:
-            soz = _soz_vector(recording, table)
-            if soz is not None:
-                recording.soz = soz
+        apply_labels(recordings, labels, fallback=labels_fallback)
     return recordings

@@ -416,8 +416,9 @@ def read_soz_table(path: str | Path) -> pd.DataFrame:
     FileNotFoundError
         ``path`` does not exist.
     ValueError
-        Unknown extension, missing columns, empty subject/channel, a ``soz`` value other than
-        0/1/true/false, or one channel given both values; messages name the file and lines.
+        Unknown extension, missing columns, no rows (a header only), empty subject/channel, a
+        ``soz`` value other than 0/1/true/false, or one channel given both values; messages name
+        the file and lines.
     """
     path = Path(path)
     separator = SOZ_TABLE_SEPARATORS.get(path.suffix.lower())
@@ -435,6 +436,8 @@ def read_soz_table(path: str | Path) -> pd.DataFrame:
         raise ValueError(
             f"{path} lacks columns {missing}; it has {list(table.columns)} (read with separator {separator!r})."
         )
+    if table.empty:
+        raise ValueError(f"{path} has a header but no rows; expected one row per channel with {list(SOZ_TABLE_COLUMNS)}.")
     table = table[list(SOZ_TABLE_COLUMNS)].apply(lambda column: column.str.strip())
     empty = (table["subject"] == "") | (table["channel"] == "")
     if empty.any():
