@@ -21,6 +21,10 @@ from sss_viewer.inference import RecordingScores
 logger = logging.getLogger(__name__)
 
 SOZ_COLOUR = "#d62728"
+PLOT_BACKEND_OPTS = {"plot.min_border_left": 110, "plot.output_backend": "canvas"}
+"""Bokeh options of the viewer's plots: a common left border (stacked plots share pixel-aligned time
+axes) and canvas drawing. HoloViews asks for WebGL, which a browser without a GPU (a hospital PC, a
+headless export or test browser) emulates in software: every redraw of a page then costs ~0.5 s."""
 REST_COLOUR = "#1f77b4"
 
 
@@ -173,7 +177,7 @@ class SozTimeCourse(pn.viewable.Viewer):
                 legend_position="top_left",
                 title=title,
                 fontsize={"title": "9pt"},
-                backend_opts={"plot.min_border_left": 110},
+                backend_opts=PLOT_BACKEND_OPTS,
                 show_legend=True,
             )
         )

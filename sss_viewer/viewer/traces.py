@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import holoviews as hv
@@ -59,7 +60,7 @@ from sss_viewer.viewer.display import (
     top_k_mean,
 )
 from sss_viewer.viewer.export import register_static_copy
-from sss_viewer.viewer.timecourse import SozTimeCourse, ensure_bokeh, infer_bin_s
+from sss_viewer.viewer.timecourse import PLOT_BACKEND_OPTS, SozTimeCourse, ensure_bokeh, infer_bin_s
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +91,10 @@ OVERVIEW_BINS_PER_PX = 8
 """Resolution of the cached whole-recording envelope (bins per pixel of plot width): zoomed-out
 views whose span needs at most 1/4 of it (with no display filter) are drawn from it without reading."""
 OVERVIEW_CACHE_PAGES = 8
+OVERVIEW_READ_BUDGET = {"memory": 2e8, "file": 5e7}
+"""Most values the overview reads to summarise a page's traces over the whole recording. From a file
+read lazily every channel is read (multiplexed formats store all channels of a time range together),
+in memory only the page's. Above the budget the overview shows p(SOZ) and markers without traces."""
 """Pages whose whole-recording envelope is kept (paging back and forth reads each page once)."""
 
 _ViewEvent = hv.streams.Stream.define("TraceWindow", window=(0.0, 10.0), version=0)
@@ -134,6 +139,21 @@ def _set(model, **values) -> None:
     for name, value in values.items():
         if getattr(model, name) != value:
             setattr(model, name, value)
+
+
+@contextmanager
+def _frozen_document():
+    """Batch the bokeh updates of several plots of the session's document.
+
+    Each HoloViews plot update ends by recomputing the document's whole model graph (bokeh's
+    ``models.freeze``); nested in one freeze, two plot updates recompute it once.
+    """
+    doc = pn.state.curdoc
+    if doc is None or not hasattr(doc, "models") or not hasattr(doc.models, "freeze"):
+        yield
+        return
+    with doc.models.freeze():
+        yield
 
 
 def short_text(text: str, limit: int = MARKER_LABEL_CHARS) -> str:
@@ -445,8 +465,9 @@ class TraceView(pn.viewable.Viewer):
         self._warning = None
         self._heat_cache = {}
         self._overview_cache = {}
-        self._main_opts = None
+        self._templates = {}
         self._main_x_range = None
+        self._layout_cache = None
         self._notice = ""
         self._setting_amplitude = False
         self._amplitude_auto = params.get("amplitude_uv") is None
@@ -503,13 +524,15 @@ class TraceView(pn.viewable.Viewer):
 
     def _rescale(self, *, warn: bool) -> None:
         """Set the automatic amplitude (unless set by hand) and, with ``warn``, the implausible-unit warning."""
+        monopolar = None
         if warn:
             monopolar = self.measure_scale("monopolar")
             self.amplitude_warning = implausible_unit_message(monopolar)
             if self.amplitude_warning:
                 logger.warning("%s: %s", self._label(), self.amplitude_warning)
         if self._amplitude_auto or self.amplitude_uv is None:
-            self._set_amplitude(display_amplitude(self.measure_scale()))
+            scale = monopolar if monopolar is not None and self.montage == "monopolar" else self.measure_scale()
+            self._set_amplitude(display_amplitude(scale))
 
     def _set_amplitude(self, value: float) -> None:
         self._setting_amplitude = True
@@ -542,20 +565,30 @@ class TraceView(pn.viewable.Viewer):
         -------
         picks : ndarray, shape (n_contacts,), int
         """
-        if self.recording is None:
-            return np.zeros(0, dtype=int)
-        bad = set(self.bad_channels)
-        picks = [int(i) for i in self.recording.ieeg_picks() if self.recording.ch_names[i] not in bad]
-        names = [self.recording.ch_names[i] for i in picks]
-        return np.array([picks[i] for idx in group_by_shaft(names).values() for i in idx], dtype=int)
+        return self._layout()[0].copy()
 
     def contacts(self) -> list[str]:
         """Names of the shown contacts, in display order (shafts contiguous)."""
-        return [self.recording.ch_names[i] for i in self.contact_picks()] if self.recording is not None else []
+        return list(self._layout()[1])
 
     def rows(self) -> MontageRows:
         """All rows of the montage over :meth:`contacts` (``members`` index into that list)."""
-        return montage_rows(self.contacts(), self.montage)
+        return self._layout()[2]
+
+    def _layout(self) -> tuple[np.ndarray, list[str], MontageRows]:
+        """``(contact_picks, contacts, rows)``, recomputed only when what they depend on changes."""
+        rec = self.recording
+        if rec is None:
+            return np.zeros(0, dtype=int), [], montage_rows([], self.montage)
+        key = (id(rec), tuple(rec.ch_names), tuple(rec.ch_types), tuple(rec.bads), tuple(self.bad_channels), self.montage)
+        if self._layout_cache is None or self._layout_cache[0] != key:
+            bad = set(self.bad_channels)
+            picks = [int(i) for i in rec.ieeg_picks() if rec.ch_names[i] not in bad]
+            names = [rec.ch_names[i] for i in picks]
+            ordered = np.array([picks[i] for idx in group_by_shaft(names).values() for i in idx], dtype=int)
+            contacts = [rec.ch_names[i] for i in ordered]
+            self._layout_cache = (key, (ordered, contacts, montage_rows(contacts, self.montage)))
+        return self._layout_cache[1]
 
     @property
     def n_pages(self) -> int:
@@ -728,6 +761,16 @@ class TraceView(pn.viewable.Viewer):
             self._overview_cache[key] = self._overview_cache.pop(key)  # most recently used last
         return self._overview_cache[key]
 
+    def can_summarise(self, rows: MontageRows | None = None) -> bool:
+        """Whether the overview may read ``rows`` (default the page's) over the whole recording (``OVERVIEW_READ_BUDGET``)."""
+        if self.recording is None:
+            return False
+        rows = self.page_rows() if rows is None else rows
+        rec = self.recording
+        if rec.is_lazy:
+            return rec.n_times * rec.n_channels <= OVERVIEW_READ_BUDGET["file"]
+        return rec.n_times * len(self.read_plan(rows).picks) <= OVERVIEW_READ_BUDGET["memory"]
+
     def visible_envelope(self, plan: ReadPlan, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Min/max envelope of the page over ``[start, stop)`` at two bins per pixel.
 
@@ -856,7 +899,8 @@ class TraceView(pn.viewable.Viewer):
             rgba = rasterise_envelopes(
                 centres, k + lo * scale, k + hi * scale, (t0, t1), m, self.plot_width, self._plot_height(slots), colours
             )
-        layers.append(hv.RGB(rgba, bounds=(t0, -0.5, t1, m - 0.5), kdims=[T, Y], label="traces"))
+        rgb = self._template("rgb", lambda: hv.RGB(np.zeros((1, 1, 4), dtype=np.uint8), label="traces").opts(framewise=True))
+        layers.append(rgb.clone(rgba, bounds=(t0, -0.5, t1, m - 0.5), kdims=[T, Y]))
         if curves_enabled:
             base = float(self.amplitude_uv or 100.0)
             # subcoordinate_y puts curve k at y = k (bottom up): add the page's last slot first.
@@ -865,15 +909,30 @@ class TraceView(pn.viewable.Viewer):
                 # HoloViews merges value ranges of dimensions sharing a label: one label per slot
                 # keeps each row's (−a, a); the column stays "amplitude" for the hover.
                 A = hv.Dimension("amplitude", label=f"{_slot_label(r)} amplitude", unit="µV", range=(-a, a))
-                layers.append(hv.Curve(curves[r], kdims=[T], vdims=[A], label=_slot_label(r)))
-        layers.extend(self._marker_elements(T, Y, m))
-        k = m - 1 - (focus if focus is not None else 0)
-        layers.append(hv.HSpan(k - 0.5, k + 0.5).opts(color=FOCUS_COLOUR, alpha=0.08, line_alpha=0))
-        layers.append(self._marker_labels(t0, t1, T, Y, m))
+                curve = self._template(("curve", r), lambda r=r: self._curve_template(r))
+                layers.append(curve.clone(curves[r], kdims=[T], vdims=[A]))
+        layers.extend(self._template("markers", lambda: self._marker_elements(m)))
+        layers.append(self._focus_band(t0, t1, T, Y, m, focus))
+        layers.extend(self._marker_labels(t0, t1, T, Y, m))
         layers.extend(self._scale_bar(t0, t1, T, Y, m, amplitudes, rows))
-        # Options on clones, never in place: HoloViews may reuse the id of an in-place custom
-        # option tree once unreferenced, and another plot's options then leak into this one.
-        return hv.Overlay(layers).opts(*self._main_options())
+        # Every element is a clone of a template made once per figure with its options (a clone
+        # keeps them): no .opts() per frame, which costs more than drawing the frame. Never
+        # .opts() in place either: HoloViews may reuse the id of an unreferenced custom option
+        # tree, and another plot's options then leak into this one.
+        overlay = self._template("overlay", lambda: hv.Overlay([]).opts(*self._main_options()))
+        return overlay.clone(layers)
+
+    def _template(self, key, make):
+        """The element ``make()`` (with its options) for ``key``, made once per figure structure."""
+        template = self._templates.get(key)
+        if template is None:
+            template = self._templates[key] = make()
+        return template
+
+    def _curve_template(self, slot: int) -> hv.Curve:
+        A = hv.Dimension("amplitude", label=f"{_slot_label(slot)} amplitude", unit="µV")
+        curve = hv.Curve((np.zeros(0), np.zeros(0)), kdims=["time"], vdims=[A], label=_slot_label(slot))
+        return curve.opts(**self._curve_options(), color=TRACE_COLOUR, line_width=0.7)
 
     @staticmethod
     def _curve_options() -> dict:
@@ -888,43 +947,38 @@ class TraceView(pn.viewable.Viewer):
         return f"{self._label()} — {self.montage}, rows {self._page_range_text()}"
 
     def _main_options(self) -> list:
-        """HoloViews options of the main overlay (built once per figure structure; page-specific parts are set by :meth:`_decorate_main`)."""
-        if self._main_opts is not None:
-            return self._main_opts
-        self._main_opts = [
-            hv.opts.Image(
-                framewise=True,
-                cmap=HEAT_CMAP,
-                clim=(0, 1),
-                colorbar=True,
-                colorbar_opts={"title": "p(SOZ)"},
-                clipping_colors={"NaN": (0, 0, 0, 0)},
-                tools=["hover"],
-                hover_tooltips=[
-                    ("channel", "$y{custom}"),
-                    ("time bin", "$x{custom}"),
-                    ("p(SOZ)", "@image{0.00}"),
-                    ("interval [p0, p1]", "[@{p0}{0.00}, @{p1}{0.00}]"),
-                ],
-            ),
-            hv.opts.RGB(framewise=True),
-            hv.opts.Curve(**self._curve_options(), color=TRACE_COLOUR, line_width=0.7),
-            hv.opts.Path(framewise=True),
-            hv.opts.Text(framewise=True),
-            hv.opts.Labels(framewise=True),
+        """HoloViews options of the main overlay (page-specific parts are set by :meth:`_decorate_main`)."""
+        return [
             hv.opts.Overlay(
                 frame_width=self.plot_width,
                 frame_height=self._plot_height(self.n_slots()),
                 show_legend=False,
                 ylabel="",
-                backend_opts={"plot.min_border_left": 110},
+                backend_opts=PLOT_BACKEND_OPTS,
                 title=self._title(),
                 active_tools=["xwheel_zoom", "xpan"],
                 default_tools=["xpan", "xwheel_zoom", "xbox_zoom", "reset", "save"],
                 hooks=[self._decorate_main],
             ),
         ]
-        return self._main_opts
+
+    @staticmethod
+    def _heat_options() -> dict:
+        return dict(
+            framewise=True,
+            cmap=HEAT_CMAP,
+            clim=(0, 1),
+            colorbar=True,
+            colorbar_opts={"title": "p(SOZ)"},
+            clipping_colors={"NaN": (0, 0, 0, 0)},
+            tools=["hover"],
+            hover_tooltips=[
+                ("channel", "$y{custom}"),
+                ("time bin", "$x{custom}"),
+                ("p(SOZ)", "@image{0.00}"),
+                ("interval [p0, p1]", "[@{p0}{0.00}, @{p1}{0.00}]"),
+            ],
+        )
 
     def _heat_notes(self, labels: list[str]) -> list[str]:
         """Heat-map hover text per slot, bottom row first: ``LA1-LA2 (mean of LA1, LA2)`` for bipolar rows."""
@@ -965,8 +1019,6 @@ class TraceView(pn.viewable.Viewer):
                 self._decorate_curve(sub, int(frame.label[len(_SLOT_PREFIX) :]), labels, focus)
             elif isinstance(frame, hv.Image) and "hover" in sub.handles:
                 self._decorate_heat_hover(sub.handles["hover"], labels)
-            elif isinstance(frame, hv.HSpan) and "glyph" in sub.handles:
-                _set(sub.handles["glyph"], visible=focus is not None)
 
     @staticmethod
     def _decorate_curve(sub, slot: int, labels: list[str], focus: int | None) -> None:
@@ -1023,15 +1075,20 @@ class TraceView(pn.viewable.Viewer):
         b1 = int(np.clip(math.ceil(t1 / bin_s - 1e-9), b0 + 1, n_bins))
         block = np.full((m, b1 - b0, 3), np.nan)
         block[: heat.shape[0]] = heat[:, b0:b1]
+        alpha = self.heat_opacity if self.show_heatmap else 0.0
+        image = self._template(("heat", alpha), lambda: self._heat_template(alpha))
+        return image.clone(block, bounds=(edges[b0], -0.5, edges[b1], m - 0.5), kdims=[T, Y])
+
+    def _heat_template(self, alpha: float) -> hv.Image:
         vdims = [
             hv.Dimension("p_soz", label="p(SOZ)", range=(0, 1)),
             hv.Dimension("p0", range=(0, 1)),
             hv.Dimension("p1", range=(0, 1)),
         ]
-        image = hv.Image(block, bounds=(edges[b0], -0.5, edges[b1], m - 0.5), kdims=[T, Y], vdims=vdims)
-        return image.opts(alpha=self.heat_opacity if self.show_heatmap else 0.0)
+        image = hv.Image(np.full((1, 1, 3), np.nan), kdims=["time", "row"], vdims=vdims)
+        return image.opts(**self._heat_options(), alpha=alpha)
 
-    def _marker_elements(self, T, Y, n: int) -> list:
+    def _marker_elements(self, n: int) -> list:
         out = []
         for marker in self.markers:
             kind = marker.get("kind", "event")
@@ -1045,35 +1102,55 @@ class TraceView(pn.viewable.Viewer):
             out.append(hv.VLine(onset).opts(color=colour, line_width=width, line_dash=dash))
         return out
 
-    def _marker_labels(self, t0: float, t1: float, T, Y, n: int) -> hv.Labels:
-        """Bold labels at the top of the plot, coloured as their markers, shortened to ``MARKER_LABEL_CHARS``."""
-        xs, texts, colours = [], [], []
-        for marker in self.markers:
-            onset = float(marker["onset"])
-            if t0 <= onset <= t1:
-                xs.append(onset)
-                texts.append(short_text(str(marker.get("description", "")) or str(marker.get("kind", ""))))
-                colours.append(MARKER_COLOURS.get(marker.get("kind", "event"), MARKER_COLOURS["event"]))
+    def _marker_labels(self, t0: float, t1: float, T, Y, n: int) -> list[hv.Labels]:
+        """Bold labels at the top of the plot, one element per marker kind in its colour, shortened to ``MARKER_LABEL_CHARS``.
+
+        Every kind has an element (empty when unused) and the offset from the line is in the data,
+        so a new window or page changes only the labels' data sources.
+        """
+        out = []
         top = max(n, 1) - 0.5
-        labels = hv.Labels(
-            (np.array(xs, dtype=float), np.full(len(xs), top), texts, colours),
-            kdims=[T, Y],
-            vdims=["description", "colour"],
-        )
+        for kind in MARKER_KINDS:
+            shown = [m for m in self.markers if m.get("kind", "event") == kind and t0 <= float(m["onset"]) <= t1]
+            xs = np.array([float(m["onset"]) for m in shown], dtype=float) + 0.004 * (t1 - t0)
+            texts = [short_text(str(m.get("description", "")) or kind) for m in shown]
+            labels = self._template(("labels", kind), lambda kind=kind: self._label_template(kind))
+            out.append(labels.clone((xs, np.full(len(xs), top), texts), kdims=[T, Y]))
+        return out
+
+    @staticmethod
+    def _label_template(kind: str) -> hv.Labels:
+        labels = hv.Labels(([], [], []), kdims=["time", "row"], vdims=["description"])
         return labels.opts(
             text_align="left",
             text_baseline="top",
             text_font_size="10.5pt",
             text_font_style="bold",
-            text_color="colour",
+            text_color=MARKER_COLOURS[kind],
             background_fill_color="white",
             background_fill_alpha=0.75,
-            xoffset=0.004 * (t1 - t0),
+            framewise=True,
         )
 
+    def _focus_band(self, t0: float, t1: float, T, Y, m: int, focus: int | None) -> hv.Rectangles:
+        """A faint band behind the focus row (a glyph, so moving it only changes data; empty without focus)."""
+        k = m - 1 - focus if focus is not None else 0
+        boxes = [(t0, k - 0.5, t1, k + 0.5)] if focus is not None else []
+        band = self._template(
+            "focus", lambda: hv.Rectangles([]).opts(color=FOCUS_COLOUR, alpha=0.08, line_alpha=0, framewise=True)
+        )
+        return band.clone(boxes, kdims=[T, Y, "time_end", "row_top"])
+
     def _scale_bar(self, t0: float, t1: float, T, Y, m: int, amplitudes: np.ndarray, rows: MontageRows) -> list:
+        path = self._template("scale", lambda: hv.Path([]).opts(color="black", line_width=3, framewise=True))
+        label = self._template(
+            "scale_text",
+            lambda: hv.Labels(([], [], []), kdims=["time", "row"], vdims=["text"]).opts(
+                text_align="right", text_baseline="middle", text_font_size="9pt", text_color="black", framewise=True
+            ),
+        )
         if not len(amplitudes):
-            return [hv.Path([], kdims=[T, Y]), hv.Text(t1, 0, "", kdims=[T, Y])]
+            return [path.clone([], kdims=[T, Y]), label.clone(([], [], []), kdims=[T, Y])]
         a = float(amplitudes[0])
         length = nice_scale(a)
         height = length / (2 * a)
@@ -1081,10 +1158,9 @@ class TraceView(pn.viewable.Viewer):
         k = m - 1
         gains = {s: g for s, g in (self.shaft_gain or {}).items() if g not in (None, 1, 1.0)}
         text = f"{length:g} µV" + (f" ({rows.shafts[0]})" if gains else "")
-        path = hv.Path([np.array([[x, k - height / 2], [x, k + height / 2]])], kdims=[T, Y])
         return [
-            path.opts(color="black", line_width=3),
-            hv.Text(x - 0.005 * (t1 - t0), k, text, halign="right", fontsize=9, kdims=[T, Y]),
+            path.clone([np.array([[x, k - height / 2], [x, k + height / 2]])], kdims=[T, Y]),
+            label.clone(([x - 0.005 * (t1 - t0)], [k], [text]), kdims=[T, Y]),
         ]
 
     # ---------------------------------------------------------------- the figure
@@ -1130,7 +1206,7 @@ class TraceView(pn.viewable.Viewer):
 
     def _timecourse_element(self, t0: float, t1: float):
         course = self.timecourse.figure().redim.range(time=(t0, t1))
-        return course.opts(hv.opts.Overlay(frame_width=self.plot_width, backend_opts={"plot.min_border_left": 110}))
+        return course.opts(hv.opts.Overlay(frame_width=self.plot_width, backend_opts=PLOT_BACKEND_OPTS))
 
     def _build(self):
         """Compose the DynamicMap main view, the optional time course and the DynamicMap overview."""
@@ -1140,7 +1216,7 @@ class TraceView(pn.viewable.Viewer):
         t0, t1 = self.window()
         self._last_good = None
         self._last_x_range = None
-        self._main_opts = None
+        self._templates = {}
         self._page_key = (min(self.page, self.n_pages - 1), self.focus_channel)
         self._stream = _ViewEvent(window=(t0, t1), version=0)
         self._overview_stream = _OverviewEvent(version=0)
@@ -1223,7 +1299,8 @@ class TraceView(pn.viewable.Viewer):
         OT = hv.Dimension("overview_time", label="time", unit="s")
         OY = hv.Dimension("overview_row", label=" ")
         rgba = np.zeros((1, 1, 4), dtype=np.uint8)
-        if n:
+        summarised = bool(n) and self.can_summarise(rows)
+        if summarised:
             amplitudes = self.row_amplitudes(rows)
             edges, lo, hi = self.page_envelope(rows)
             coarse = rebin_envelope(edges, lo, hi, 0, self.recording.n_times, 2 * self.plot_width)
@@ -1258,14 +1335,15 @@ class TraceView(pn.viewable.Viewer):
                 frame_width=self.plot_width,
                 frame_height=OVERVIEW_HEIGHT,
                 yaxis=None,
-                backend_opts={"plot.min_border_left": 110},
+                backend_opts=PLOT_BACKEND_OPTS,
                 toolbar=None,
                 default_tools=[],
                 shared_axes=False,
                 show_legend=False,
                 title=(
                     f"overview of the whole recording — colour: mean p(SOZ) of the {OVERVIEW_TOP_K} highest channels; "
-                    "grey: this page's traces (drag the blue box to move the view)"
+                    + ("grey: this page's traces" if summarised else "traces not summarised (recording too long)")
+                    + " — drag the blue box to move the view"
                 ),
                 fontsize={"title": "9pt"},
                 xlim=(0.0, duration),
@@ -1359,7 +1437,7 @@ class TraceView(pn.viewable.Viewer):
     def _on_structure(self, *events) -> None:
         self._clamp_page()
         self._figure = None
-        self._main_opts = None
+        self._templates = {}
         self._dirty = False
         if self._pane is not None:
             self._refresh_pane()
@@ -1376,10 +1454,12 @@ class TraceView(pn.viewable.Viewer):
         key = (min(self.page, self.n_pages - 1), self.focus_channel)
         if key == self._page_key:
             return
+        new_page = self._page_key is None or key[0] != self._page_key[0]
         self._page_key = key
-        self._stream.event(version=self._stream.version + 1)
-        if self._overview_stream is not None:
-            self._overview_stream.event(version=self._overview_stream.version + 1)
+        with _frozen_document():  # both plots update, the document's model graph is recomputed once
+            self._stream.event(version=self._stream.version + 1)
+            if new_page and self._overview_stream is not None:
+                self._overview_stream.event(version=self._overview_stream.version + 1)
 
     def _on_warning(self, *events) -> None:
         if self._warning is not None:
@@ -1393,11 +1473,12 @@ class TraceView(pn.viewable.Viewer):
         self._sync_widgets()
 
     def _on_display(self, *events) -> None:
-        if self._stream is not None:
-            self._stream.event(version=self._stream.version + 1)
-        overview = {"amplitude_uv", "shaft_gain", "clip_traces"}
-        if self._overview_stream is not None and overview & {e.name for e in events}:
-            self._overview_stream.event(version=self._overview_stream.version + 1)
+        with _frozen_document():
+            if self._stream is not None:
+                self._stream.event(version=self._stream.version + 1)
+            overview = {"amplitude_uv", "shaft_gain", "clip_traces"}
+            if self._overview_stream is not None and overview & {e.name for e in events}:
+                self._overview_stream.event(version=self._overview_stream.version + 1)
 
     # ---------------------------------------------------------------- widgets
 
