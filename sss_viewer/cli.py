@@ -200,7 +200,8 @@ def _labelled_data(args) -> list:
     recordings = load_data(args.data, labels=args.labels, labels_fallback=args.labels_fallback)
     kept = [r for r in recordings if "labels_excluded" not in r.info]
     if len(kept) < len(recordings):
-        logger.warning("%d of %d recordings left out: their subjects have no row in %s.", len(recordings) - len(kept), len(recordings), args.labels)
+        left_out = len(recordings) - len(kept)
+        logger.warning("%d of %d recordings left out: their subjects have no row in %s.", left_out, len(recordings), args.labels)
     if not kept:
         raise ValueError(f"No recording left: {args.labels} names none of the data's subjects (see the warning above).")
     return kept

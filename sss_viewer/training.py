@@ -337,7 +337,15 @@ def train(
     Returns
     -------
     ModelBundle
-        The best epoch's model, its calibrator, threshold and a record of the run in ``info``.
+        The best epoch's model, its calibrator, threshold and a record of the run in ``info``; a
+        native-rate model (``preprocess.target_sfreq`` None) records the rates it was trained on
+        in ``preprocess.native_sfreqs``.
+
+    Raises
+    ------
+    ValueError
+        No labelled channel, a split without both classes, or (native rates) recordings sampled at
+        different rates without ``config.mixed_native_rates``.
     """
     started = time.perf_counter()
     device = resolve_device(config.device)
@@ -462,7 +470,8 @@ def _with_native_rates(config: TrainConfig, meta: pd.DataFrame, split: np.ndarra
     used = np.isin(split, ("train", "val"))
     rates = meta["sfreq"].to_numpy()[used] * preprocess.pool_stride
     trained = native_rates(rates, allow_mixed=config.mixed_native_rates)
-    logger.info("native-rate model: trained on %s Hz recordings; other rates will be refused.", ", ".join(f"{r:g}" for r in trained))
+    shown = ", ".join(f"{r:g}" for r in trained)
+    logger.info("native-rate model: trained on %s Hz recordings; other rates will be refused.", shown)
     return dataclasses.replace(preprocess, native_sfreqs=trained)
 
 

@@ -164,7 +164,7 @@ def test_train_and_evaluate_accept_a_bids_root(ds003029_like_root, tmp_path, cap
     assert np.isfinite(report["pooled"]["auc"])
     scores = tmp_path / "scores"
     assert main(["score", str(model), str(ds003029_like_root), "--out", str(scores), "-q"]) == 0
-    runs = sorted(p.name for p in scores.iterdir())
+    runs = sorted(p.name for p in scores.iterdir() if p.is_dir())  # + the run's manifest, sss-viewer-score.json
     assert len(runs) == 11 and "sub-pt01_ses-presurgery_task-ictal_acq-ecog_run-01_ieeg" in runs
     table = pd.read_csv(scores / "sub-pt01_ses-presurgery_task-ictal_acq-ecog_run-01_ieeg" / "channels.csv")
     assert table["label"].sum() == 10 and table["score"].between(0, 1).all()
