@@ -16,7 +16,19 @@ from bokeh.models import BoxAnnotation, HoverTool, Image, ImageRGBA, Line, Plot,
 from sss_viewer.inference import RecordingScores, score_recording
 from sss_viewer.training import train, train_preset
 from sss_viewer.viewer.timecourse import SozTimeCourse, infer_bin_s
-from sss_viewer.viewer.traces import TraceView, binned_interval, minmax_envelope, nice_scale, rebin_envelope
+from sss_viewer.viewer.display import display_amplitude, robust_scale, top_k_mean
+from sss_viewer.viewer.traces import (
+    CLIP_ROWS,
+    MARKER_COLOURS,
+    OVERVIEW_TOP_K,
+    RANGE_BOX_COLOUR,
+    TraceView,
+    binned_interval,
+    minmax_envelope,
+    nice_scale,
+    rebin_envelope,
+    short_text,
+)
 from tests.conftest import toy_recording
 
 NAMES = ["LA1", "LB1", "LA2", "LB2", "LA3", "LB3", "LA4", "LB4"]
@@ -486,3 +498,154 @@ def test_empty_view_filled_in_one_batch(recording, scores):
     view.scores = scores
     assert view.state()["heatmap"]
     hv.render(view.figure())
+
+
+# ------------------------------------------------------------------------------- amplitude, units, clipping
+
+
+def scaled_recording(factor: float, spike_uv: float = 0.0):
+    """The shaft recording times ``factor``; with ``spike_uv``, LA2 gets a spike at 5 s."""
+    rec = shaft_recording()
+    data = rec.data * np.float32(factor)
+    if spike_uv:
+        i = BY_SHAFT.index("LA2")
+        data[NAMES.index(BY_SHAFT[i]), int(5.0 * rec.sfreq) : int(5.0 * rec.sfreq) + 10] += np.float32(spike_uv)
+    return dataclasses.replace(rec, data=data)
+
+
+def test_auto_amplitude_is_a_robust_scale_of_the_visible_block():
+    view = TraceView(recording=scaled_recording(1.0), show_overview=False)
+    block = view.read_rows(view.read_plan(view.rows()), 0, int(10 * view.recording.sfreq), filtered=False)
+    assert view.amplitude_uv == display_amplitude(robust_scale(block))
+    spiky = TraceView(recording=scaled_recording(1.0, spike_uv=1e5), show_overview=False)
+    assert spiky.amplitude_uv == pytest.approx(view.amplitude_uv, rel=0.1)  # one 100 mV spike moves nothing
+    assert view.amplitude_warning == "" and spiky.amplitude_warning == ""
+
+
+def test_implausible_amplitudes_are_said_above_the_plot():
+    view = TraceView(recording=scaled_recording(5000.0), show_overview=False)  # nV stored as µV
+    assert "amplitudes look like nV mislabelled as µV" in view.amplitude_warning
+    assert view.state()["amplitude_warning"] == view.amplitude_warning
+    column = view.__panel__()
+    warning = column.objects[2]
+    assert warning.visible and warning.object == view.amplitude_warning
+    assert column.objects.index(warning) < column.objects.index(view._pane)  # above the plot
+    view.recording = shaft_recording()
+    assert view.amplitude_warning == "" and not warning.visible
+
+
+def test_rows_are_clipped_to_their_spacing_unless_turned_off():
+    view = TraceView(recording=scaled_recording(1.0, spike_uv=1e5), show_overview=False, span_s=10.0)
+    plot = main_figure(hv.render(view.figure()))
+    a = view.amplitude_uv
+    spike = np.asarray(lines_by_name(plot)["LA2"].data_source.data["amplitude"])
+    assert np.abs(spike).max() == pytest.approx(2 * CLIP_ROWS * a, rel=1e-5)  # ±1 row spacing, not 100 mV
+    view.clip_traces = False  # updates the same plot
+    spike = np.asarray(lines_by_name(plot)["LA2"].data_source.data["amplitude"])
+    assert np.abs(spike).max() > 100 * a
+    # Zoomed out (datashaded): the spike's pixel column stays within LA2's row ± one spacing.
+    rec = shaft_recording()
+    flat = np.zeros_like(rec.data)
+    flat[NAMES.index("LA2"), int(45 * rec.sfreq) : int(45 * rec.sfreq) + 10] = 1e5
+    for clip, reach in ((True, CLIP_ROWS), (False, None)):
+        shaded = TraceView(
+            recording=dataclasses.replace(rec, data=flat), amplitude_uv=50.0, clip_traces=clip, show_overview=False,
+            span_s=90.0,
+        )  # fmt: skip
+        image = renderers(main_figure(hv.render(shaded.figure())), ImageRGBA)[0].data_source.data["image"][0]
+        alpha = image.view(np.uint8).reshape(*image.shape, 4)[..., 3]
+        height, width = alpha.shape
+        column = alpha[:, int(45.0 / 90.0 * width) - 1 : int(45.0 / 90.0 * width) + 2].max(axis=1) > 0
+        rows = (np.flatnonzero(column) + 0.5) / height * len(BY_SHAFT) - 0.5  # bokeh image row 0 is the bottom
+        centre = len(BY_SHAFT) - 1 - BY_SHAFT.index("LA2")
+        if reach is None:
+            assert rows.max() > len(BY_SHAFT) - 1  # unclipped, the spike runs off the top
+        else:
+            assert rows.max() <= centre + reach + 0.1
+
+
+def test_montage_change_rescales_unless_the_amplitude_was_set_by_hand():
+    view = TraceView(recording=scaled_recording(1.0), show_overview=False)
+    monopolar = view.amplitude_uv
+    view.montage = "bipolar"
+    plan = view.read_plan(view.rows())
+    bipolar = display_amplitude(robust_scale(view.read_rows(plan, 0, int(10 * view.recording.sfreq), filtered=False)))
+    assert view.amplitude_uv == bipolar != monopolar
+    view.amplitude_uv = 80.0  # by hand: kept across montages
+    view.montage = "average"
+    assert view.amplitude_uv == 80.0
+    view.amplitude_uv = None  # back to automatic
+    plan = view.read_plan(view.rows())
+    assert view.amplitude_uv == display_amplitude(
+        robust_scale(view.read_rows(plan, 0, int(10 * view.recording.sfreq), filtered=False))
+    )
+
+
+# ------------------------------------------------------------------------------- paging in place, overview, export copy
+
+
+def test_page_change_updates_the_same_bokeh_models(recording, scores):
+    view = TraceView(recording=recording, scores=scores, page_size=3, markers=[{"onset": 2.0, "kind": "onset"}])
+    layout = hv.render(view.figure())
+    main = main_figure(layout)
+    before = {id(m) for m in layout.references()}
+    view.page = 1
+    assert view.figure() is view.figure() and main_figure(layout) is main
+    assert {id(m) for m in layout.references()} == before  # nothing made or dropped
+    assert [r.name for r in renderers(main, Line)] == ["LA4", "LB1", "LB2"]
+    assert set(main.yaxis[0].major_label_overrides.values()) == {"LA4", "LB1", "LB2"}
+    assert "LA4 … LB2 (page 2/3)" in main.title.text
+    view.page = 2  # the short last page: two rows and an empty one
+    assert [r.name for r in renderers(main, Line)] == ["LB3", "LB4", ""]
+    assert len(list(layout.select({"type": RangeTool}))) == 1
+
+
+def test_overview_shows_where_p_soz_is_high_with_a_colour_bar(recording, scores):
+    view = TraceView(recording=recording, scores=scores, page_size=3, markers=[{"onset": 2.0, "kind": "onset"}])
+    layout = hv.render(view.figure())
+    overview = next(p for p in layout.select({"type": Plot}) if p.title.text.startswith("overview"))
+    (strip,) = renderers(overview, Image)
+    values, _, _, _ = view.heat_rows()
+    assert_same(strip.data_source.data["image"][0][0], top_k_mean(values, OVERVIEW_TOP_K))
+    assert strip.glyph.color_mapper.low == 0 and strip.glyph.color_mapper.high == 1
+    (bar,) = [r for r in overview.right if type(r).__name__ == "ColorBar"]
+    assert bar.color_mapper.palette == main_figure(layout).right[0].color_mapper.palette  # the main map's colours
+    assert not overview.legend or not overview.legend[0].items  # no stray legend
+    (tool,) = list(overview.select({"type": RangeTool}))
+    assert tool.overlay.line_color == RANGE_BOX_COLOUR and not tool.overlay.inverted and tool.overlay.line_width >= 2
+    spans = [r for r in overview.renderers + overview.center if isinstance(r, Span)]
+    assert [s.location for s in spans] == [2.0] and spans[0].line_color == MARKER_COLOURS["onset"]
+
+
+def test_marker_labels_are_bold_dark_and_short(recording):
+    long = "seizure onset with low-voltage fast activity in LA1-LA3"
+    markers = [
+        {"onset": 3.0, "kind": "onset", "description": long},
+        {"onset": 6.0, "kind": "offset", "description": "end"},
+        {"onset": 8.0, "kind": "note", "description": "artefact"},
+    ]
+    view = TraceView(recording=recording, markers=markers, show_overview=False)
+    plot = main_figure(hv.render(view.figure()))
+    (labels,) = [r for r in plot.renderers if type(getattr(r, "glyph", None)).__name__ == "Text" and "description" in r.data_source.data]
+    data = labels.data_source.data
+    assert list(data["description"]) == [short_text(long), "end", "artefact"] and short_text(long).endswith("…")
+    assert list(data["text_color"]) == [MARKER_COLOURS[k] for k in ("onset", "offset", "note")]
+    assert labels.glyph.text_font_style == "bold" and float(str(getattr(labels.glyph.text_font_size, "value", labels.glyph.text_font_size)).rstrip("pt")) >= 10
+    assert MARKER_COLOURS["onset"].startswith("#c") and MARKER_COLOURS["offset"] == "#212121"
+
+
+def test_export_renders_a_static_copy_not_the_live_figure(recording, scores):
+    from sss_viewer.viewer.export import static_copy, to_bokeh
+
+    view = TraceView(recording=recording, scores=scores, start_s=20.0, span_s=10.0)
+    figure = view.figure()
+    layout = hv.render(figure)
+    live = {id(m) for m in layout.references()}
+    copy = static_copy(figure)
+    assert not [x for x in copy.traverse(lambda x: x) if isinstance(x, hv.DynamicMap)]
+    exported = to_bokeh(figure)
+    assert not live & {id(m) for m in exported.references()}  # no model shared with the live document
+    assert len(list(exported.select({"type": RangeTool}))) == 1 and len(list(layout.select({"type": RangeTool}))) == 1
+    assert {p.output_backend for p in exported.select({"type": Plot})} == {"canvas"}
+    view.start_s = 40.0  # the live figure still follows the view after an export
+    assert (main_figure(layout).x_range.start, main_figure(layout).x_range.end) == (40.0, 50.0)

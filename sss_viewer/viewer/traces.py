@@ -127,6 +127,8 @@ def range_tool(x_range) -> RangeTool:
 # --------------------------------------------------------------------------------------------
 
 _SLOT_PREFIX = "row "
+_LABEL_COLOUR = "label_colour"
+"""Column of the marker labels' data source holding each label's colour."""
 
 
 def _slot_label(slot: int) -> str:
@@ -738,10 +740,12 @@ class TraceView(pn.viewable.Viewer):
         return edges, lo, hi
 
     def page_envelope(self, rows: MontageRows | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Unfiltered min/max envelope of ``rows`` over the whole recording (one pass, cached per page/montage).
+        """Unfiltered min/max envelope of ``rows`` over the whole recording (cached).
 
-        ``OVERVIEW_BINS_PER_PX × plot_width`` bins. The overview is drawn from it, and so are
-        zoomed-out views coarse enough (see :meth:`visible_envelope`).
+        ``OVERVIEW_BINS_PER_PX × plot_width`` bins. When the whole montage fits the overview's read
+        budget it is read in one pass for every row (so paging never reads again); otherwise per
+        page, the last ``OVERVIEW_CACHE_PAGES`` pages kept. The overview is drawn from it, and so
+        are zoomed-out views coarse enough (see :meth:`visible_envelope`).
 
         Returns
         -------
@@ -749,17 +753,41 @@ class TraceView(pn.viewable.Viewer):
         lo, hi : ndarray, shape (n_rows, n_bins), float32 µV
         """
         rows = self.page_rows() if rows is None else rows
-        key = (id(self.recording), tuple(rows.labels), tuple(self.contacts()), self.plot_width)
-        if key not in self._overview_cache:
-            while len(self._overview_cache) >= OVERVIEW_CACHE_PAGES:
-                self._overview_cache.pop(next(iter(self._overview_cache)))  # least recently read
-            n_bins = OVERVIEW_BINS_PER_PX * self.plot_width
-            self._overview_cache[key] = self.envelope(
-                self.read_plan(rows), 0, self.recording.n_times, n_bins, filtered=False
-            )
-        else:
-            self._overview_cache[key] = self._overview_cache.pop(key)  # most recently used last
+        cached = self._cached_envelope(rows)
+        if cached is not None:
+            return cached
+        everything = self.rows()
+        if self.can_summarise(everything):
+            key = self._envelope_key(everything)
+            self._overview_cache[key] = self._read_envelope(everything)
+            return self._cached_envelope(rows)
+        key = self._envelope_key(rows)
+        while len(self._overview_cache) >= OVERVIEW_CACHE_PAGES:
+            self._overview_cache.pop(next(iter(self._overview_cache)))  # least recently read
+        self._overview_cache[key] = self._read_envelope(rows)
         return self._overview_cache[key]
+
+    def _envelope_key(self, rows: MontageRows) -> tuple:
+        return (id(self.recording), tuple(rows.labels), tuple(self.contacts()), self.plot_width)
+
+    def _read_envelope(self, rows: MontageRows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n_bins = OVERVIEW_BINS_PER_PX * self.plot_width
+        return self.envelope(self.read_plan(rows), 0, self.recording.n_times, n_bins, filtered=False)
+
+    def _cached_envelope(self, rows: MontageRows) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The whole-recording envelope of ``rows`` from the cache (the montage's or the page's), or None."""
+        everything = self._overview_cache.get(self._envelope_key(self.rows()))
+        if everything is not None:
+            index = {label: i for i, label in enumerate(self.rows().labels)}
+            if all(label in index for label in rows.labels):
+                pick = [index[label] for label in rows.labels]
+                edges, lo, hi = everything
+                return edges, lo[pick], hi[pick]
+        key = self._envelope_key(rows)
+        if key in self._overview_cache:
+            self._overview_cache[key] = self._overview_cache.pop(key)  # most recently used last
+            return self._overview_cache[key]
+        return None
 
     def can_summarise(self, rows: MontageRows | None = None) -> bool:
         """Whether the overview may read ``rows`` (default the page's) over the whole recording (``OVERVIEW_READ_BUDGET``)."""
@@ -779,9 +807,9 @@ class TraceView(pn.viewable.Viewer):
         """
         n_bins = 2 * self.plot_width
         filters = any((self.highpass_hz, self.lowpass_hz, self.notch_hz))
-        key = (id(self.recording), tuple(plan.rows.labels), tuple(self.contacts()), self.plot_width)
-        if not filters and key in self._overview_cache:
-            coarse = rebin_envelope(*self._overview_cache[key], start, stop, n_bins)
+        cached = None if filters else self._cached_envelope(plan.rows)
+        if cached is not None:
+            coarse = rebin_envelope(*cached, start, stop, n_bins)
             if coarse is not None:
                 return coarse
         return self.envelope(plan, start, stop, n_bins)
@@ -1103,30 +1131,29 @@ class TraceView(pn.viewable.Viewer):
         return out
 
     def _marker_labels(self, t0: float, t1: float, T, Y, n: int) -> list[hv.Labels]:
-        """Bold labels at the top of the plot, one element per marker kind in its colour, shortened to ``MARKER_LABEL_CHARS``.
+        """Bold labels at the top of the plot in their markers' colours, shortened to ``MARKER_LABEL_CHARS``.
 
-        Every kind has an element (empty when unused) and the offset from the line is in the data,
-        so a new window or page changes only the labels' data sources.
+        One element; each label's colour is a column of its data source and the offset from the
+        line is in the data, so a new window or page changes only the data source.
         """
-        out = []
-        top = max(n, 1) - 0.5
-        for kind in MARKER_KINDS:
-            shown = [m for m in self.markers if m.get("kind", "event") == kind and t0 <= float(m["onset"]) <= t1]
-            xs = np.array([float(m["onset"]) for m in shown], dtype=float) + 0.004 * (t1 - t0)
-            texts = [short_text(str(m.get("description", "")) or kind) for m in shown]
-            labels = self._template(("labels", kind), lambda kind=kind: self._label_template(kind))
-            out.append(labels.clone((xs, np.full(len(xs), top), texts), kdims=[T, Y]))
-        return out
+        shown = [m for m in self.markers if t0 <= float(m["onset"]) <= t1]
+        xs = np.array([float(m["onset"]) for m in shown], dtype=float) + 0.004 * (t1 - t0)
+        texts = [short_text(str(m.get("description", "")) or str(m.get("kind", "event"))) for m in shown]
+        colours = [MARKER_COLOURS.get(m.get("kind", "event"), MARKER_COLOURS["event"]) for m in shown]
+        if not shown:  # an empty colour column would be colour-mapped: one empty label instead
+            xs, texts, colours = np.array([t0]), [""], ["#ffffff"]
+        labels = self._template("labels", self._label_template)
+        return [labels.clone((xs, np.full(len(xs), max(n, 1) - 0.5), texts, colours), kdims=[T, Y])]
 
     @staticmethod
-    def _label_template(kind: str) -> hv.Labels:
-        labels = hv.Labels(([], [], []), kdims=["time", "row"], vdims=["description"])
+    def _label_template() -> hv.Labels:
+        labels = hv.Labels(([], [], [], []), kdims=["time", "row"], vdims=["description", _LABEL_COLOUR])
         return labels.opts(
             text_align="left",
             text_baseline="top",
             text_font_size="10.5pt",
             text_font_style="bold",
-            text_color=MARKER_COLOURS[kind],
+            text_color=hv.dim(_LABEL_COLOUR),  # literal colours in a column: no colour mapper
             background_fill_color="white",
             background_fill_alpha=0.75,
             framewise=True,
