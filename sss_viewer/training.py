@@ -175,9 +175,11 @@ class TrainConfig:
             self.inference_stride = max(1, self.window_length // 4)
 
     def to_dict(self) -> dict:
-        """JSON-serialisable parameters."""
+        """JSON-serialisable parameters (``mixed_native_rates`` only when True, so older records compare equal)."""
         out = dataclasses.asdict(self)
         out["preprocess"] = self.preprocess.to_dict()
+        if not self.mixed_native_rates:
+            del out["mixed_native_rates"]
         return out
 
 
