@@ -2,6 +2,7 @@
 
 import io
 import shutil
+import time
 from pathlib import Path
 
 import holoviews as hv
@@ -93,6 +94,9 @@ def test_png_fallback_without_browser(tmp_path, no_browser):
     svg = tmp_path / "a.svg"
     assert export_figure(viewer_like(), svg) == "matplotlib"
     assert svg.read_text().lstrip().startswith("<?xml") and "<svg" in svg.read_text()
+    text = svg.read_text()
+    assert export.FALLBACK_MARK in text and export.BROWSER_MARK not in text  # a fallback says it is one
+    assert export.FALLBACK_SOFTWARE.encode() in a.read_bytes()  # PNG text chunk
 
 
 def test_fallback_callable_is_used_without_browser(tmp_path, no_browser):
@@ -213,3 +217,36 @@ def test_download_buttons_serve_files_with_stem_and_time_range():
         png.callback()
     assert errors == ["Could not make the PNG file: no figure yet"]
     assert export_basename("sub pt/01") == "sub_pt_01"
+
+
+@pytest.mark.skipif(not HAS_CHROMIUM, reason="needs /usr/bin/chromium and chromedriver for Bokeh's SVG export")
+def test_svg_is_drawn_by_the_browser_with_the_colour_bar(tmp_path):
+    heat = hv.Image(
+        np.random.default_rng(0).random((3, 10)), bounds=(0, -0.5, 10, 2.5), vdims=[hv.Dimension("p", label="p(SOZ)")]
+    ).opts(cmap="YlOrRd", colorbar=True, width=500, height=200)
+    out = tmp_path / "heat.svg"
+    started = time.perf_counter()
+    assert export_figure(heat, out) == "bokeh+chromium"
+    text = out.read_text()
+    assert text.startswith(export.BROWSER_MARK) and export.FALLBACK_MARK not in text and "<svg" in text
+    assert "p(SOZ)" in text  # the colour bar's title, drawn by Bokeh
+    again = tmp_path / "again.svg"
+    export_figure(curve(1), again)
+    assert time.perf_counter() - started < 30 and again.read_text() != text  # the warm browser draws the new figure
+
+
+@pytest.mark.skipif(not HAS_CHROMIUM, reason="needs /usr/bin/chromium and chromedriver for Bokeh's PNG export")
+def test_live_figure_is_exported_from_a_static_copy(tmp_path):
+    """A DynamicMap figure is drawn from its current frame; rendering it twice gives two independent models."""
+    from sss_viewer.viewer.export import static_copy, to_bokeh
+
+    stream = hv.streams.Stream.define("Seed", seed=0)()
+    live = hv.DynamicMap(lambda seed: curve(seed), streams=[stream])
+    layout = (live + curve(5)).cols(1)
+    hv.render(layout)
+    stream.event(seed=3)
+    copy = static_copy(layout)
+    assert not any(isinstance(x, hv.DynamicMap) for x in copy)
+    first, second = to_bokeh(layout), to_bokeh(layout)
+    assert not {m.id for m in first.references()} & {m.id for m in second.references()}
+    assert export_figure(layout, tmp_path / "live.png") == "bokeh+chromium"
