@@ -1,0 +1,265 @@
+"""What the user feels in the browser: page changes, the first view of a large recording, exports.
+
+Serves ``app.py`` with ``panel serve`` (``tests/browser_support.served_app``, the same as the browser
+tests) and drives Debian chromium with Playwright, as a user does:
+
+* **page change → last model update**: after the page has loaded, a listener is added to every
+  Bokeh document in the page (``doc.on_change``) that notes ``performance.now()`` of each model
+  change the server sends. A button ("rows ▼"/"▲ rows" for channel pages, "time ▶"/"◀ time" for
+  time pages) is clicked from JavaScript with the click time noted the same way; once no change has
+  arrived for ``--quiet-ms`` (default 1000 ms), the time of the last change minus the click time is
+  the figure (so every patch the change causes counts, however many the server sends). Channel
+  pages also wait until the page selector shows the new page. ``--changes`` of each kind.
+* **first view of a large recording**: a 256 ch × 1 h × 2 kHz float32 BrainVision file (written
+  once per run in a temporary data root: one 10-s block from ``pybv``, repeated to fill the hour;
+  7.4 GB) is picked in the app's recording list; the figure is the time from the click to the
+  last model update with the page selector showing its first channel.
+* **exports**: "⬇ PNG", "⬇ SVG" and "⬇ Report" clicked ``--exports`` times each; time from the
+  click to the finished download. Each file is checked (PNG magic, Bokeh's browser SVG, HTML).
+
+Browser console errors and uncaught page errors are counted throughout and printed at the end.
+Medians and maxima are printed next to the goals of issue 13.
+
+    BOKEH_IN_DOCKER=1 .venv/bin/python benchmarks/browser_interaction.py [--changes 20] [--exports 3]
+        [--skip-large] [--channels 256] [--hours 1] [--sfreq 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.browser_support import CHROMIUM, chromium_missing, served_app  # noqa: E402
+
+logger = logging.getLogger("browser_interaction")
+
+GOALS = {"page": (0.15, 0.5), "first_view": 3.0, "export": 5.0}
+LOAD_TIMEOUT_MS = 120_000
+
+_LISTEN = """() => {
+  window.__sss = {changes: [], t0: null};
+  for (const doc of Bokeh.documents) doc.on_change(() => window.__sss.changes.push(performance.now()), true);
+  return Bokeh.documents.length;
+}"""
+_CLICK = "b => { window.__sss.changes = []; window.__sss.t0 = performance.now(); b.click(); }"
+_QUIET = """q => {
+  const s = window.__sss;
+  return s.changes.length > 0 && performance.now() - s.changes[s.changes.length - 1] > q;
+}"""
+_ELAPSED = "() => (window.__sss.changes[window.__sss.changes.length - 1] - window.__sss.t0) / 1000"
+
+
+# --------------------------------------------------------------------------------------------
+# the large recording
+# --------------------------------------------------------------------------------------------
+
+
+def channel_names(n_channels: int) -> list[str]:
+    """Shafts of 8 contacts with two-letter names (``AA1`` … ``AA8``, ``AB1`` …)."""
+    return [f"{chr(65 + (i // 8) // 26)}{chr(65 + (i // 8) % 26)}{i % 8 + 1}" for i in range(n_channels)]
+
+
+def write_large_brainvision(folder: Path, n_channels: int, hours: float, sfreq: float) -> Path:
+    """A float32 BrainVision recording of ``hours`` at ``sfreq``: one 10-s noise block repeated.
+
+    ``pybv`` writes the header, markers and the first block; the data file is then extended by
+    repeating that block (float32, multiplexed), which is what the reader memory-maps block-wise.
+
+    Returns
+    -------
+    vhdr : Path
+    """
+    import pybv
+
+    block_s = 10.0
+    n_block = int(block_s * sfreq)
+    rng = np.random.default_rng(0)
+    data = (30.0 * rng.standard_normal((n_channels, n_block))).astype(np.float32)
+    t = np.arange(n_block) / sfreq
+    data += (20.0 * np.sin(2 * np.pi * 7.0 * t)).astype(np.float32)
+    pybv.write_brainvision(
+        data=data, sfreq=sfreq, ch_names=channel_names(n_channels), fname_base="large", folder_out=folder,
+        fmt="binary_float32", unit="µV", overwrite=True,
+    )  # fmt: skip
+    eeg = folder / "large.eeg"
+    block = eeg.read_bytes()
+    n_blocks = int(round(hours * 3600 / block_s))
+    with open(eeg, "ab") as out:
+        for _ in range(n_blocks - 1):
+            out.write(block)
+    logger.info("wrote %s: %.1f GB", eeg, eeg.stat().st_size / 1e9)
+    return folder / "large.vhdr"
+
+
+# --------------------------------------------------------------------------------------------
+# browser helpers
+# --------------------------------------------------------------------------------------------
+
+
+def open_app(browser, url: str, errors: list[str]):
+    context = browser.new_context(viewport={"width": 1600, "height": 1200}, accept_downloads=True)
+    page = context.new_page()
+    page.on("console", lambda m: errors.append(f"console: {m.text[:300]}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"pageerror: {str(e)[:300]}"))
+    page.goto(url)
+    page.wait_for_selector(".tabulator-row", timeout=LOAD_TIMEOUT_MS)
+    page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=LOAD_TIMEOUT_MS)
+    page.wait_for_timeout(3000)  # the overview is added once the page has loaded
+    page.evaluate(_LISTEN)
+    return page
+
+
+def page_select(page):
+    return page.locator("select").filter(has=page.locator("option", has_text=re.compile(r"^\s*1: ")))
+
+
+def selected_text(select) -> str:
+    return select.evaluate("s => s.options[s.selectedIndex].text")
+
+
+def timed_click(page, handle, quiet_ms: int, done_js: str | None = None, arg=None, timeout_ms: int = 60_000) -> float:
+    """Click ``handle``; seconds from the click to the last model change before ``quiet_ms`` of quiet."""
+    handle.evaluate(_CLICK)
+    if done_js is not None:
+        page.wait_for_function(done_js, arg=arg, timeout=timeout_ms)
+    page.wait_for_function(_QUIET, arg=quiet_ms, timeout=timeout_ms)
+    return float(page.evaluate(_ELAPSED))
+
+
+def page_changes(page, n: int, quiet_ms: int) -> dict[str, list[float]]:
+    """``n`` channel-page changes and ``n`` time-page changes, alternating direction."""
+    select = page_select(page)
+    out = {"channel page": [], "time page": []}
+    for i in range(n):
+        name = "rows ▼" if i % 2 == 0 else "▲ rows"
+        before = selected_text(select)
+        button = page.get_by_role("button", name=name).element_handle()
+        done = "([s, b]) => s.options[s.selectedIndex].text !== b"
+        out["channel page"].append(timed_click(page, button, quiet_ms, done, [select.element_handle(), before]))
+    for i in range(n):
+        name = "time ▶" if i % 2 == 0 else "◀ time"
+        button = page.get_by_role("button", name=name).element_handle()
+        out["time page"].append(timed_click(page, button, quiet_ms))
+    return out
+
+
+def first_view(page, name: str, first_channel: str, quiet_ms: int) -> float:
+    """Pick ``name`` in the recording list; seconds to the last update with its first page shown."""
+    listing = page.locator("select").filter(has=page.locator("option", has_text=name))
+    option = next(o for o in listing.evaluate("s => Array.from(s.options).map(o => o.text)") if name in o)
+    select = page_select(page)
+    handle = listing.element_handle()
+    page.evaluate(_LISTEN)
+    handle.evaluate(
+        "(s, label) => { const o = Array.from(s.options).find(o => o.text === label); "
+        "window.__sss.changes = []; window.__sss.t0 = performance.now(); "
+        "s.value = o.value; s.dispatchEvent(new Event('change', {bubbles: true})); }",
+        option,
+    )
+    done = "([s, c]) => s.options[s.selectedIndex].text.startsWith('1: ' + c)"
+    page.wait_for_function(done, arg=[select.element_handle(), first_channel], timeout=300_000)
+    page.wait_for_function(_QUIET, arg=quiet_ms, timeout=300_000)
+    return float(page.evaluate(_ELAPSED))
+
+
+def export_times(page, n: int) -> dict[str, list[float]]:
+    out = {}
+    checks = {
+        "⬇ PNG": lambda b: b[:8] == b"\x89PNG\r\n\x1a\n",
+        "⬇ SVG": lambda b: b"rendered by Bokeh in headless Chromium" in b[:200] and b"<svg" in b,
+        "⬇ Report": lambda b: b.lstrip().startswith(b"<!DOCTYPE html>") and b"data:image/png;base64," in b,
+    }
+    for label, check in checks.items():
+        times = []
+        for _ in range(n):
+            started = time.perf_counter()
+            with page.expect_download(timeout=120_000) as info:
+                page.get_by_role("button", name=label).click()
+            data = Path(info.value.path()).read_bytes()
+            times.append(time.perf_counter() - started)
+            if not check(data):
+                logger.warning("%s: unexpected file (%d bytes, starts %r)", label, len(data), data[:80])
+        out[label.removeprefix("⬇ ")] = times
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# report
+# --------------------------------------------------------------------------------------------
+
+
+def summary(values: list[float]) -> str:
+    return f"median {statistics.median(values):.3f} s, max {max(values):.3f} s (n={len(values)})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--changes", type=int, default=20, help="page changes of each kind")
+    parser.add_argument("--exports", type=int, default=3, help="downloads of each kind")
+    parser.add_argument("--quiet-ms", type=int, default=1000)
+    parser.add_argument("--skip-large", action="store_true", help="skip the 256 ch × 1 h × 2 kHz first view")
+    parser.add_argument("--channels", type=int, default=256)
+    parser.add_argument("--hours", type=float, default=1.0)
+    parser.add_argument("--sfreq", type=float, default=2000.0)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    missing = chromium_missing()
+    if missing:
+        sys.exit(missing)
+    os.environ.setdefault("BOKEH_IN_DOCKER", "1")
+    from playwright.sync_api import sync_playwright
+
+    tmp = Path(tempfile.mkdtemp(prefix="sss-browser-bench-"))
+    root = tmp / "data"
+    root.mkdir()
+    try:
+        if not args.skip_large:
+            started = time.perf_counter()
+            write_large_brainvision(root, args.channels, args.hours, args.sfreq)
+            print(f"large recording written in {time.perf_counter() - started:.0f} s")
+        env = {"SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(tmp / "out"), "BOKEH_IN_DOCKER": "1"}
+        errors: list[str] = []
+        with served_app(env) as url, sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = open_app(browser, url, errors)
+            changes = page_changes(page, args.changes, args.quiet_ms)
+            exports = export_times(page, args.exports)
+            large = None
+            if not args.skip_large:
+                large = first_view(page, "large.vhdr", channel_names(1)[0], args.quiet_ms)
+            browser.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    fast, worst = GOALS["page"]
+    print("\n== page change -> last model update (demo, served app, Debian chromium) ==")
+    for kind, values in changes.items():
+        print(f"  {kind:>12}: {summary(values)}   goal: median <= {fast} s, none above {worst} s")
+        print(f"                runs: {', '.join(f'{v:.3f}' for v in values)}")
+    print("\n== exports (click -> downloaded file) ==")
+    for kind, values in exports.items():
+        print(f"  {kind:>6}: {summary(values)}   goal: <= {GOALS['export']} s each")
+    if large is not None:
+        size = f"{args.channels} ch x {args.hours:g} h x {args.sfreq:g} Hz"
+        print(f"\n== first view of a {size} BrainVision recording (pick -> last model update) ==")
+        print(f"  {large:.3f} s   goal: <= {GOALS['first_view']} s")
+    print(f"\nbrowser console errors / page errors: {len(errors)}")
+    for line in errors[:20]:
+        print(f"  {line}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""The trace view in a real browser: paging leaves no error and no stray range tool; SVG is drawn by the browser.
+
+Debian chromium driven by playwright against ``panel serve app.py`` (the demo), as a user does it:
+clicks on the page buttons, then the "⬇ SVG" download.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sss_viewer.viewer.export import BROWSER_MARK, FALLBACK_MARK
+
+from .browser_support import CHROMIUM, chromium_missing, served_app
+
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
+
+LOAD_TIMEOUT_MS = 90_000
+QUIET_MS = 400
+
+_MODELS = "doc => [...(doc.all_models ?? doc._all_models.values())]"
+_STATE = f"""() => {{
+  const models = Bokeh.documents.flatMap({_MODELS});
+  const plots = models.filter(m => m.title != null && m.title.text != null && Array.isArray(m.renderers));
+  const find = prefix => plots.filter(p => p.title.text.startsWith(prefix));
+  const tools = p => p.toolbar.tools.map(t => t.type);
+  const course = find("mean ± SD");
+  return {{
+    overviews: find("overview").length,
+    range_tools: models.filter(m => m.type == "RangeTool").length,
+    range_tool_owners: plots.filter(p => p.toolbar.tools.some(t => t.type == "RangeTool")).map(p => p.title.text.slice(0, 8)),
+    course: course.map(p => [p.renderers.length, tools(p), p.center.length]),
+  }};
+}}"""
+_LISTEN = """() => {
+  window.__sss_changes = [];
+  for (const doc of Bokeh.documents) doc.on_change(() => window.__sss_changes.push(performance.now()), true);
+}"""
+_QUIET = """q => window.__sss_changes.length > 0
+  && performance.now() - window.__sss_changes[window.__sss_changes.length - 1] > q"""
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    root = tmp_path_factory.mktemp("render-data-root")
+    out = tmp_path_factory.mktemp("render-output")
+    env = {"SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(out / "annotations"), "BOKEH_IN_DOCKER": "1"}
+    with served_app(env) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """pytest-playwright launches Debian's chromium (``playwright install`` cannot download here)."""
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ["--no-sandbox"]}
+
+
+def _open(browser, url, errors: list[str]):
+    context = browser.new_context(viewport={"width": 1600, "height": 1400}, accept_downloads=True)
+    page = context.new_page()
+    page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    page.goto(url)
+    page.wait_for_selector(".tabulator-row", timeout=LOAD_TIMEOUT_MS)
+    page.wait_for_function(f"() => ({_STATE})().overviews == 1", timeout=LOAD_TIMEOUT_MS)  # added after load
+    page.evaluate(_LISTEN)
+    return page
+
+
+def _course_box(page) -> dict:
+    """The time course plot's box on the page (its Bokeh view's element)."""
+    return page.evaluate(
+        """() => {
+          function* views(vs) { for (const v of vs) { yield v; if (v.child_views) yield* views(v.child_views.values()); } }
+          for (const v of views(Bokeh.index)) {
+            const t = v.model.title;
+            if (t != null && t.text != null && t.text.startsWith("mean ± SD")) {
+              const r = v.el.getBoundingClientRect();
+              return {x: r.x + window.scrollX, y: r.y + window.scrollY, width: r.width, height: r.height};
+            }
+          }
+          return null;
+        }"""
+    )
+
+
+def _click_and_settle(page, name: str) -> None:
+    page.evaluate("() => { window.__sss_changes = []; }")
+    page.get_by_role("button", name=name).click()
+    page.wait_for_function(_QUIET, arg=QUIET_MS, timeout=30_000)
+
+
+def test_twenty_page_changes_leave_no_error_and_the_time_course_unchanged(browser, app_url):
+    errors: list[str] = []
+    page = _open(browser, app_url, errors)
+    before = page.evaluate(_STATE)
+    assert before["range_tools"] == 1 and before["range_tool_owners"] == ["overview"] and len(before["course"]) == 1
+    box = _course_box(page)
+    assert box is not None and box["width"] > 100
+    shot = page.screenshot(clip=box, full_page=True)
+    select = page.locator("select").filter(has=page.locator("option", has_text=re.compile(r"^\s*1: ")))
+    seen = set()
+    steps = ["rows ▼", "rows ▼", "▲ rows", "▲ rows", "time ▶"] * 2 + ["◀ time", "rows ▼", "time ▶", "▲ rows", "time ▶"] * 2
+    for name in steps:  # 20 changes: channel pages and time pages
+        _click_and_settle(page, name)
+        seen.add(select.evaluate("s => s.options[s.selectedIndex].text"))
+    assert len(seen) == 3  # every channel page of the demo was shown
+    after = page.evaluate(_STATE)
+    assert errors == []
+    assert after == before  # one overview, one range tool in its own toolbar, the time course as it was
+    assert page.screenshot(clip=box, full_page=True) == shot
+    page.context.close()
+
+
+def test_svg_download_is_drawn_by_the_browser_with_the_colour_bars(browser, app_url):
+    errors: list[str] = []
+    page = _open(browser, app_url, errors)
+    _click_and_settle(page, "▲ rows")
+    select = page.locator("select").filter(has=page.locator("option", has_text=re.compile(r"^\s*1: ")))
+    rows = select.evaluate("s => s.options[s.selectedIndex].text").split(": ", 1)[1]  # e.g. "RABT2 … RG13"
+    with page.expect_download(timeout=60_000) as info:
+        page.get_by_role("button", name="⬇ SVG").click()
+    text = Path(info.value.path()).read_text(encoding="utf-8")
+    assert text.startswith(BROWSER_MARK) and FALLBACK_MARK not in text  # not the matplotlib fallback
+    assert "<svg" in text and text.count(">p(SOZ)<") >= 2  # the colour bars of the heat map and the overview
+    assert ">overview of the whole recording" in text and f"rows {rows} (page" in text  # the overview, the page shown
+    assert errors == []
+    page.context.close()
