@@ -30,15 +30,16 @@ def _free_port() -> int:
 
 
 @contextmanager
-def served_app(env: dict[str, str], timeout_s: float = 90.0):
+def served_app(env: dict[str, str], timeout_s: float = 90.0, extra_args: tuple[str, ...] = ()):
     """Start ``panel serve app.py`` on a free loopback port; yield its URL once the server answers; stop it.
 
-    ``env["SSS_VIEWER_OUTPUT"] + ".server.log"`` receives the server's output.
+    ``env["SSS_VIEWER_OUTPUT"] + ".server.log"`` receives the server's output; ``extra_args`` are
+    added to the ``panel serve`` command line (e.g. ``--basic-auth``).
     """
     port = _free_port()
     cmd = [
         sys.executable, "-m", "panel", "serve", str(REPO / "app.py"), "--port", str(port), "--address", "127.0.0.1",
-        f"--allow-websocket-origin=127.0.0.1:{port}", "--num-procs", "1", "--liveness",
+        f"--allow-websocket-origin=127.0.0.1:{port}", "--num-procs", "1", "--liveness", *extra_args,
     ]  # fmt: skip
     log = open(env["SSS_VIEWER_OUTPUT"] + ".server.log", "w")  # noqa: SIM115 (closed below)
     proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT)

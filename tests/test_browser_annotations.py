@@ -42,7 +42,7 @@ def browser_type_launch_args(browser_type_launch_args):
 
 def _open(browser, url):
     page = browser.new_context(viewport={"width": 1600, "height": 1200}).new_page()
-    page.goto(url)
+    page.goto(url, wait_until="commit", timeout=120_000)  # the selector waits below; "load" can take > 30 s on a busy 2-core box
     page.wait_for_selector(".tabulator-row", timeout=LOAD_TIMEOUT_MS)
     return page
 

@@ -19,6 +19,7 @@ from sss_viewer.checkpoint import ModelBundle
 from sss_viewer.inference import RecordingScores
 from sss_viewer.recording import Recording
 from sss_viewer.io.channel_conventions import apply_type_overrides
+from sss_viewer.viewer.access import refusal
 from sss_viewer.viewer.annotations import AnnotationPanel, recording_stem
 from sss_viewer.viewer.channel_types import ChannelTypeEditor
 from sss_viewer.viewer.demo import DEMO_MODEL_DIR, demo_scores, load_demo
@@ -428,7 +429,15 @@ class ViewerApp(pn.viewable.Viewer):
         return pn.Row(sidebar, main, sizing_mode="stretch_width")
 
 
-def build_app(**params) -> ViewerApp:
-    """A new viewer for one session (``panel serve app.py`` calls this per browser session)."""
+def build_app(**params):
+    """A new viewer for one session (``panel serve app.py`` calls this per browser session).
+
+    Returns a ``ViewerApp`` — or, for an unauthenticated session from outside this machine, a page
+    that refuses it and says how to serve the viewer safely (:mod:`sss_viewer.viewer.access`);
+    nothing of a recording is loaded for such a session.
+    """
     pn.extension("tabulator", "filedropper", notifications=True)
+    reason = refusal()
+    if reason is not None:
+        return pn.pane.Alert(reason, alert_type="danger", sizing_mode="stretch_width")
     return ViewerApp(**params)
