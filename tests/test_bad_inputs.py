@@ -350,6 +350,16 @@ def _(m: Material, tmp: Path, caplog):
         read_recording(vhdr)
 
 
+@case("2-git-annex-link-of-same-dataset-accepted")
+def _(m: Material, tmp: Path, caplog):
+    vhdr = _copy_run(m.toy_file, tmp / "dataset" / "sub-01" / "ieeg")  # DataLad/OpenNeuro: data files link into .git/annex
+    store = tmp / "dataset" / ".git" / "annex" / "objects" / "Xy" / "Zw"
+    store.mkdir(parents=True)
+    vhdr.with_suffix(".eeg").rename(store / "SHA256E-s1--abc.eeg")
+    vhdr.with_suffix(".eeg").symlink_to(os.path.relpath(store / "SHA256E-s1--abc.eeg", vhdr.parent))
+    np.testing.assert_array_equal(read_recording(vhdr).get_data(), read_recording(m.toy_file).get_data())
+
+
 @case("2-markerfile-dotdot-refused")
 def _(m: Material, tmp: Path, caplog):
     vhdr, outside = _outside_pair(tmp, m)
