@@ -9,6 +9,7 @@ import pytest
 from sss_viewer.io.lazy import LazySignals
 from sss_viewer.recording import Recording
 from sss_viewer.viewer.loader import (
+    CHOOSE_PROMPT,
     ModelPicker,
     RecordingBrowser,
     UploadError,
@@ -137,10 +138,11 @@ def test_browser_data_root_defaults_to_the_environment(data_root, monkeypatch):
 def test_browser_navigates_folders_and_never_above_the_root(data_root):
     browser = RecordingBrowser(data_root=str(data_root))
     listing = browser._listing
-    assert set(listing.options.values()) == {"sub/", "a.npz", "link_in.npz"}
+    assert set(listing.options.values()) == {"", "sub/", "a.npz", "link_in.npz"}  # "" is the "choose" placeholder
+    assert list(listing.options)[0] == CHOOSE_PROMPT and listing.value == "" and browser.selected is None
     listing.value = "sub/"
     assert browser.folder == "sub"
-    assert list(listing.options.values()) == ["sub/b.npz"]
+    assert list(listing.options.values()) == ["", "sub/b.npz"]
     listing.value = "sub/b.npz"
     assert browser.selected == data_root / "sub" / "b.npz"
     browser._go_up()
