@@ -55,6 +55,7 @@ def test_unscorable_recordings_open_for_reading_with_scoring_disabled(app, tmp_p
     app.annotations.add_marker("note", 1.0, "artefact")
     paths = app.export(tmp_path / "exports")
     assert set(paths) == {"png", "svg", "html", "report"}  # no ranking to write
+    assert f"Not scored: {app.scoring_disabled}"[:60] in paths["report"].read_text()
     assert paths["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # a scorable recording afterwards clears the reason
     assert app.open(_write(tmp_path, "long", 30.0)) and app.scoring_disabled == ""
@@ -133,3 +134,19 @@ def test_clinician_corrects_a_type_and_labels_channels(app, tmp_path):
     again.scorer.wait(180)
     assert g1 not in set(again.ranking.table()["channel"])
     assert again.ranking.clinician_labels == {"POL LA1": True, "POL G2": False}
+
+
+def test_report_and_csv_follow_one_rounding_rule(app, tmp_path):
+    import re
+
+    paths = app.export(tmp_path / "exports")
+    report = paths["report"].read_text()
+    threshold = re.search(r"Threshold: ([\d.]+)", report).group(1)
+    assert threshold == f"{app.ranking.threshold:.2f}" and f"at {threshold}" in report
+    scores = re.findall(r"<td>(0\.\d+|1\.00)</td>", report)
+    assert scores and all(len(s.split(".")[1]) == 2 for s in scores)
+    csv = paths["csv"].read_text().splitlines()
+    assert csv[0] == "rank,channel,shaft,score,time_above,lower,upper,label,n_windows,above"
+    labels = {line.split(",")[7] for line in csv[1:]}
+    assert labels <= {"1", "0", ""} and "1" in labels  # the demo's clinician labels as 1/0
+    assert all(line.split(",")[5] == "" for line in csv[1:])  # isotonic: no interval, empty cells

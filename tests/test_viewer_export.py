@@ -176,7 +176,7 @@ def test_report_html(tmp_path, no_browser):
     assert text.count('<tr class="above">') == 2
     assert "data:image/png;base64," in text
     assert "LVFA in &lt;LA1&gt;" in text and "RB3" in text
-    assert "sub-pt01 run-01" in text and "0.420" in text and "Generated 20" in text
+    assert "sub-pt01 run-01" in text and "Threshold: 0.42 " in text and "Generated 20" in text
     plain = export_report_html(tmp_path / "plain.html", figure=curve(1), ranking_df=ranking(),
                                recording_label="r", model_description="a trained model")
     assert DEMO_MODEL_SENTENCE not in plain.read_text() and "data:image/png;base64," in plain.read_text()

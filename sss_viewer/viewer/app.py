@@ -361,6 +361,7 @@ class ViewerApp(pn.viewable.Viewer):
             model_description=self.model_description, annotations=self.annotations.annotations,
             demo_model=self.is_demo_model, threshold=float(self.ranking.threshold),
             agreement=self._agreement_text(), overwrite=overwrite,
+            notes=f"Not scored: {self.scoring_disabled}" if self.scoring_disabled else None,
         )  # fmt: skip
 
     def _agreement_text(self) -> str | None:

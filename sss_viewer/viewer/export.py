@@ -54,7 +54,8 @@ DEMO_MODEL_SENTENCE = (
     "This is the demo model, trained on synthetic data only: its scores show how the viewer works "
     "and say nothing about real patients."
 )
-REPORT_COLUMNS = ("rank", "channel", "shaft", "score", "interval", "label", "n_windows")
+REPORT_COLUMNS = ("rank", "channel", "shaft", "score", "time_above", "interval", "label", "n_windows")
+REPORT_TITLES = {"time_above": "time ≥ thr", "label": "clinician", "n_windows": "windows"}
 
 _BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 _DRIVERS = ("chromedriver", "chromium.chromedriver")
@@ -769,16 +770,25 @@ def _figure_html(figure: Any) -> str:
     return f'<img class="figure" alt="viewer figure" src="data:image/png;base64,{b64}">'
 
 
+def _report_cell(column: str, value) -> str:
+    """One ranking cell as text, by the viewer's one rounding rule (scores 0.01, time ≥ thr in whole %)."""
+    from sss_viewer.viewer.ranking import format_prob
+
+    if column == "score":
+        return format_prob(value)
+    if column == "time_above":
+        return "" if pd.isna(value) else f"{100 * float(value):.0f} %"
+    return "" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+
+
 def _ranking_html(ranking_df: pd.DataFrame, top_n: int) -> str:
     if ranking_df is None or ranking_df.empty:
         return "<p>(no ranking)</p>"
     cols = [c for c in REPORT_COLUMNS if c in ranking_df.columns]
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    head = "".join(f"<th>{html.escape(REPORT_TITLES.get(c, c))}</th>" for c in cols)
     rows = []
     for _, row in ranking_df.head(top_n).iterrows():
-        cells = "".join(
-            f"<td>{html.escape(f'{row[c]:.3f}' if c == 'score' else str(row[c]))}</td>" for c in cols
-        )
+        cells = "".join(f"<td>{html.escape(_report_cell(c, row[c]))}</td>" for c in cols)
         above = bool(row.get("above", False))
         rows.append(f'<tr class="above">{cells}</tr>' if above else f"<tr>{cells}</tr>")
     shown = f"<p class='meta'>Top {min(top_n, len(ranking_df))} of {len(ranking_df)} channels"
@@ -818,6 +828,7 @@ def export_report_html(
     demo_model: bool = False,
     threshold: float | None = None,
     agreement: str | None = None,
+    notes: str | None = None,
     top_n: int = 30,
     overwrite: bool = False,
 ) -> Path:
@@ -840,6 +851,8 @@ def export_report_html(
         The threshold the ranking was flagged at (shown when given).
     agreement : str, optional
         The agreement line of the ranking (AUC, F1 …), shown when given.
+    notes : str, optional
+        A line shown above the ranking (e.g. why the recording was not scored).
     top_n : int
         Rows of the ranking shown.
     overwrite : bool
@@ -856,8 +869,11 @@ def export_report_html(
         model = f'<p class="demo">{esc(DEMO_MODEL_SENTENCE)}</p>' + model
     thr = ""
     if threshold is not None:
-        thr = f"<p>Threshold: {threshold:.3f} (channels with score ≥ threshold are highlighted).</p>"
+        from sss_viewer.viewer.ranking import format_prob
+
+        thr = f"<p>Threshold: {format_prob(threshold)} (channels whose score, to 0.01, is at or above it are highlighted).</p>"
     agr = f"<p>Agreement with the clinician labels: {esc(agreement)}</p>" if agreement else ""
+    agr = (f'<p class="demo">{esc(notes)}</p>' if notes else "") + agr
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>SSS viewer report: {esc(recording_label)}</title>
 <style>{_REPORT_CSS}</style></head><body>
