@@ -212,3 +212,9 @@ def test_display_names_give_the_shaft_and_keep_the_original_name():
     table = RankingTable(scores=RecordingScores(pd.DataFrame(columns=["channel", "p_cal"]), channels, pd.DataFrame(), 4.0))
     table.display_names = names
     assert table._tabulator.formatters["channel"]["POL LA1"] == "LA1"
+
+
+def test_time_above_is_shown_in_percent():
+    table = RankingTable(scores=make_scores(), threshold=0.55)
+    shown = table._tabulator.value.set_index("channel")
+    assert shown.loc["RB1", "time_above"] == 50.0 and table._tabulator.formatters["time_above"]["symbol"] == " %"

@@ -359,7 +359,7 @@ class RankingTable(pn.viewable.Viewer):
         self._set_labels_known(bool(ranking["label"].isin((SOZ_LABEL, NON_SOZ_LABEL)).any()) if len(ranking) else False)
         self._syncing = True
         try:
-            self._tabulator.value = ranking
+            self._tabulator.value = ranking.assign(time_above=100 * ranking["time_above"].astype(float))  # shown in %
             self._tabulator.selection = self._rows_of(self.selected_channel, ranking)
         finally:
             self._syncing = False
