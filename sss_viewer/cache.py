@@ -19,6 +19,7 @@ rebuilt instead of served. Source files are only ever read.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -38,6 +39,36 @@ logger = logging.getLogger(__name__)
 CACHE_VERSION = 2
 """Bump when the preprocessing code changes what it writes for the same config (2: entries carry a checksum)."""
 _DIGESTS_FILE = "file_digests.json"
+
+
+_SPARE_BYTES = 16 * 2**20
+"""Free space left over after an entry (its ``index.json``, the digests file, other writers)."""
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _reserve(path: Path, size: int) -> None:
+    """Create ``path`` with ``size`` bytes allocated on disk (a full disk raises ENOSPC here)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        if hasattr(os, "posix_fallocate"):
+            os.posix_fallocate(fd, 0, size)
+        else:  # pragma: no cover - no fallocate (macOS): a sparse file, checked by the free-space test only
+            os.ftruncate(fd, size)
+    finally:
+        os.close(fd)
 
 
 def default_cache_dir() -> Path:
@@ -124,9 +155,29 @@ class SeriesCache:
             raise OSError(f"Cannot create the cache directory {self.root}: {exc}") from exc
         self._digests_path = self.root / _DIGESTS_FILE
         self._digests = self._read_digests()
+        self._remove_stale_temporaries()
 
     def __repr__(self) -> str:
         return f"SeriesCache({str(self.root)!r})"
+
+    def _remove_stale_temporaries(self) -> None:
+        """Remove ``.tmp-<key>-<pid>`` / ``.discard-…`` folders whose process is gone (killed mid-build)."""
+        for folder in [*self.root.glob(".tmp-*-*"), *self.root.glob(".discard-*-*")]:
+            pid = folder.name.rsplit("-", 1)[1]
+            if folder.is_dir() and pid.isdigit() and not _pid_alive(int(pid)):
+                logger.info("removing %s, left by an interrupted cache build (process %s)", folder, pid)
+                shutil.rmtree(folder, ignore_errors=True)
+
+    def _check_free_space(self, needed: int, recording: Recording) -> None:
+        """Refuse to start an entry of ``needed`` bytes that the cache's file system cannot hold."""
+        free = shutil.disk_usage(self.root).free
+        if needed + _SPARE_BYTES > free:
+            raise OSError(
+                errno.ENOSPC,
+                f"Not enough free space in the cache directory {self.root} for {recording.label}: its preprocessed "
+                f"channels need {_size(needed)}, {_size(free)} are free. Free space there, choose another "
+                "--cache-dir (or $SSS_VIEWER_CACHE), or pass --no-cache",
+            )
 
     def _read_digests(self) -> dict:
         try:
@@ -156,8 +207,12 @@ class SeriesCache:
         """Record ``digest`` of ``path`` (resolved) at ``stamp`` in ``file_digests.json``."""
         self._digests[str(path)] = [stamp, digest]
         tmp = self._digests_path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self._digests), encoding="utf-8")
-        os.replace(tmp, self._digests_path)
+        try:
+            tmp.write_text(json.dumps(self._digests), encoding="utf-8")
+            os.replace(tmp, self._digests_path)
+        except OSError as exc:  # only a speed-up: a full disk costs a re-hash next time
+            tmp.unlink(missing_ok=True)
+            logger.warning("Could not update %s (%s); file digests will be computed again.", self._digests_path, exc.strerror or exc)
 
     def key(self, recording: Recording, picks: np.ndarray, config: PreprocessConfig) -> str:
         """Cache key of ``recording``'s ``picks`` under ``config``."""
@@ -215,16 +270,18 @@ class SeriesCache:
             logger.warning("Cache entry %s is damaged (%s); rebuilding it from %s.", entry, problem, recording.label)
             self._discard(entry)
         logger.info("Preprocessing %s into the cache %s", recording.label, entry)
+        n_out = config.output_length(recording.n_times, recording.sfreq)
+        picks = np.asarray(picks, dtype=int)
+        offsets = np.arange(len(picks), dtype=np.int64) * n_out
+        total = n_out * len(picks)
+        self._check_free_space(4 * total, recording)
         tmp = self.root / f".tmp-{key}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
         try:
-            n_out = config.output_length(recording.n_times, recording.sfreq)
-            picks = np.asarray(picks, dtype=int)
-            offsets = np.arange(len(picks), dtype=np.int64) * n_out
-            total = n_out * len(picks)
+            tmp.mkdir()
             if total:
-                out = np.memmap(tmp / "series.f32", dtype=np.float32, mode="w+", shape=(total,))
+                _reserve(tmp / "series.f32", 4 * total)  # ENOSPC now, not SIGBUS when the memmap is written
+                out = np.memmap(tmp / "series.f32", dtype=np.float32, mode="r+", shape=(total,))
                 unusable = preprocess_into(recording, picks, config, out, offsets, progress=progress, **stream_options)
                 out.flush()
                 checksum = hashlib.sha256(memoryview(out).cast("B")).hexdigest()
@@ -254,6 +311,10 @@ class SeriesCache:
                     raise
             else:
                 self._remember_digest((entry / "series.f32").resolve(), series_stamp, checksum)
+        except OSError as exc:
+            if str(self.root) in str(exc):
+                raise
+            raise OSError(exc.errno, f"Cannot write the cache entry for {recording.label} in {self.root}: {exc.strerror or exc}") from None
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return self._open(entry, key)
@@ -261,7 +322,10 @@ class SeriesCache:
     def _check_entry(self, entry: Path) -> str | None:
         """Why an entry cannot be used (unreadable index, wrong size, checksum mismatch), or None."""
         try:
-            index = json.loads((entry / "index.json").read_text(encoding="utf-8"))
+            try:
+                index = json.loads((entry / "index.json").read_text(encoding="utf-8"))
+            except ValueError as exc:
+                return f"{entry / 'index.json'} is not valid JSON: {exc}"
             expected = 4 * int(np.sum(index["lengths"]))
             series = entry / "series.f32"
             size = series.stat().st_size
@@ -284,7 +348,10 @@ class SeriesCache:
 
     @staticmethod
     def _open(entry: Path, key: str) -> CachedSeries:
-        index = json.loads((entry / "index.json").read_text(encoding="utf-8"))
+        try:
+            index = json.loads((entry / "index.json").read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise OSError(f"Cache entry {entry} is damaged: {entry / 'index.json'} is not valid JSON ({exc}).") from None
         lengths = np.asarray(index["lengths"], dtype=np.int64)
         total = int(lengths.sum())
         path = entry / "series.f32"

@@ -18,7 +18,6 @@ import logging
 import math
 import os
 import shutil
-import tempfile
 import uuid
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -121,6 +120,8 @@ class ModelBundle:
             _write_synced(tmp / WEIGHTS_FILE, weights)
             _write_synced(tmp / CONFIG_FILE, text.encode())
             _swap_into_place(tmp, directory)
+        except OSError as exc:  # a full disk: say where, leave the previous model (if any) as it was
+            raise OSError(exc.errno, f"Cannot save the model to {directory}: {exc.strerror or exc}") from None
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         logger.info("saved model to %s", directory)
@@ -159,11 +160,13 @@ class ModelBundle:
             raise ValueError(f"{config_path} is not valid JSON: {err}") from None
         values = validate_config(config, config_path)
         _check_weights_hash(config.get(HASH_KEY), weights, directory)
+        _check_model_size(config["model"], _weights_shapes(weights, directory / WEIGHTS_FILE), config_path)
         model = _build_model(config["model"], config_path)
         try:
             model.load_state_dict(load_weights(weights))
         except Exception as err:  # safetensors / torch raise several types for a corrupt or mismatched file
             raise ValueError(f"Could not load weights from {directory / WEIGHTS_FILE}: {err}") from None
+        _check_finite(model, directory)
         model.to(device).eval()
         if values["preprocess"].target_sfreq is None and values["preprocess"].native_sfreqs is None:
             logger.warning(
@@ -280,15 +283,14 @@ def _swap_into_place(tmp: Path, directory: Path) -> None:
 
 
 def atomic_write(path: Path, write) -> None:
-    """Write through a temporary file in the same folder, then rename over ``path``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write through a temporary file in the same folder, then rename over ``path``.
+
+    :func:`sss_viewer.fileio.atomic_write`: the file gets the usual permissions (umask), and a
+    failed write (a full disk) raises an OSError naming ``path``.
+    """
+    from sss_viewer.fileio import atomic_write as _atomic_write
+
+    _atomic_write(path, write)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -335,6 +337,73 @@ def _check_weights_hash(recorded, weights: bytes, directory: Path) -> None:
             f"({HASH_KEY} {recorded[:12]}…, file {actual[:12]}…): the weights were altered or belong to another "
             "model. Restore the directory or train again."
         )
+
+
+def _weights_shapes(weights: bytes, path: Path) -> dict[str, tuple[int, ...]]:
+    """``{tensor name: shape}`` from the safetensors header of ``weights`` (nothing is allocated)."""
+    try:
+        n = int.from_bytes(weights[:8], "little")
+        if len(weights) < 8 or n > len(weights) - 8:
+            raise ValueError(f"the header claims {n} bytes of a {len(weights)}-byte file")
+        header = json.loads(weights[8 : 8 + n])
+        shapes = {k: tuple(int(d) for d in v["shape"]) for k, v in header.items() if k != "__metadata__"}
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        raise ValueError(f"Could not load weights from {path}: its safetensors header is unreadable ({err}).") from None
+    return shapes
+
+
+_NOT_SIZES = {"name", "seed", "revin_eps"}
+"""``model`` keys that are not sizes (never compared with the weights)."""
+
+
+def _check_model_size(params: dict, shapes: dict[str, tuple[int, ...]], path: Path) -> None:
+    """Refuse a ``model`` config whose tensors differ from the weights file's, before allocating anything.
+
+    Every size in ``params`` must be plausible next to the number of values the weights hold, and
+    the model built on the ``meta`` device (shapes only, no memory) must have the weights' tensor
+    names and shapes. Errors name ``path`` and the key.
+    """
+    weights = path.with_name(WEIGHTS_FILE)
+    stored = sum(math.prod(s) for s in shapes.values())
+    limit = max(10**7, 100 * stored)
+    for key, value in params.items():
+        if key not in _NOT_SIZES and _is_number(value) and abs(value) > limit:
+            raise _invalid(path, f"model.{key}", f"a size consistent with {weights.name} ({stored:,} values in all)", value)
+    try:
+        with torch.device("meta"):
+            skeleton = model_from_config(params)
+    except (TypeError, ValueError, KeyError) as err:
+        raise ValueError(f"Invalid model config {path}: 'model' does not describe a model: {err}") from None
+    except Exception:  # a backbone that computes on its tensors while being built (rocket): the bound above stands
+        return
+    expected = {k: tuple(v.shape) for k, v in skeleton.state_dict().items()}
+    wrong = [name for name in sorted(set(expected) | set(shapes)) if expected.get(name) != shapes.get(name)]
+    if not wrong:
+        return
+
+    def blamed(name: str) -> list[str]:  # the size keys whose value the config's shape has and the file's lacks
+        ours, theirs = expected.get(name, ()), shapes.get(name, ())
+        return [f"model.{k}" for k, v in params.items() if k not in _NOT_SIZES and _is_number(v) and v in ours and v not in theirs]
+
+    name = next((n for n in wrong if blamed(n)), wrong[0])
+    keys = blamed(name)
+    source = f" (from {', '.join(keys)})" if keys else ""
+    raise ValueError(
+        f"Invalid model config {path}: 'model' describes tensor {name!r} of shape {expected.get(name, 'none')}"
+        f"{source}, but {weights.name} holds {shapes.get(name, 'none')} "
+        f"({sum(math.prod(s) for s in expected.values()):,} values described, {stored:,} stored). "
+        "The config does not belong to these weights."
+    )
+
+
+def _check_finite(model: torch.nn.Module, directory: Path) -> None:
+    """Refuse weights holding NaN or infinity (a diverged training): they would score nothing."""
+    for name, tensor in model.state_dict().items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise ValueError(
+                f"Model directory {directory}: {WEIGHTS_FILE} holds non-finite values (NaN or infinity) in "
+                f"{name!r}; the model cannot score. Train it again."
+            )
 
 
 def _build_model(params: dict, path: Path) -> torch.nn.Module:

@@ -316,6 +316,10 @@ class ScoreOutput:
         atomic_write(self.root / SCORE_MANIFEST, lambda p: Path(p).write_text(text, encoding="utf-8"))
 
 
+class ScoreFailures(ValueError):
+    """Some runs of a folder could not be scored (the others were)."""
+
+
 def _cmd_score(args, progress: bool) -> int:
     from sss_viewer.checkpoint import ModelBundle
     from sss_viewer.io.cohort import load_recording, read_labels
@@ -326,12 +330,19 @@ def _cmd_score(args, progress: bool) -> int:
         from sss_viewer.io.cohort import load_data
 
         recordings = load_data(args.recording, labels=args.labels, labels_fallback=args.labels_fallback)
+        failed = []
         for recording in recordings:
             stem = recording.source.name.split(".", 1)[0] if recording.source else recording.label.replace(" ", "_")
             try:
                 _score_one(args, bundle, recording, output, args.out / stem, progress, top=5)
-            except ValueError as err:
+            except (ValueError, OSError) as err:
                 logger.warning("Not scored: %s", err)
+                failed.append(stem)
+        if failed:
+            raise ScoreFailures(
+                f"{len(failed)} of {len(recordings)} run(s) of {args.recording} not scored: {', '.join(failed)} "
+                f"(reasons in the warnings above); the others are in {args.out}."
+            )
         return 0
     recording = load_recording(args.recording)
     if args.subject:
@@ -518,6 +529,11 @@ def main(argv: list[str] | None = None) -> int:
         logger.debug("details", exc_info=True)
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: every output is written whole or not at all, so nothing to clean up
+        out = getattr(args, "out", None)
+        where = f"; no partial model was written to {out}" if out is not None and args.command == "train" else ""
+        print(f"error: interrupted{where}.", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -54,17 +54,46 @@ def atomic_write(path: str | Path, write: Callable[[str], object]) -> None:
     removed on an exception; after a hard crash a hidden ``.<name>.*.tmp`` file may remain).
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise _naming(exc, path) from None
     os.close(fd)
     try:
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600: give the file the usual permissions
         write(tmp)
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise _naming(exc, path) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def _naming(exc: OSError, path: Path) -> OSError:
+    """``exc`` as an OSError that names ``path`` (a failed write, e.g. ``[Errno 28]``, names no file)."""
+    if exc.filename is not None and str(path) in str(exc):
+        return exc
+    new = OSError(exc.errno, f"Cannot write {path}: {exc.strerror or exc}")
+    return new
+
+
+def current_umask() -> int:
+    """The process's umask (read from ``/proc`` where possible, so no other thread sees it changed)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:

@@ -384,7 +384,7 @@ def train(
         classes = set(labels_np[split == name].astype(int))
         if classes != {0, 1}:
             raise ValueError(
-                f"The {name} split has channels of class(es) {sorted(classes)} only; it needs SOZ and non-SOZ "
+                f"The {name} split has channels of class(es) {sorted(int(c) for c in classes)} only; it needs SOZ and non-SOZ "
                 f"channels. Use more patients or another seed/split."
             )
     L = config.window_length

@@ -1,4 +1,4 @@
-"""Bad inputs that once gave silently wrong answers (issue 14, points 1-9): one row per case.
+"""Bad inputs that once gave silently wrong answers or poor errors (issue 14, points 1-13, 15): one row per case.
 
 Every row ends in the right result or a one-line error naming the file / key / channel, checked
 exactly. Real components only: files written by pybv / MNE / NumPy, the real readers, cache,
@@ -7,11 +7,15 @@ native-rate model (250 Hz) is trained once per module.
 
 Rows are grouped by the issue's points: ``1-`` truncated data, ``2-`` files named outside the
 header's folder, ``3-`` cache keys and damaged entries, ``4-`` ``--labels``, ``5-`` model files,
-``6-`` model config values, ``7-`` native-rate models, ``8-`` huge values, ``9-`` ``score --out``.
+``6-`` model config values, ``7-`` native-rate models, ``8-`` huge values, ``9-`` ``score --out``,
+``11-`` a full disk (real small tmpfs mounts; skipped where mounting needs root), ``12-`` model sizes
+checked against the weights, ``13-`` corrupt index, long names, NaN weights, failing runs, Ctrl-C,
+``15-`` output permissions and plain values in messages.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -864,6 +868,289 @@ def _(m: Material, tmp: Path, caplog):
     assert sorted(p.name for p in out.iterdir()) == ["channels.csv", "notes.txt", "sss-viewer-score.json", "windows.csv"]
     assert json.loads((out / "sss-viewer-score.json").read_text())["files"] == ["windows.csv", "channels.csv"]
     assert len(pd.read_csv(out / "channels.csv")) == 8
+
+
+# ------------------------------------------------------------------------------------------------
+# 11. A full disk: checked before a cache entry, every failure names the path, nothing left behind
+# ------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _tmpfs(path: Path, size: str):
+    """A real, small tmpfs mounted at ``path`` for the block (the row is skipped where mounting is not allowed)."""
+    path.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {proc.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=True)
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.rglob("*") if ".tmp" in p.name or p.name.startswith(".discard"))
+
+
+@case("11-cache-entry-larger-than-free-space-refused")
+def _(m: Material, tmp: Path, caplog):
+    vhdr = _write_vhdr(tmp, "long", toy_recording("long", 3, duration_s=200.0))  # entry: 8 × 50000 float32 = 1.6 MB
+    with _tmpfs(tmp / "small", "2m") as small:
+        cache = SeriesCache(small / "cache")
+        with pytest.raises(OSError, match=rf"Not enough free space in the cache directory {re.escape(str(small / 'cache'))} for .*need 1\.5 MiB, [\d.]+ MiB are free\. .*--no-cache"):
+            cache.load_or_build(read_recording(vhdr), np.arange(8), preprocess_preset("default", target_sfreq=None))
+        assert _leftovers(small) == [] and [p.name for p in (small / "cache").iterdir()] == ["file_digests.json"]
+
+
+@case("11-cache-reservation-on-full-disk-is-enospc-not-sigbus")
+def _(m: Material, tmp: Path, caplog):
+    from sss_viewer.cache import _reserve
+
+    with _tmpfs(tmp / "small", "1m") as small:
+        with pytest.raises(OSError) as err:
+            _reserve(small / "series.f32", 4 * 2**20)  # what the memmap would have hit as SIGBUS while writing
+        assert err.value.errno == 28
+
+
+@case("11-cli-score-cache-on-full-disk-one-line")
+def _(m: Material, tmp: Path, caplog):
+    vhdr = _write_vhdr(tmp, "long", toy_recording("long", 3, duration_s=200.0))
+    with _tmpfs(tmp / "small", "2m") as small:
+        proc = _cli("score", m.model_dir, vhdr, "--out", tmp / "out", "--cache-dir", small / "cache")
+        _one_line_error(proc, f"Not enough free space in the cache directory {small / 'cache'}", "--no-cache")
+        assert _leftovers(small) == [] and not (tmp / "out" / "windows.csv").exists()
+
+
+@case("11-cli-score-csv-on-full-disk-names-the-file")
+def _(m: Material, tmp: Path, caplog):
+    vhdr = _write_vhdr(tmp, "long", toy_recording("long", 3, duration_s=200.0))  # windows.csv ≈ 0.5 MB
+    with _tmpfs(tmp / "small", "64k") as small:
+        proc = _cli("score", m.model_dir, vhdr, "--out", small / "out", "--no-cache")
+        _one_line_error(proc, f"Cannot write {small / 'out' / 'windows.csv'}: No space left on device")
+        assert _leftovers(small) == [] and not (small / "out" / "windows.csv").exists()
+
+
+@case("11-model-save-on-full-disk-names-the-folder")
+def _(m: Material, tmp: Path, caplog):
+    with _tmpfs(tmp / "small", "16k") as small:
+        with pytest.raises(OSError, match=rf"Cannot save the model to {re.escape(str(small / 'model'))}: No space left on device"):
+            m.bundle.save(small / "model")  # what `train` does last
+        assert sorted(p.name for p in small.iterdir()) == []
+
+
+@case("11-stale-cache-temporaries-of-dead-processes-removed")
+def _(m: Material, tmp: Path, caplog):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    root = tmp / "cache"
+    for name in (f".tmp-{'a' * 64}-{dead_pid}", f".discard-{'b' * 64}-{dead_pid}", f".tmp-{'c' * 64}-{os.getpid()}"):
+        (root / name).mkdir(parents=True)
+        (root / name / "series.f32").write_bytes(b"\0" * 64)
+    SeriesCache(root)
+    assert sorted(p.name for p in root.iterdir()) == [f".tmp-{'c' * 64}-{os.getpid()}"]  # a live build is left alone
+
+
+KILLED_BUILD = """
+import sys
+from sss_viewer.cache import SeriesCache
+from sss_viewer.io.readers import read_recording
+from sss_viewer.preprocess import preprocess_preset
+import numpy as np
+print("building", flush=True)
+SeriesCache(sys.argv[2]).load_or_build(read_recording(sys.argv[1]), np.arange(8), preprocess_preset("default", target_sfreq=None), chunk_seconds=1.0)
+"""
+
+
+@case("11-killed-cache-build-cleaned-at-next-start")
+def _(m: Material, tmp: Path, caplog):
+    vhdr = _write_vhdr(tmp, "long", toy_recording("long", 3, duration_s=600.0))
+    root = tmp / "cache"
+    builder = subprocess.Popen([sys.executable, "-c", KILLED_BUILD, str(vhdr), str(root)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert builder.stdout.readline().strip() == "building"
+        deadline = time.monotonic() + 60
+        while not list(root.glob(".tmp-*/series.f32")) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert list(root.glob(".tmp-*")), "the build never started"
+    finally:
+        builder.send_signal(signal.SIGKILL)
+        builder.wait()
+        builder.stdout.close()
+    if not list(root.glob(".tmp-*")):
+        pytest.fail("the build finished before the kill; make the recording longer")
+    config = preprocess_preset("default", target_sfreq=None)
+    series = SeriesCache(root).load_or_build(read_recording(vhdr), np.arange(8), config)
+    assert _leftovers(root) == [] and series.lengths.tolist() == [150_000] * 8
+
+
+# ------------------------------------------------------------------------------------------------
+# 12. A model config's sizes are checked against the weights file before anything is allocated
+# ------------------------------------------------------------------------------------------------
+
+
+def _other_backbone(m: Material, tmp: Path, name: str, **params) -> Path:
+    from sss_viewer.models import build_model
+
+    return dataclasses.replace(m.bundle, model=build_model(name, **params)).save(tmp / "model")
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+@case("12-huge-d-hidden-refused-before-allocation")
+def _(m: Material, tmp: Path, caplog):
+    model = _other_backbone(m, tmp, "dlinear", window_length=128, d_hidden=32)
+    config = json.loads((model / CONFIG_FILE).read_text())
+    config["model"]["d_hidden"] = 1_000_000  # 2 × 128 M float32 = 1 GB if built
+    (model / CONFIG_FILE).write_text(json.dumps(config))
+    before = _peak_rss_mb()
+    with pytest.raises(ValueError) as err:
+        ModelBundle.load(model)
+    assert _peak_rss_mb() - before < 200
+    message = str(err.value)
+    assert message.startswith(f"Invalid model config {model / CONFIG_FILE}: 'model' describes tensor ") and "\n" not in message
+    assert re.search(r"of shape \([^)]*1000000[^)]*\) \(from model\.d_hidden\), but model\.safetensors holds \([^)]*32[^)]*\)", message), message
+
+
+@case("12-huge-num-features-refused-before-allocation")
+def _(m: Material, tmp: Path, caplog):
+    model = _other_backbone(m, tmp, "minirocket", input_length=128, num_features=840)
+    config = json.loads((model / CONFIG_FILE).read_text())
+    config["model"]["num_features"] = 10_000_000_000
+    (model / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=rf"Invalid model config {re.escape(str(model / CONFIG_FILE))}: 'model\.num_features' must be a size consistent with model\.safetensors \([\d,]+ values in all\); got 10000000000\."):
+        ModelBundle.load(model)
+    _one_line_error(_cli("score", model, m.toy_file, "--out", tmp / "out"), str(model / CONFIG_FILE), "model.num_features")
+
+
+@case("12-config-of-other-sizes-refused-by-shape")
+def _(m: Material, tmp: Path, caplog):
+    model = _model_copy(m, tmp)
+    config = json.loads((model / CONFIG_FILE).read_text())
+    config["model"]["d_model"] = 24  # the trained PatchTST has 16
+    (model / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"'model' describes tensor '.+' of shape \(.*24.*\) \(from model\.d_model\), but model\.safetensors holds"):
+        ModelBundle.load(model)
+
+
+@case("12-matching-sizes-load")
+def _(m: Material, tmp: Path, caplog):
+    model = _other_backbone(m, tmp, "dlinear", window_length=128, d_hidden=32)
+    assert ModelBundle.load(model).model.get_config()["d_hidden"] == 32
+
+
+# ------------------------------------------------------------------------------------------------
+# 13. Corrupt index, long file names, NaN weights, a failing run of a folder, Ctrl-C
+# ------------------------------------------------------------------------------------------------
+
+
+@case("13-cache-index-json-corrupt-rebuilt-naming-it")
+def _(m: Material, tmp: Path, caplog):
+    cache, config, picks = SeriesCache(tmp / "cache"), preprocess_preset("default", target_sfreq=None), np.arange(8)
+    expected = np.array(cache.load_or_build(read_recording(m.toy_file), picks, config).data)
+    index = next((tmp / "cache").glob("*/index.json"))
+    index.write_text(index.read_text().replace(",", " ", 1))
+    with caplog.at_level(logging.WARNING, logger="sss_viewer.cache"):
+        again = SeriesCache(tmp / "cache").load_or_build(read_recording(m.toy_file), picks, config)
+    assert f"({index} is not valid JSON: Expecting ',' delimiter" in caplog.text
+    np.testing.assert_array_equal(again.data, expected)
+
+
+@case("13-browser-file-name-too-long")
+def _(m: Material, tmp: Path, caplog):
+    from sss_viewer.viewer.loader import RecordingBrowser
+
+    browser = RecordingBrowser(data_root=str(tmp))
+    name = "a" * 300 + ".vhdr"
+    browser.path = name
+    assert browser.selected is None
+    assert browser.error == f"Cannot open {name!r} in the data root {tmp}: File name too long."
+    browser.folder = "b" * 300
+    assert browser.error.startswith(f"Cannot list the folder {'b' * 300!r} of the data root {tmp}")
+
+
+@case("13-nan-weights-name-the-model-directory")
+def _(m: Material, tmp: Path, caplog):
+    import copy
+
+    bundle = dataclasses.replace(m.bundle, model=copy.deepcopy(m.bundle.model))
+    next(iter(bundle.model.parameters())).data[0] = float("nan")  # a diverged training, saved with its checksum
+    model = bundle.save(tmp / "model")
+    with pytest.raises(ValueError, match=rf"Model directory {re.escape(str(model))}: model\.safetensors holds non-finite values \(NaN or infinity\) in '.+'"):
+        ModelBundle.load(model)
+    _one_line_error(_cli("score", model, m.toy_file, "--out", tmp / "out"), str(model), "non-finite")
+
+
+@case("13-cli-score-folder-with-a-failing-run-exits-non-zero")
+def _(m: Material, tmp: Path, caplog):
+    recordings = [toy_recording(f"toy{i:02d}", i, duration_s=20.0, sfreq=500.0 if i == 2 else 250.0) for i in range(3)]
+    root = _write_cohort(tmp / "cohort", recordings)
+    proc = _cli("score", m.model_dir, root, "--out", tmp / "out")
+    error = _one_line_error(proc, f"1 of 3 run(s) of {root} not scored: sub-toy02", f"the others are in {tmp / 'out'}")
+    assert "sampled at 500 Hz" in proc.stderr, error
+    scored = sorted(p.parent.name for p in (tmp / "out").glob("*/channels.csv"))
+    assert len(scored) == 2 and not any("toy02" in s for s in scored)
+
+
+@case("13-sigint-during-training-one-line-exit-130")
+def _(m: Material, tmp: Path, caplog):
+    root = _write_cohort(tmp / "cohort", m.toy)
+    args = ["train", root, "--out", tmp / "model", "--epochs", "200", "--window-length", "128", "--train-stride", "64",
+            "--batch-size", "64", "--target-sfreq", "0", "--device", "cpu", "--cache-dir", tmp / "cache"]  # fmt: skip
+    proc = subprocess.Popen([str(CLI), *map(str, args)], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    lines = []
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            lines.append(proc.stderr.readline())
+            if "training on" in lines[-1] or lines[-1] == "":
+                break
+        assert "training on" in lines[-1], "".join(lines)[-2000:]
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, rest = proc.communicate(timeout=60)
+    finally:
+        proc.kill() if proc.poll() is None else None
+    assert proc.returncode == 130, rest[-2000:]
+    assert "Traceback" not in rest and [line for line in rest.splitlines() if line.startswith("error:")] == [
+        f"error: interrupted; no partial model was written to {tmp / 'model'}."
+    ]
+    assert not (tmp / "model").exists() and not [p for p in tmp.iterdir() if p.name.startswith(".")]
+    assert _leftovers(tmp / "cache") == []
+
+
+# ------------------------------------------------------------------------------------------------
+# 15. Outputs get the usual permissions; messages show plain values
+# ------------------------------------------------------------------------------------------------
+
+
+@case("15-csv-and-model-files-follow-the-umask")
+def _(m: Material, tmp: Path, caplog):
+    for umask, mode in ((0o022, 0o644), (0o077, 0o600)):
+        out = tmp / f"out-{umask:o}"
+        proc = subprocess.run([str(CLI), "score", str(m.model_dir), str(m.toy_file), "--out", str(out), "-q"],
+                              capture_output=True, text=True, timeout=180, preexec_fn=lambda u=umask: os.umask(u))  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()} == dict.fromkeys(
+            ["windows.csv", "channels.csv", "sss-viewer-score.json"], mode
+        )
+    old = os.umask(0o022)
+    try:
+        model = m.bundle.save(tmp / "model")
+    finally:
+        os.umask(old)
+    assert {p.name: p.stat().st_mode & 0o777 for p in model.iterdir()} == {WEIGHTS_FILE: 0o644, CONFIG_FILE: 0o644}
+
+
+@case("15-one-class-split-error-shows-plain-values")
+def _(m: Material, tmp: Path, caplog):
+    recordings = [dataclasses.replace(r, soz=np.zeros(r.n_channels, dtype=bool)) for r in m.toy]
+    with pytest.raises(ValueError) as err:
+        train(recordings, _native(train_preset("default", **TINY_TRAIN)), progress=False)
+    assert "class(es) [0] only" in str(err.value) and "np." not in str(err.value)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -239,7 +239,7 @@ def _check_classes(meta: pd.DataFrame, split: np.ndarray, run: RunSpec, where: s
         if classes != {0, 1}:
             centres = run.test_centre if name == "test" and run.test_centre else ", ".join(run.train_centres)
             raise ValueError(
-                f"{where}: the {name} split of centre(s) {centres} has class(es) {sorted(classes)} only — "
+                f"{where}: the {name} split of centre(s) {centres} has class(es) {sorted(int(c) for c in classes)} only — "
                 "too few SOZ channels to split."
             )
     return split

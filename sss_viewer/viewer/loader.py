@@ -452,6 +452,9 @@ class RecordingBrowser(pn.viewable.Viewer):
         except ValueError as exc:
             self.error = str(exc)
             return None
+        except OSError as exc:  # e.g. "File name too long"
+            self.error = f"Cannot open {str(relative)!r} in the data root {self.data_root}: {exc.strerror or exc}."
+            return None
         self.param.update(selected=chosen, error="", message=f"Chose {relative}")
         return chosen
 
@@ -460,7 +463,9 @@ class RecordingBrowser(pn.viewable.Viewer):
         """List the current folder; set up the BIDS picker when it is a BIDS root."""
         try:
             folders, files = list_folder(self.data_root, self.folder)
-        except ValueError as exc:
+        except (ValueError, OSError) as exc:
+            if isinstance(exc, OSError):
+                exc = f"Cannot list the folder {self.folder!r} of the data root {self.data_root}: {exc.strerror or exc}."
             self.error = str(exc)
             if self.folder:
                 self.folder = ""
@@ -502,7 +507,7 @@ class RecordingBrowser(pn.viewable.Viewer):
             try:
                 rel = Path(path).relative_to(root).as_posix()
                 resolve_inside(root, rel)
-            except ValueError:
+            except (ValueError, OSError):
                 continue
             runs.setdefault(bids_entities(Path(path)).get("subject", "?"), []).append(rel)
         return runs
