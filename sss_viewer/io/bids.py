@@ -123,7 +123,12 @@ def check_sidecars(recording: Recording) -> None:
     path = recording.source
     channels_tsv = _sidecar(path, "channels.tsv")
     if channels_tsv is not None:
-        listed = pd.read_csv(channels_tsv, sep="\t", dtype=str, keep_default_na=False)["name"].tolist()
+        from sss_viewer.io.readers import read_table_file
+
+        listed = read_table_file(channels_tsv, sep="\t", dtype=str, keep_default_na=False)
+        if "name" not in listed.columns:
+            raise RecordingReadError(f"{channels_tsv} has no 'name' column.")
+        listed = list(dict.fromkeys(listed["name"].tolist()))
         dropped = set(recording.info.get("dropped_duplicates", [])) | set(duplicate_channels(listed, listed))
         listed = [n for n in listed if n not in dropped]
         missing = [n for n in listed if n not in set(recording.ch_names)]
@@ -152,7 +157,9 @@ def _apply_events(recording: Recording) -> None:
     if events_tsv is None:
         markers = find_seizure_markers(recording.events, source=recording.source.name)
     else:
-        table = pd.read_csv(events_tsv, sep="\t", keep_default_na=False, na_values=["n/a"])
+        from sss_viewer.io.readers import read_table_file
+
+        table = read_table_file(events_tsv, sep="\t", keep_default_na=False, na_values=["n/a"])
         if not {"onset", "trial_type"} <= set(table.columns):
             raise RecordingReadError(f"{events_tsv} lacks onset/trial_type columns; it has {list(table.columns)}.")
         onsets = pd.to_numeric(table["onset"], errors="coerce")

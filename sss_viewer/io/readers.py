@@ -271,7 +271,7 @@ def _last_event_onset(path: Path, ext: str) -> tuple[str, float] | None:
     if sidecar is None:
         return None
     try:
-        table = pd.read_csv(sidecar, sep="\t", dtype=str, keep_default_na=False)
+        table = read_table_file(sidecar, sep="\t", dtype=str, keep_default_na=False)
     except (OSError, ValueError, pd.errors.ParserError):
         return None  # reported where the events are read
     if "onset" not in table.columns:
@@ -341,12 +341,25 @@ def _read_raw(path: Path, ext: str, fmt: str):
     return raw
 
 
+def read_table_file(path: Path, **options) -> pd.DataFrame:
+    """``pd.read_csv(path, **options)``; a malformed file (stray quote, bad bytes) raises RecordingReadError naming it."""
+    try:
+        return pd.read_csv(path, **options)
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise RecordingReadError(f"Could not read the table {path}: {str(exc).strip()}") from None
+    except pd.errors.EmptyDataError:
+        raise RecordingReadError(f"The table {path} is empty (not even a header line).") from None
+
+
 def _read_channels_tsv(path: Path) -> pd.DataFrame:
-    """Read a BIDS ``_channels.tsv`` with ``name`` (and usually ``type``, ``status``) columns."""
-    table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    """Read a BIDS ``_channels.tsv`` with ``name`` (and usually ``type``, ``status``) columns.
+
+    A name listed twice keeps its first row (the data file's duplicate channels are dropped anyway).
+    """
+    table = read_table_file(path, sep="\t", dtype=str, keep_default_na=False)
     if "name" not in table.columns:
         raise RecordingReadError(f"{path} has no 'name' column.")
-    return table.set_index("name")
+    return table.drop_duplicates("name", keep="first").set_index("name")
 
 
 def _channel_info(

@@ -427,7 +427,9 @@ def read_soz_table(path: str | Path) -> pd.DataFrame:
     if not path.is_file():
         raise FileNotFoundError(f"SOZ table not found: {path}")
     try:
-        table = pd.read_csv(path, sep=separator, dtype=str, keep_default_na=False)
+        from sss_viewer.io.readers import read_table_file
+
+        table = read_table_file(path, sep=separator, dtype=str, keep_default_na=False)
     except pd.errors.EmptyDataError as exc:
         raise ValueError(f"{path} is empty; expected a header with {list(SOZ_TABLE_COLUMNS)}.") from exc
     table.columns = [str(c).strip() for c in table.columns]
