@@ -54,6 +54,9 @@ _LISTEN = """() => {
   for (const doc of Bokeh.documents) doc.on_change(() => window.__sss.changes.push(performance.now()), true);
   return Bokeh.documents.length;
 }"""
+_HAS_OVERVIEW = """() => window.Bokeh && Bokeh.documents.length > 0 && Bokeh.documents.some(doc =>
+  [...(doc.all_models ?? doc._all_models.values())].some(m => m.title != null && m.title.text != null
+    && String(m.title.text).startsWith("overview")))"""
 _CLICK = "b => { window.__sss.changes = []; window.__sss.t0 = performance.now(); b.click(); }"
 _QUIET = """q => {
   const s = window.__sss;
@@ -116,8 +119,8 @@ def open_app(browser, url: str, errors: list[str]):
     page.on("pageerror", lambda e: errors.append(f"pageerror: {str(e)[:300]}"))
     page.goto(url)
     page.wait_for_selector(".tabulator-row", timeout=LOAD_TIMEOUT_MS)
-    page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=LOAD_TIMEOUT_MS)
-    page.wait_for_timeout(3000)  # the overview is added once the page has loaded
+    page.wait_for_function(_HAS_OVERVIEW, timeout=LOAD_TIMEOUT_MS)  # added once the page has loaded
+    page.wait_for_timeout(2000)  # its first draw settles
     page.evaluate(_LISTEN)
     return page
 

@@ -11,6 +11,8 @@ Builds an in-memory float32 recording (~300 MB) with synthetic window scores, th
 * the same updates on a 16-row page (the default page size: one decimated curve per row when
   zoomed in), and on the 128-row page forced to curves (``max_curve_rows=128``), which is why
   pages above ``max_curve_rows`` (32) stay datashaded;
+* **page changes** on the 16-row page: ``view.page`` set (what the page buttons do), which updates
+  the main plot and the overview in place (same bokeh models, new data);
 * **baseline**: a plain Bokeh figure with every sample, 128 ``line`` glyphs over one
   ``ColumnDataSource``, built and serialised with ``json_item`` in the same run.
 
@@ -140,6 +142,16 @@ def update_times(view, windows):
     return event, callback
 
 
+def page_change_times(view, repeats: int) -> list[float]:
+    """Seconds per ``view.page`` change (main plot and overview updated in place), cycling over the pages."""
+    out = []
+    for i in range(repeats):
+        page = (view.page + 1) % view.n_pages
+        seconds, _ = timed(lambda: setattr(view, "page", page))
+        out.append(seconds)
+    return out
+
+
 def window_sets(duration: float, repeats: int) -> dict[str, list[tuple[float, float]]]:
     rng = np.random.default_rng(1)
     sets = {}
@@ -205,8 +217,8 @@ def main() -> None:
     print(f"\n== first render: 1 page x {rec.n_channels} rows over {rec.duration_s:g} s (datashaded) ==")
     view, plot, build, render, serialise = first_render(rec, scores, rec.n_channels, repeats)
     total = [a + b for a, b in zip(build, render)]
-    print(f"  figure() (read + reduce + heat map + overview): {median_text(build)}")
-    print(f"  hv.render:                                      {median_text(render)}")
+    print(f"  figure() (the DynamicMaps, nothing read yet):    {median_text(build)}")
+    print(f"  hv.render (read + reduce + heat map + overview): {median_text(render)}")
     print(f"  first render (figure + hv.render):              {median_text(total)}   target <= 3 s")
     print(f"  json_item of it (serialisation for the browser): {median_text(serialise)}")
 
@@ -223,6 +235,8 @@ def main() -> None:
     for label, windows in window_sets(rec.duration_s, repeats).items():
         event, callback = update_times(small, windows)
         print(f"  {label:>7} window: update {median_text(event)}; callback alone {statistics.median(callback):.3f} s")
+    pages = page_change_times(small, repeats)
+    print(f"  page change (in place, 10-s window): {median_text(pages)}")
     del small, small_plot
 
     if not args.skip_forced_curves:

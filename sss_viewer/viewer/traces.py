@@ -32,6 +32,7 @@ import logging
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 
 import holoviews as hv
 import numpy as np
@@ -39,6 +40,7 @@ import pandas as pd
 import panel as pn
 import param
 from bokeh.models import CustomJSHover, FixedTicker, RangeTool
+from panel.io.state import set_curdoc
 
 from sss_viewer.inference import RecordingScores, window_heatmap
 from sss_viewer.recording import Recording
@@ -73,7 +75,7 @@ RANGE_BOX_COLOUR = "#1565c0"
 OVERVIEW_TOP_K = 3
 """The overview's colour is the mean p(SOZ) of the ``OVERVIEW_TOP_K`` highest channels per bin."""
 OVERVIEW_HEIGHT = 110
-CLIP_ROWS = 1.0
+CLIP_ROWS = 0.75
 """With clipping on, a row shows at most ±``CLIP_ROWS`` row spacings (±2·CLIP_ROWS × its half-row amplitude)."""
 SCALE_MAX_ROWS = 64
 """Rows (evenly spaced over the montage) read to set the automatic amplitude."""
@@ -141,6 +143,12 @@ def _set(model, **values) -> None:
     for name, value in values.items():
         if getattr(model, name) != value:
             setattr(model, name, value)
+
+
+def _session_document():
+    """The Bokeh document of the current server session, or None (tests, notebooks, no session)."""
+    doc = pn.state.curdoc
+    return doc if doc is not None and getattr(doc, "session_context", None) is not None else None
 
 
 @contextmanager
@@ -482,6 +490,7 @@ class TraceView(pn.viewable.Viewer):
         self._timecourse_watcher = None
         self._watch_timecourse(self.timecourse)
         self._dirty = False
+        self._refresh_scheduled = False
         self._page_key = None
         self.param.watch(self._invalidate, list(self._STRUCTURE))  # first: no update reaches a stale figure
         self.param.watch(self._on_recording, ["recording"])
@@ -1462,11 +1471,30 @@ class TraceView(pn.viewable.Viewer):
         self._on_structure()
 
     def _on_structure(self, *events) -> None:
+        """Rebuild the figure; in a server session once per tick, however many changes the tick brings.
+
+        Opening a recording sets the recording, the page, the markers and the bad channels in
+        separate steps: the figure is built once, after the last of them.
+        """
         self._clamp_page()
         self._figure = None
         self._templates = {}
+        doc = _session_document()
+        if self._pane is None or doc is None:
+            self._dirty = False
+            if self._pane is not None:
+                self._refresh_pane()
+            return
+        if not self._refresh_scheduled:
+            self._refresh_scheduled = True
+            doc.add_next_tick_callback(partial(self._deferred_refresh, doc))
+
+    def _deferred_refresh(self, doc) -> None:
+        self._refresh_scheduled = False
+        if not self._dirty:
+            return
         self._dirty = False
-        if self._pane is not None:
+        with set_curdoc(doc):
             self._refresh_pane()
 
     def _on_page(self, *events) -> None:
