@@ -1156,6 +1156,25 @@ def _(m: Material, tmp: Path, caplog):
 # ------------------------------------------------------------------------------------------------
 
 
+
+@case("concurrency-two-score-runs-on-one-cache-agree")
+def _(m: Material, tmp: Path, caplog):
+    cache = tmp / "shared-cache"
+    cmds = [
+        [str(CLI), "score", str(m.model_dir), str(m.toy_file), "--out", str(tmp / f"out{i}"), "--cache-dir", str(cache), "-q"]
+        for i in (1, 2)
+    ]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for cmd in cmds]
+    results = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [r[1][-1500:] for r in results]
+    first, second = ((tmp / f"out{i}" / "channels.csv").read_text() for i in (1, 2))
+    assert first == second  # the same answer whichever process built the cache entry
+    entries = [d for d in cache.rglob("index.json")]
+    assert len(entries) == 1 and not list(cache.rglob(".tmp-*"))  # one complete entry, no leftovers
+    again = _cli("score", m.model_dir, m.toy_file, "--out", tmp / "out3", "--cache-dir", cache)
+    assert again.returncode == 0 and (tmp / "out3" / "channels.csv").read_text() == first
+
+
 @pytest.mark.parametrize("row", CASES)
 def test_bad_input(row, material, tmp_path, caplog):
     row(material, tmp_path, caplog)
