@@ -1098,7 +1098,7 @@ def _(m: Material, tmp: Path, caplog):
 @case("13-sigint-during-training-one-line-exit-130")
 def _(m: Material, tmp: Path, caplog):
     root = _write_cohort(tmp / "cohort", m.toy)
-    args = ["train", root, "--out", tmp / "model", "--epochs", "200", "--window-length", "128", "--train-stride", "64",
+    args = ["train", root, "--out", tmp / "model", "--epochs", "200", "--window-length", "128", "--train-stride", "1",
             "--batch-size", "64", "--target-sfreq", "0", "--device", "cpu", "--cache-dir", tmp / "cache"]  # fmt: skip
     proc = subprocess.Popen([str(CLI), *map(str, args)], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     lines = []

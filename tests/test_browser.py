@@ -81,7 +81,7 @@ def test_demo_loads_with_ranking_and_channels(browser, app_url):
     assert rows.count() >= 10
     first = rows.first.inner_text()
     assert re.search(r"\b1\b", first) and "SOZ" in page.locator(".tabulator").first.inner_text()
-    top = rows.first.locator(".tabulator-cell").nth(1).inner_text().strip()  # the top-ranked channel …
+    top = rows.first.locator('[tabulator-field="channel"]').inner_text().strip()  # the top-ranked channel …
     assert re.match(r"[A-Z]+\d+$", top) and top.rstrip("0123456789") in _selected_text(_channel_page_select(page))  # … is in view
     page.context.close()
 
@@ -89,9 +89,11 @@ def test_demo_loads_with_ranking_and_channels(browser, app_url):
 def test_clicking_a_ranking_row_brings_the_channel_into_view(browser, app_url):
     page = _open(browser, app_url)
     select = _channel_page_select(page)
+    select.select_option(index=0)  # channel page 1 (LTP…): the top-ranked RG channel is elsewhere
+    page.wait_for_function("s => s.selectedIndex === 0", arg=select.element_handle(), timeout=20_000)
     before = _selected_text(select)
     row = page.locator(".tabulator-row").filter(has_text="RG10").first
-    row.locator(".tabulator-cell").nth(1).click()
+    row.locator('[tabulator-field="channel"]').click()
     page.wait_for_function(
         "([s, b]) => s.options[s.selectedIndex].text !== b", arg=[select.element_handle(), before], timeout=20_000
     )
@@ -104,7 +106,8 @@ def test_montage_change_rerenders_rows(browser, app_url):
     page.get_by_role("button", name="bipolar").click()
     select = _channel_page_select(page)
     page.wait_for_function("s => s.options[s.selectedIndex].text.includes('-')", arg=select.element_handle(), timeout=20_000)
-    assert re.search(r"LTP1-LTP2", _selected_text(select))
+    assert re.search(r"^1: LTP1-LTP2", select.evaluate("s => s.options[0].text"))  # within-shaft bipolar rows
+    assert re.search(r"[A-Z]+\d+-[A-Z]+\d+", _selected_text(select))  # the page in view is bipolar too
     page.context.close()
 
 
