@@ -150,3 +150,15 @@ def test_report_and_csv_follow_one_rounding_rule(app, tmp_path):
     labels = {line.split(",")[7] for line in csv[1:]}
     assert labels <= {"1", "0", ""} and "1" in labels  # the demo's clinician labels as 1/0
     assert all(line.split(",")[5] == "" for line in csv[1:])  # isotonic: no interval, empty cells
+
+
+def test_a_file_without_ieeg_channels_opens_for_reading(app, tmp_path):
+    rec = toy_recording("scalp", 1, n_channels=4, duration_s=30.0)
+    names = ["Fp1", "Cz", "EKG1", "TRIG"]  # a scalp + polygraphy file: nothing the model scores
+    pybv.write_brainvision(
+        data=rec.data, sfreq=rec.sfreq, ch_names=names, fname_base="scalp", folder_out=tmp_path,
+        fmt="binary_float32", unit="µV",
+    )  # fmt: skip
+    assert app.open(tmp_path / "scalp.vhdr") is True
+    assert "no good iEEG channel" in app.scoring_disabled and app.scores is None
+    assert set(app.traces.contacts()) == {"Fp1", "Cz", "EKG1"}  # the trigger is not drawn

@@ -66,6 +66,9 @@ from sss_viewer.viewer.timecourse import PLOT_BACKEND_OPTS, SozTimeCourse, ensur
 
 logger = logging.getLogger(__name__)
 
+READ_ONLY_HIDDEN_TYPES = ("stim", "misc")
+"""Channel types not drawn even when a recording has no iEEG channel (triggers, spares, references)."""
+
 MARKER_KINDS = ("onset", "offset", "note", "event")
 MARKER_COLOURS = {"onset": "#c62828", "offset": "#212121", "note": "#616161", "event": "#1565c0"}
 """Seizure onset red, offset dark, notes grey, other events blue (lines and their labels)."""
@@ -572,6 +575,9 @@ class TraceView(pn.viewable.Viewer):
     def contact_picks(self) -> np.ndarray:
         """Recording indices of the shown contacts: good iEEG channels minus ``bad_channels``, grouped by shaft.
 
+        A recording without any iEEG channel shows its other signal channels instead (not stim or
+        misc), so it can still be read while scoring is disabled.
+
         Returns
         -------
         picks : ndarray, shape (n_contacts,), int
@@ -594,7 +600,10 @@ class TraceView(pn.viewable.Viewer):
         key = (id(rec), tuple(rec.ch_names), tuple(rec.ch_types), tuple(rec.bads), tuple(self.bad_channels), self.montage)
         if self._layout_cache is None or self._layout_cache[0] != key:
             bad = set(self.bad_channels)
-            picks = [int(i) for i in rec.ieeg_picks() if rec.ch_names[i] not in bad]
+            shown = rec.ieeg_picks()
+            if len(shown) == 0:  # nothing scorable (a scalp or polygraphy file): show its signals for reading
+                shown = [i for i, t in enumerate(rec.ch_types) if t not in READ_ONLY_HIDDEN_TYPES and rec.ch_names[i] not in rec.bads]
+            picks = [int(i) for i in shown if rec.ch_names[i] not in bad]
             names = [rec.ch_names[i] for i in picks]
             ordered = np.array([picks[i] for idx in group_by_shaft(names).values() for i in idx], dtype=int)
             contacts = [rec.ch_names[i] for i in ordered]
