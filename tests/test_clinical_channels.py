@@ -277,3 +277,22 @@ def test_viewer_reads_and_fits_the_same_channels(clinical):
     assert check_fit(bundle, recording) is None
     nothing = apply_type_overrides(recording, {name: "misc" for name in written.scored})
     assert "no good iEEG channel" in check_fit(bundle, nothing)
+
+
+def test_trace_rows_read_display_names_and_keep_original_names_for_data(clinical):
+    from sss_viewer.viewer.loader import load_selected
+    from sss_viewer.viewer.traces import TraceView
+
+    written, _ = clinical
+    recording = load_selected(written.path)
+    view = TraceView(recording=recording, page_size=64)
+    shown = [written.display[n] for n in view.contacts()]
+    assert view.display_contacts() == shown and not any(s.startswith("POL") for s in shown)
+    assert view.slot_labels()[: len(shown)] == shown  # the y axis
+    assert view.page_rows().labels == view.contacts()  # data and state keep the file's names
+    assert set(view.shaft_options().values()) == set(view.shafts())
+    assert "POL" not in " ".join(view.shaft_options()) and "POL" not in view._page_range_text()
+    view.montage = "bipolar"
+    a, b = view.page_rows().members[0]
+    assert view.slot_labels()[0] == f"{shown[a]}-{shown[b]}"
+    assert view.page_rows().labels[0] == f"{view.contacts()[a]}-{view.contacts()[b]}"

@@ -87,6 +87,25 @@ def montage_rows(channels: Sequence[str], kind: str) -> MontageRows:
     return MontageRows(labels, members, shafts, kind)
 
 
+def row_labels(rows: MontageRows, names: Sequence[str]) -> list[str]:
+    """The labels of ``rows`` spelt with ``names`` (e.g. the contacts' display names).
+
+    Parameters
+    ----------
+    rows : MontageRows
+        Rows built from a contact list; ``members`` index into it.
+    names : sequence of str, length n_contacts
+        How each contact of that list is to be read (``POL LA1`` shown as ``LA1``).
+
+    Returns
+    -------
+    labels : list of str, length n_rows
+        ``LA1``, ``LA1-avg`` or ``LA1-LA2`` as :func:`montage_rows` would write them.
+    """
+    suffix = "-avg" if rows.kind == "average" else ""
+    return ["-".join(names[i] for i in members) + suffix for members in rows.members]
+
+
 def apply_montage(data: np.ndarray, rows: MontageRows, reference: np.ndarray | None = None) -> np.ndarray:
     """Signals of the montage rows.
 

@@ -58,6 +58,7 @@ from sss_viewer.viewer.display import (
     implausible_unit_message,
     montage_rows,
     robust_scale,
+    row_labels,
     shaft_name,
     top_k_mean,
 )
@@ -588,15 +589,27 @@ class TraceView(pn.viewable.Viewer):
         """Names of the shown contacts, in display order (shafts contiguous)."""
         return list(self._layout()[1])
 
+    def display_contacts(self) -> list[str]:
+        """How each of :meth:`contacts` is read (vendor prefixes and ``-Ref`` removed), same order."""
+        return list(self._layout()[3])
+
+    def display_labels(self, rows: MontageRows | None = None) -> list[str]:
+        """Labels of ``rows`` (default: the page's) as shown: :meth:`display_contacts` in place of names.
+
+        The montage's own labels (original channel names) stay what data, state and exports use.
+        """
+        rows = self.page_rows() if rows is None else rows
+        return row_labels(rows, self._layout()[3])
+
     def rows(self) -> MontageRows:
         """All rows of the montage over :meth:`contacts` (``members`` index into that list)."""
         return self._layout()[2]
 
-    def _layout(self) -> tuple[np.ndarray, list[str], MontageRows]:
-        """``(contact_picks, contacts, rows)``, recomputed only when what they depend on changes."""
+    def _layout(self) -> tuple[np.ndarray, list[str], MontageRows, list[str]]:
+        """``(contact_picks, contacts, rows, display_contacts)``, recomputed only when what they depend on changes."""
         rec = self.recording
         if rec is None:
-            return np.zeros(0, dtype=int), [], montage_rows([], self.montage)
+            return np.zeros(0, dtype=int), [], montage_rows([], self.montage), []
         key = (id(rec), tuple(rec.ch_names), tuple(rec.ch_types), tuple(rec.bads), tuple(self.bad_channels), self.montage)
         if self._layout_cache is None or self._layout_cache[0] != key:
             bad = set(self.bad_channels)
@@ -607,7 +620,9 @@ class TraceView(pn.viewable.Viewer):
             names = [rec.ch_names[i] for i in picks]
             ordered = np.array([picks[i] for idx in group_by_shaft(names).values() for i in idx], dtype=int)
             contacts = [rec.ch_names[i] for i in ordered]
-            self._layout_cache = (key, (ordered, contacts, montage_rows(contacts, self.montage)))
+            shown_as = rec.display_names
+            display = [shown_as[i] for i in ordered]
+            self._layout_cache = (key, (ordered, contacts, montage_rows(contacts, self.montage), display))
         return self._layout_cache[1]
 
     @property
@@ -625,6 +640,12 @@ class TraceView(pn.viewable.Viewer):
     def shafts(self) -> list[str]:
         """Shafts of the shown contacts, in display order."""
         return list(dict.fromkeys(shaft_name(c) for c in self.contacts()))
+
+    def shaft_options(self) -> dict[str, str]:
+        """``{shaft as shown: shaft}`` for the gain picker (``POL LA`` shown as ``LA``)."""
+        pairs = dict.fromkeys(zip(map(shaft_name, self.display_contacts()), map(shaft_name, self.contacts())))
+        shown = [a for a, _ in pairs]
+        return {(a if shown.count(a) == 1 else b): b for a, b in pairs}
 
     def row_amplitudes(self, rows: MontageRows | None = None) -> np.ndarray:
         """Half-row amplitude of each row, ``amplitude_uv / shaft_gain[shaft]`` (µV), shape (n_rows,)."""
@@ -892,7 +913,7 @@ class TraceView(pn.viewable.Viewer):
 
     def slot_labels(self) -> list[str]:
         """The page's row labels, top first, padded with ``""`` to :meth:`n_slots`."""
-        labels = list(self.page_rows().labels)
+        labels = self.display_labels()
         return labels + [""] * (self.n_slots() - len(labels))
 
     def _clip_limits(self, amplitudes: np.ndarray) -> np.ndarray | None:
@@ -1029,10 +1050,10 @@ class TraceView(pn.viewable.Viewer):
     def _heat_notes(self, labels: list[str]) -> list[str]:
         """Heat-map hover text per slot, bottom row first: ``LA1-LA2 (mean of LA1, LA2)`` for bipolar rows."""
         rows = self.page_rows()
-        contacts = self.contacts()
+        contacts = self.display_contacts()
         notes = [
             f"{label} (mean of {', '.join(contacts[m] for m in members)})" if len(members) > 1 else label
-            for label, members in zip(rows.labels, rows.members)
+            for label, members in zip(self.display_labels(rows), rows.members)
         ]
         return (notes + labels[len(notes) :])[::-1]
 
@@ -1202,7 +1223,10 @@ class TraceView(pn.viewable.Viewer):
         x = t1 - 0.01 * (t1 - t0)
         k = m - 1
         gains = {s: g for s, g in (self.shaft_gain or {}).items() if g not in (None, 1, 1.0)}
-        text = f"{length:g} µV" + (f" ({rows.shafts[0]})" if gains else "")
+        text = f"{length:g} µV"
+        if gains:
+            shown = {key: name for name, key in self.shaft_options().items()}
+            text += f" ({shown.get(rows.shafts[0], rows.shafts[0])})"
         return [
             path.clone([np.array([[x, k - height / 2], [x, k + height / 2]])], kdims=[T, Y]),
             label.clone(([x - 0.005 * (t1 - t0)], [k], [text]), kdims=[T, Y]),
@@ -1303,7 +1327,7 @@ class TraceView(pn.viewable.Viewer):
         return parts[0] if len(parts) == 1 else hv.Layout(parts).cols(1)
 
     def _page_range_text(self) -> str:
-        labels = self.page_rows().labels
+        labels = self.display_labels()
         if not labels:
             return "none"
         return f"{labels[0]} … {labels[-1]} (page {min(self.page, self.n_pages - 1) + 1}/{self.n_pages})"
@@ -1567,10 +1591,10 @@ class TraceView(pn.viewable.Viewer):
         self._sync_widgets()
 
     def _page_options(self) -> dict:
-        rows = self.rows()
+        labels_all = self.display_labels(self.rows())
         options = {}
         for p in range(self.n_pages):
-            labels = rows.labels[p * self.page_size : (p + 1) * self.page_size]
+            labels = labels_all[p * self.page_size : (p + 1) * self.page_size]
             text = f"{p + 1}: {labels[0]} … {labels[-1]}" if labels else f"{p + 1}"
             options[text] = p
         return options
@@ -1583,10 +1607,10 @@ class TraceView(pn.viewable.Viewer):
         w["start"].end = max(duration, 1e-3)
         w["page"].options = self._page_options()
         w["page"].value = min(self.page, self.n_pages - 1)
-        shafts = self.shafts()
+        shafts = self.shaft_options()
         w["shaft"].options = shafts
-        if shafts and w["shaft"].value not in shafts:
-            w["shaft"].value = shafts[0]
+        if shafts and w["shaft"].value not in shafts.values():
+            w["shaft"].value = next(iter(shafts.values()))
 
     def _step_time(self, direction: int) -> None:
         duration = self.duration_s
@@ -1623,8 +1647,9 @@ class TraceView(pn.viewable.Viewer):
         w["amplitude"] = pn.widgets.FloatInput.from_param(
             self.param.amplitude_uv, label="amplitude (µV)", step=10.0, width=110
         )
-        shafts = self.shafts()
-        w["shaft"] = pn.widgets.Select(label="shaft", options=shafts, value=shafts[0] if shafts else None, width=90)
+        shafts = self.shaft_options()
+        first = next(iter(shafts.values()), None)
+        w["shaft"] = pn.widgets.Select(label="shaft", options=shafts, value=first, width=90)
         w["gain"] = pn.widgets.FloatInput(label="gain ×", value=1.0, step=0.5, start=0.01, width=80)
 
         def _gain_from_shaft(event):
