@@ -191,8 +191,12 @@ def test_heat_map_hover_and_colour_bar(recording, scores):
     plot = main_figure(hv.render(view.figure()))
     tips = [dict(h.tooltips) for h in plot.select({"type": HoverTool}) if "p(SOZ)" in dict(h.tooltips or [])]
     assert tips and {"channel", "time bin", "interval [p0, p1]"} <= set(tips[0])
-    curve_tips = [dict(h.tooltips) for h in plot.select({"type": HoverTool}) if "amplitude (µV)" in dict(h.tooltips or [])]
-    assert len(curve_tips) == len(BY_SHAFT) and {"channel", "time (s)"} <= set(curve_tips[0])
+    # One hover for every row: the channel is each renderer's name ($name), so paging sends no new tooltips.
+    (curve_hover,) = [h for h in plot.select({"type": HoverTool}) if "amplitude (µV)" in dict(h.tooltips or [])]
+    assert dict(curve_hover.tooltips)["channel"] == "$name" and "time (s)" in dict(curve_hover.tooltips)
+    lines = lines_by_name(plot)
+    assert sorted(lines) == sorted(BY_SHAFT)
+    assert curve_hover.renderers == "auto" or set(curve_hover.renderers) >= set(lines.values())
     (bar,) = [r for r in plot.right if type(r).__name__ == "ColorBar"]
     assert bar.title == "p(SOZ)"
 
@@ -606,7 +610,9 @@ def test_overview_shows_where_p_soz_is_high_with_a_colour_bar(recording, scores)
     view = TraceView(recording=recording, scores=scores, page_size=3, markers=[{"onset": 2.0, "kind": "onset"}])
     layout = hv.render(view.figure())
     overview = next(p for p in layout.select({"type": Plot}) if p.title.text.startswith("overview"))
-    (strip,) = renderers(overview, Image)
+    strip, ink = sorted(renderers(overview, Image), key=lambda r: r.data_source.data["image"][0].shape[0])
+    traces = ink.data_source.data["image"][0]  # the page's envelopes: a byte per pixel, 1 = ink
+    assert traces.dtype == np.uint8 and set(np.unique(traces)) == {0, 1} and traces.shape[1] == view.plot_width
     values, _, _, _ = view.heat_rows()
     assert_same(strip.data_source.data["image"][0][0], top_k_mean(values, OVERVIEW_TOP_K))
     assert strip.glyph.color_mapper.low == 0 and strip.glyph.color_mapper.high == 1

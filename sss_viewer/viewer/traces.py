@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
-from contextlib import contextmanager
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 
@@ -63,6 +63,7 @@ from sss_viewer.viewer.display import (
     top_k_mean,
 )
 from sss_viewer.viewer.export import register_static_copy
+from sss_viewer.viewer.inplace import LayerPlots, data_only_freeze
 from sss_viewer.viewer.timecourse import PLOT_BACKEND_OPTS, SozTimeCourse, ensure_bokeh, infer_bin_s
 
 logger = logging.getLogger(__name__)
@@ -88,6 +89,8 @@ SCALE_MIN_S = 10.0
 SPAN_CHOICES_S = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 3600.0)
 TRACE_COLOUR = "#202020"
 OVERVIEW_TRACE_COLOUR = "#455a64"
+OVERVIEW_INK_CMAP = ["#ffffff00", OVERVIEW_TRACE_COLOUR]
+"""Overview trace raster colours: 0 transparent, 1 the trace colour."""
 FOCUS_COLOUR = "#c2185b"
 HEAT_CMAP = "YlOrRd"
 CHUNK_VALUES = 1 << 24
@@ -97,6 +100,7 @@ OVERVIEW_BINS_PER_PX = 8
 """Resolution of the cached whole-recording envelope (bins per pixel of plot width): zoomed-out
 views whose span needs at most 1/4 of it (with no display filter) are drawn from it without reading."""
 OVERVIEW_CACHE_PAGES = 8
+OVERVIEW_INK_PAGES = 32  # overview rasters kept (OVERVIEW_HEIGHT x plot_width bytes each)
 OVERVIEW_READ_BUDGET = {"memory": 2e8, "file": 5e7}
 """Most values the overview reads to summarise a page's traces over the whole recording. From a file
 read lazily every channel is read (multiplexed formats store all channels of a time range together),
@@ -137,6 +141,10 @@ _LABEL_COLOUR = "label_colour"
 """Column of the marker labels' data source holding each label's colour."""
 
 
+CURVE_TOOLTIPS = [("channel", "$name"), ("time (s)", "@{time}{0.000}"), ("amplitude (µV)", "@{amplitude}{0.0}")]
+"""Hover text of a trace row; ``$name`` is the row's renderer name, set per page by ``_decorate_curve``."""
+
+
 def _slot_label(slot: int) -> str:
     """The HoloViews label of curve slot ``slot`` (stable across pages; the row's name is set by the hook)."""
     return f"{_SLOT_PREFIX}{slot:03d}"
@@ -155,19 +163,13 @@ def _session_document():
     return doc if doc is not None and getattr(doc, "session_context", None) is not None else None
 
 
-@contextmanager
-def _frozen_document():
-    """Batch the bokeh updates of several plots of the session's document.
+def _one_message():
+    """Send the bokeh changes made inside as one message (Panel's ``unlocked``: hold, then write once).
 
-    Each HoloViews plot update ends by recomputing the document's whole model graph (bokeh's
-    ``models.freeze``); nested in one freeze, two plot updates recompute it once.
+    Bokeh otherwise sends each changed property as its own message, and the browser applies (and
+    may redraw after) each. Outside a server session, a no-op.
     """
-    doc = pn.state.curdoc
-    if doc is None or not hasattr(doc, "models") or not hasattr(doc.models, "freeze"):
-        yield
-        return
-    with doc.models.freeze():
-        yield
+    return pn.io.unlocked() if _session_document() is not None else nullcontext()
 
 
 def short_text(text: str, limit: int = MARKER_LABEL_CHARS) -> str:
@@ -478,9 +480,13 @@ class TraceView(pn.viewable.Viewer):
         self._alert = None
         self._warning = None
         self._heat_cache = {}
+        self._bin_cache = None
         self._overview_cache = {}
+        self._ink_cache = {}
         self._templates = {}
         self._main_x_range = None
+        self._main_layers = LayerPlots()
+        self._overview_layers = LayerPlots()
         self._layout_cache = None
         self._notice = ""
         self._setting_amplitude = False
@@ -700,7 +706,12 @@ class TraceView(pn.viewable.Viewer):
 
     def effective_bin_s(self) -> float:
         """Heat-map bin: ``bin_s``, else the scores' window stride, else 1 s."""
-        return float(self.bin_s) if self.bin_s else infer_bin_s(self.scores)
+        if self.bin_s:
+            return float(self.bin_s)
+        cached = self._bin_cache  # (scores, bin): holding the scores keeps their id from being reused
+        if cached is None or cached[0] is not self.scores:
+            cached = self._bin_cache = (self.scores, infer_bin_s(self.scores))
+        return cached[1]
 
     def _margin_samples(self) -> int:
         seconds = 0.0
@@ -923,9 +934,20 @@ class TraceView(pn.viewable.Viewer):
     def main_element(self, t0: float, t1: float) -> hv.Overlay:
         """The main overlay for the window ``[t0, t1]`` (what the DynamicMap callback returns).
 
+        See :meth:`main_layers` for the layers.
+        """
+        overlay = self._template("overlay", lambda: hv.Overlay([]).opts(*self._main_options()))
+        return overlay.clone(self.main_layers(t0, t1))
+
+    def main_layers(self, t0: float, t1: float, *, raw_curves: bool = False) -> list:
+        """The layers of the main overlay for the window ``[t0, t1]``, bottom to top.
+
         Layers, bottom to top: heat map ``hv.Image``, datashaded ``hv.RGB`` (empty when curves are
         drawn), one ``hv.Curve`` per row slot when the page can have curves (empty when datashaded
         or past the last row), marker spans and lines, the focus band, marker labels, the scale bar.
+        With ``raw_curves``, each curve is its data source's columns instead (``{"time": (n,) float64,
+        "amplitude": (n,) float32}``), for :class:`.inplace.LayerPlots` to put in place without
+        building HoloViews elements (only valid while every row keeps its amplitude range).
         Every page has :meth:`n_slots` rows, so paging updates the same bokeh models. Each row is
         drawn minus its median over the window and, with ``clip_traces``, clipped to ±``CLIP_ROWS``
         row spacings.
@@ -955,7 +977,7 @@ class TraceView(pn.viewable.Viewer):
             t = np.arange(start, stop) / rec.sfreq
             for r in range(n):
                 idx = decimate_minmax_lttb(t, data[r], 2 * self.plot_width)
-                curves[r] = (t[idx], data[r, idx].astype(np.float64))
+                curves[r] = (t[idx], data[r, idx].astype(np.float32))  # half the bytes to the browser
         elif n:
             edges, lo, hi = self.visible_envelope(plan, start, stop)
             lo, hi = clip_envelope(lo, hi, limits)
@@ -975,6 +997,9 @@ class TraceView(pn.viewable.Viewer):
                 a = float(amplitudes[r]) if r < n else base
                 # HoloViews merges value ranges of dimensions sharing a label: one label per slot
                 # keeps each row's (−a, a); the column stays "amplitude" for the hover.
+                if raw_curves:
+                    layers.append({"time": curves[r][0], "amplitude": curves[r][1]})
+                    continue
                 A = hv.Dimension("amplitude", label=f"{_slot_label(r)} amplitude", unit="µV", range=(-a, a))
                 curve = self._template(("curve", r), lambda r=r: self._curve_template(r))
                 layers.append(curve.clone(curves[r], kdims=[T], vdims=[A]))
@@ -986,8 +1011,7 @@ class TraceView(pn.viewable.Viewer):
         # keeps them): no .opts() per frame, which costs more than drawing the frame. Never
         # .opts() in place either: HoloViews may reuse the id of an unreferenced custom option
         # tree, and another plot's options then leak into this one.
-        overlay = self._template("overlay", lambda: hv.Overlay([]).opts(*self._main_options()))
-        return overlay.clone(layers)
+        return layers
 
     def _template(self, key, make):
         """The element ``make()`` (with its options) for ``key``, made once per figure structure."""
@@ -1007,7 +1031,7 @@ class TraceView(pn.viewable.Viewer):
             framewise=True,
             subcoordinate_y=True,
             tools=["hover"],
-            hover_tooltips=[("channel", "$label"), ("time (s)", "@{time}{0.000}"), ("amplitude (µV)", "@{amplitude}{0.0}")],
+            hover_tooltips=list(CURVE_TOOLTIPS),
         )
 
     def _title(self) -> str:
@@ -1064,11 +1088,16 @@ class TraceView(pn.viewable.Viewer):
         map's hover rows and the focus band. Models are only touched where a value changed, and the
         hover formatters are made per plot (a bokeh model never serves two documents).
         """
+        self._main_x_range = plot.state.x_range  # for the overview drawn next in the same layout
+        self._main_layers.note(plot, element)
+        self._decorate_page(plot)
+
+    def _decorate_page(self, plot) -> None:
+        """Title, row labels, curve names and colours, heat-map hover rows of the current page."""
         labels = self.slot_labels()
         m = max(len(labels), 1)
         focus = self._focus_row(self.page_rows())
         fig = plot.state
-        self._main_x_range = fig.x_range  # for the overview drawn next in the same layout
         if fig.title is not None and fig.title.text != self._title():
             fig.title.text = self._title()
         axis = fig.yaxis[0]
@@ -1097,10 +1126,8 @@ class TraceView(pn.viewable.Viewer):
         focused = slot == focus
         _set(renderer.glyph, line_color=FOCUS_COLOUR if focused else TRACE_COLOUR, line_width=1.2 if focused else 0.7)
         hover = sub.handles.get("hover")
-        if hover is not None:
-            tips = [("channel", label), ("time (s)", "@{time}{0.000}"), ("amplitude (µV)", "@{amplitude}{0.0}")]
-            if list(map(tuple, hover.tooltips or [])) != tips:
-                hover.tooltips = tips
+        if hover is not None and list(map(tuple, hover.tooltips or [])) != CURVE_TOOLTIPS:
+            hover.tooltips = list(CURVE_TOOLTIPS)  # the channel is the renderer's name: nothing to send per page
 
     def _decorate_heat_hover(self, hover, labels: list[str]) -> None:
         notes = self._heat_notes(labels)
@@ -1129,6 +1156,7 @@ class TraceView(pn.viewable.Viewer):
         :meth:`_decorate_main`, which noted its x range. Later frames find the tool in place.
         """
         fig = plot.state
+        self._overview_layers.note(plot, element)
         if self._main_x_range is None or any(isinstance(t, RangeTool) for t in fig.tools):
             return
         fig.add_tools(range_tool(self._main_x_range))
@@ -1286,6 +1314,8 @@ class TraceView(pn.viewable.Viewer):
         self._last_good = None
         self._last_x_range = None
         self._templates = {}
+        self._main_layers.forget()
+        self._overview_layers.forget()
         self._page_key = (min(self.page, self.n_pages - 1), self.focus_channel)
         self._stream = _ViewEvent(window=(t0, t1), version=0)
         self._overview_stream = _OverviewEvent(version=0)
@@ -1349,6 +1379,37 @@ class TraceView(pn.viewable.Viewer):
             self._heat_cache[key] = top_k_mean(values, OVERVIEW_TOP_K)
         return self._heat_cache[key], edges
 
+    def _overview_ink(self, rows: MontageRows, m: int) -> np.ndarray:
+        """The overview's raster of the page's envelopes: 1 where a trace passes, else 0.
+
+        Returns
+        -------
+        ink : ndarray, shape (OVERVIEW_HEIGHT, plot_width), uint8
+            Row 0 at the top. One colour, so a byte per pixel (coloured in the browser): a quarter
+            of RGBA's bytes. Kept per page (with the page envelopes), so going back costs nothing.
+        """
+        amplitudes = self.row_amplitudes(rows)
+        key = ("ink", self._envelope_key(rows), m, tuple(amplitudes), self.clip_traces)
+        if key in self._ink_cache:
+            self._ink_cache[key] = self._ink_cache.pop(key)  # most recently used last
+            return self._ink_cache[key]
+        n = len(rows)
+        edges, lo, hi = self.page_envelope(rows)
+        coarse = rebin_envelope(edges, lo, hi, 0, self.recording.n_times, 2 * self.plot_width)
+        edges, lo, hi = coarse if coarse is not None else (edges, lo, hi)
+        lo, hi = clip_envelope(lo, hi, self._clip_limits(amplitudes))
+        k = (m - 1 - np.arange(n))[:, None]
+        scale = 1.0 / (2.0 * amplitudes[:, None])
+        centres = (edges[:-1] + edges[1:] - 1) / 2.0 / self.recording.sfreq
+        rgba = rasterise_envelopes(
+            centres, k + lo * scale, k + hi * scale, (0.0, self.duration_s), m, self.plot_width, OVERVIEW_HEIGHT,
+            [OVERVIEW_TRACE_COLOUR] * n,
+        )  # fmt: skip
+        while len(self._ink_cache) >= OVERVIEW_INK_PAGES:
+            self._ink_cache.pop(next(iter(self._ink_cache)))  # least recently used
+        self._ink_cache[key] = (rgba[..., 3] > 0).astype(np.uint8)
+        return self._ink_cache[key]
+
     def overview(self) -> hv.Overlay:
         """Whole-recording overview: top-k p(SOZ) heat strip under a light envelope of the page's rows, and the markers.
 
@@ -1367,21 +1428,10 @@ class TraceView(pn.viewable.Viewer):
         duration = self.duration_s
         OT = hv.Dimension("overview_time", label="time", unit="s")
         OY = hv.Dimension("overview_row", label=" ")
-        rgba = np.zeros((1, 1, 4), dtype=np.uint8)
+        ink = np.zeros((1, 1), dtype=np.uint8)
         summarised = bool(n) and self.can_summarise(rows)
         if summarised:
-            amplitudes = self.row_amplitudes(rows)
-            edges, lo, hi = self.page_envelope(rows)
-            coarse = rebin_envelope(edges, lo, hi, 0, self.recording.n_times, 2 * self.plot_width)
-            edges, lo, hi = coarse if coarse is not None else (edges, lo, hi)
-            lo, hi = clip_envelope(lo, hi, self._clip_limits(amplitudes))
-            k = (m - 1 - np.arange(n))[:, None]
-            scale = 1.0 / (2.0 * amplitudes[:, None])
-            centres = (edges[:-1] + edges[1:] - 1) / 2.0 / self.recording.sfreq
-            rgba = rasterise_envelopes(
-                centres, k + lo * scale, k + hi * scale, (0.0, duration), m, self.plot_width, OVERVIEW_HEIGHT,
-                [OVERVIEW_TRACE_COLOUR] * n,
-            )  # fmt: skip
+            ink = self._overview_ink(rows, m)
         top, heat_edges = self.overview_heat()
         strip = hv.Image(
             top[None, :],
@@ -1392,7 +1442,9 @@ class TraceView(pn.viewable.Viewer):
             cmap=HEAT_CMAP, clim=(0, 1), colorbar=True, colorbar_opts={"title": "p(SOZ)"},
             clipping_colors={"NaN": (0, 0, 0, 0)}, default_tools=[],
         )  # fmt: skip
-        traces = hv.RGB(rgba, bounds=(0.0, -0.5, duration, m - 0.5), kdims=[OT, OY]).opts(alpha=0.35, default_tools=[])
+        traces = hv.Image(
+            ink, bounds=(0.0, -0.5, duration, m - 0.5), kdims=[OT, OY], vdims=[hv.Dimension("ink", range=(0, 1))]
+        ).opts(cmap=OVERVIEW_INK_CMAP, clim=(0, 1), alpha=0.35, default_tools=[])
         lines = [
             hv.VLine(float(mk["onset"]), kdims=[OT, OY]).opts(
                 color=MARKER_COLOURS.get(mk.get("kind", "event"), MARKER_COLOURS["event"]), line_width=2
@@ -1473,6 +1525,7 @@ class TraceView(pn.viewable.Viewer):
 
     def _on_recording(self, *events) -> None:
         self._overview_cache.clear()
+        self._ink_cache.clear()
         self._heat_cache.clear()
         self._figure = None
         self.amplitude_warning = ""
@@ -1544,10 +1597,51 @@ class TraceView(pn.viewable.Viewer):
             return
         new_page = self._page_key is None or key[0] != self._page_key[0]
         self._page_key = key
-        with _frozen_document():  # both plots update, the document's model graph is recomputed once
+        # Both plots update in one message to the browser; the model graph is left as it is.
+        with _one_message(), data_only_freeze(pn.state.curdoc):
+            if self._redraw_in_place(self.window(), overview=new_page):
+                return
             self._stream.event(version=self._stream.version + 1)
             if new_page and self._overview_stream is not None:
                 self._overview_stream.event(version=self._overview_stream.version + 1)
+
+    def _redraw_in_place(self, window: tuple[float, float], *, overview: bool) -> bool:
+        """Draw ``window`` of the current page into the session's drawn glyphs (see :mod:`.inplace`).
+
+        Only new data: the same row slots, templates and options as the last full update, and
+        every row on one amplitude scale (shaft gains change rows' ranges: those take the full
+        update). Returns False, having changed nothing, where that does not hold.
+        """
+        doc = _session_document()
+        if not self._main_layers.ready_for(doc) or self._stream is None:
+            return False
+        if any(g not in (None, 1, 1.0) for g in (self.shaft_gain or {}).values()):
+            return False
+        t0, t1 = window
+        if not self._main_layers.redraw(self.main_layers(t0, t1, raw_curves=True)):
+            return False
+        # What a later full update (zoom, display change) starts from: this window, a new version.
+        self._stream.update(window=(t0, t1), version=self._stream.version + 1)
+        self._last_good = None
+        plot = self._main_layers.plot
+        _set(plot.state.x_range, start=t0, end=t1)
+        self._decorate_page(plot)
+        if overview and self._overview_stream is not None and not self._redraw_overview_traces(doc):
+            self._overview_stream.event(version=self._overview_stream.version + 1)
+        return True
+
+    def _redraw_overview_traces(self, doc) -> bool:
+        """Put the page's envelopes into the drawn overview (its only layer that follows the page), or False."""
+        layers = self._overview_layers
+        current = layers.plot.current_frame if layers.ready_for(doc) else None
+        rows = self.page_rows()
+        if current is None or not len(rows) or not self.can_summarise(rows):
+            return False
+        parts = list(current)
+        if len(parts) < 2 or not isinstance(parts[1], hv.Image):
+            return False
+        parts[1] = parts[1].clone(self._overview_ink(rows, max(self.n_slots(), len(rows), 1)))
+        return layers.redraw(current.clone(parts))
 
     def _on_warning(self, *events) -> None:
         if self._warning is not None:
@@ -1557,11 +1651,13 @@ class TraceView(pn.viewable.Viewer):
     def _on_window(self, *events) -> None:
         if self._syncing or self._stream is None:
             return
-        self._stream.event(window=self.window())
+        with _one_message(), data_only_freeze(pn.state.curdoc):
+            if not self._redraw_in_place(self.window(), overview=False):
+                self._stream.event(window=self.window())
         self._sync_widgets()
 
     def _on_display(self, *events) -> None:
-        with _frozen_document():
+        with data_only_freeze(pn.state.curdoc):
             if self._stream is not None:
                 self._stream.event(version=self._stream.version + 1)
             overview = {"amplitude_uv", "shaft_gain", "clip_traces"}
@@ -1615,10 +1711,12 @@ class TraceView(pn.viewable.Viewer):
     def _step_time(self, direction: int) -> None:
         duration = self.duration_s
         t0 = self.start_s + direction * self.span_s
-        self.start_s = float(np.clip(t0, 0.0, max(0.0, duration - self.span_s)))
+        with _one_message():  # the plots and the widgets that show the window change together
+            self.start_s = float(np.clip(t0, 0.0, max(0.0, duration - self.span_s)))
 
     def _step_page(self, direction: int) -> None:
-        self.page = int(np.clip(self.page + direction, 0, self.n_pages - 1))
+        with _one_message():  # the plots and the page selector change together
+            self.page = int(np.clip(self.page + direction, 0, self.n_pages - 1))
 
     def _make_widgets(self) -> dict:
         w = {}
