@@ -3,6 +3,7 @@
 import dataclasses
 import logging
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -124,6 +125,27 @@ def test_in_a_served_session_updates_wait_for_the_event_loop(bundle):
     assert not scorer.running and scorer.progress == 1.0 and scorer.result is not None
     doc.destroyed(None)  # the session ends: the worker thread is stopped
     assert scorer._executor is None
+
+
+def test_in_a_served_session_scoring_waits_for_the_first_view(bundle):
+    """A newly opened recording is drawn first: the worker starts after the grace period, or not at all if cancelled."""
+    scorer = BackgroundScorer(session_start_delay_s=0.8)
+    started = time.monotonic()
+    with set_curdoc(FakeSessionDocument()):
+        future = scorer.start(bundle, toy_recording("late", 17, duration_s=10.0), device="cpu")
+    assert not scorer.wait(0.4)  # still in its grace period
+    assert scorer.wait(TIMEOUT_S) and future.result() is not None and time.monotonic() - started >= 0.8
+    with set_curdoc(FakeSessionDocument()):
+        future = scorer.start(bundle, toy_recording("dropped", 18, duration_s=10.0), device="cpu")
+    scorer.cancel()  # e.g. another recording opened within the grace period
+    assert future.result(timeout=2.0) is None  # ended without scoring
+    assert scorer.wait(0.1)
+
+
+def test_outside_a_served_session_scoring_starts_at_once(bundle):
+    scorer = BackgroundScorer(session_start_delay_s=60.0)
+    scorer.start(bundle, toy_recording("now", 19, duration_s=10.0), device="cpu")
+    assert scorer.wait(30.0) and scorer.result is not None
 
 
 def test_progress_view_follows_the_scorer(bundle):

@@ -41,6 +41,10 @@ logger = logging.getLogger(__name__)
 
 ANNOTATION_POLL_MS = 3000
 """How often a session looks for annotation changes saved by another session."""
+FIRST_VIEW_GRACE_S = 1.5
+"""A newly opened recording's scoring starts this long after the click, once its first view is drawn
+and sent (on two cores a scorer started at once doubles the time to the first view); minutes of
+scoring are not delayed noticeably, and cached scores are shown at once."""
 
 DEMO_NOTICE = (
     "**Demo**: a synthetic recording scored by a small demo model trained on synthetic data by this "
@@ -87,7 +91,7 @@ class ViewerApp(pn.viewable.Viewer):
         )
         model_dir = Path(model_dir or os.environ.get("SSS_VIEWER_MODEL") or DEMO_MODEL_DIR).absolute()
         self.models = ModelPicker(models_root=str(model_dir.parent), model=model_dir.name)
-        self.scorer = BackgroundScorer()
+        self.scorer = BackgroundScorer(session_start_delay_s=FIRST_VIEW_GRACE_S)
         # The overview's datashader compile (≈ 4 s once per process) waits until the page has loaded,
         # so the ranking, traces and heat map appear first (in Jupyter onload runs at once).
         self.traces = TraceView(show_overview=False)

@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -73,6 +74,12 @@ class BackgroundScorer(param.Parameterized):
     result = param.ClassSelector(class_=RecordingScores, default=None, allow_None=True, doc="The last finished scores.")
     error = param.String(default="", doc="Why the last job failed (empty when it did not).")
     cache_size = param.Integer(default=4, bounds=(0, None), doc="Finished results kept for reuse.")
+    session_start_delay_s = param.Number(
+        default=0.0, bounds=(0, None),
+        doc="In a served session, seconds the worker waits before it starts (the first view of a newly "
+        "opened recording is drawn and sent without a scorer competing for the cores). Cached results are "
+        "published at once; a newer job ends the wait.",
+    )  # fmt: skip
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -135,7 +142,9 @@ class BackgroundScorer(param.Parameterized):
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sss-viewer-score")
             if self._doc is not None and self._doc.session_context is not None:
                 pn.state.on_session_destroyed(self._on_session_destroyed)
-        self._future = self._executor.submit(self._run, job, key, bundle, recording, device, stride)
+        served = self._doc is not None and getattr(self._doc, "session_context", None) is not None
+        delay = self.session_start_delay_s if served else 0.0
+        self._future = self._executor.submit(self._run, job, key, bundle, recording, device, stride, delay)
         return self._future
 
     def cancel(self) -> None:
@@ -177,9 +186,14 @@ class BackgroundScorer(param.Parameterized):
 
     # -- worker -------------------------------------------------------------------------------
 
-    def _run(self, job: int, key, bundle, recording: Recording, device: str, stride: int | None) -> RecordingScores | None:
-        """The job body, on the worker thread."""
+    def _run(
+        self, job: int, key, bundle, recording: Recording, device: str, stride: int | None, delay_s: float = 0.0
+    ) -> RecordingScores | None:
+        """The job body, on the worker thread (after ``delay_s`` unless a newer job comes first)."""
         label = recording.label
+        waited_until = time.monotonic() + delay_s
+        while job == self._job and time.monotonic() < waited_until:
+            time.sleep(min(0.05, max(0.0, waited_until - time.monotonic())))
         if job != self._job:
             logger.info("scoring of %s superseded by a newer job before it started", label)
             return None
