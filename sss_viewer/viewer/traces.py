@@ -21,7 +21,12 @@ How it stays fast
   reading the file again.
 * A ``hv.DynamicMap`` driven by a ``RangeX`` stream (bokeh zoom/pan) and by this object's
   ``start_s/span_s`` and display parameters re-reads and re-decimates the visible range server-side.
-  Parameters that change what the rows are (recording, montage, page, …) rebuild the figure.
+  Parameters that change what the rows are (recording, montage, rows per page, …) rebuild the figure.
+* Every page has the same row slots, so a page or time step in a served session puts new data
+  straight into the drawn glyphs (:mod:`sss_viewer.viewer.inplace`): the traces as plain columns,
+  the other layers through HoloViews' per-glyph update, all in one message to the browser and
+  without recomputing the document's model graph. Zoom/pan and display changes take HoloViews'
+  own update; a page drawn either way is the same (a browser test checks it).
 
 Everything is per instance (streams, caches, widgets), so each browser session has its own state.
 """
@@ -858,6 +863,11 @@ class TraceView(pn.viewable.Viewer):
         n_bins = 2 * self.plot_width
         filters = any((self.highpass_hz, self.lowpass_hz, self.notch_hz))
         cached = None if filters else self._cached_envelope(plan.rows)
+        page = self.page_rows()
+        wide = (stop - start) * OVERVIEW_BINS_PER_PX * self.plot_width >= n_bins * self.recording.n_times
+        if cached is None and not filters and wide and self.show_overview and page.labels == plan.rows.labels:
+            if self.can_summarise(page):  # the overview reads this envelope anyway: read it once, now
+                cached = self.page_envelope(page)
         if cached is not None:
             coarse = rebin_envelope(*cached, start, stop, n_bins)
             if coarse is not None:
@@ -887,7 +897,12 @@ class TraceView(pn.viewable.Viewer):
             else:
                 contacts = self.contacts()
                 values, edges = self.scores.heatmap(bin_s, channels=contacts)
-                p0, p1 = binned_interval(self.scores, bin_s, contacts)
+                windows = self.scores.windows
+                same = windows["p_cal"].to_numpy()
+                if np.array_equal(windows["p0"].to_numpy(), same) and np.array_equal(windows["p1"].to_numpy(), same):
+                    p0 = p1 = values  # no intervals (not Venn–Abers): the bounds are the probability itself
+                else:
+                    p0, p1 = binned_interval(self.scores, bin_s, contacts)
                 self._heat_cache[key] = (
                     heatmap_rows(values, rows),
                     heatmap_rows(p0, rows),
