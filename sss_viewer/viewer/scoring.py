@@ -138,11 +138,11 @@ class BackgroundScorer(param.Parameterized):
             self._future = done
             return done
         self.param.update(running=True, progress=0.0, error="", status=f"Preprocessing {recording.label}…")
+        served = self._doc is not None and getattr(self._doc, "session_context", None) is not None
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sss-viewer-score")
-            if self._doc is not None and self._doc.session_context is not None:
+            if served:
                 pn.state.on_session_destroyed(self._on_session_destroyed)
-        served = self._doc is not None and getattr(self._doc, "session_context", None) is not None
         delay = self.session_start_delay_s if served else 0.0
         self._future = self._executor.submit(self._run, job, key, bundle, recording, device, stride, delay)
         return self._future

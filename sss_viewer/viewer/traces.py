@@ -162,6 +162,22 @@ def _set(model, **values) -> None:
             setattr(model, name, value)
 
 
+def _lru_get(cache: dict, key):
+    """``cache[key]`` marked most recently used (moved last), or None."""
+    if key not in cache:
+        return None
+    cache[key] = cache.pop(key)
+    return cache[key]
+
+
+def _lru_put(cache: dict, key, value, limit: int):
+    """Store ``value`` under ``key``, first dropping the least recently used entries beyond ``limit - 1``."""
+    while len(cache) >= limit:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
+    return value
+
+
 def _session_document():
     """The Bokeh document of the current server session, or None (tests, notebooks, no session)."""
     doc = pn.state.curdoc
@@ -658,6 +674,10 @@ class TraceView(pn.viewable.Viewer):
         shown = [a for a, _ in pairs]
         return {(a if shown.count(a) == 1 else b): b for a, b in pairs}
 
+    def _custom_gains(self) -> dict[str, float]:
+        """The shaft gains that differ from 1 (rows of those shafts have their own amplitude range)."""
+        return {s: g for s, g in (self.shaft_gain or {}).items() if g not in (None, 1, 1.0)}
+
     def row_amplitudes(self, rows: MontageRows | None = None) -> np.ndarray:
         """Half-row amplitude of each row, ``amplitude_uv / shaft_gain[shaft]`` (µV), shape (n_rows,)."""
         rows = self.page_rows() if rows is None else rows
@@ -816,11 +836,7 @@ class TraceView(pn.viewable.Viewer):
             key = self._envelope_key(everything)
             self._overview_cache[key] = self._read_envelope(everything)
             return self._cached_envelope(rows)
-        key = self._envelope_key(rows)
-        while len(self._overview_cache) >= OVERVIEW_CACHE_PAGES:
-            self._overview_cache.pop(next(iter(self._overview_cache)))  # least recently read
-        self._overview_cache[key] = self._read_envelope(rows)
-        return self._overview_cache[key]
+        return _lru_put(self._overview_cache, self._envelope_key(rows), self._read_envelope(rows), OVERVIEW_CACHE_PAGES)
 
     def _envelope_key(self, rows: MontageRows) -> tuple:
         return (id(self.recording), tuple(rows.labels), tuple(self.contacts()), self.plot_width)
@@ -838,11 +854,7 @@ class TraceView(pn.viewable.Viewer):
                 pick = [index[label] for label in rows.labels]
                 edges, lo, hi = everything
                 return edges, lo[pick], hi[pick]
-        key = self._envelope_key(rows)
-        if key in self._overview_cache:
-            self._overview_cache[key] = self._overview_cache.pop(key)  # most recently used last
-            return self._overview_cache[key]
-        return None
+        return _lru_get(self._overview_cache, self._envelope_key(rows))
 
     def can_summarise(self, rows: MontageRows | None = None) -> bool:
         """Whether the overview may read ``rows`` (default the page's) over the whole recording (``OVERVIEW_READ_BUDGET``)."""
@@ -863,10 +875,10 @@ class TraceView(pn.viewable.Viewer):
         n_bins = 2 * self.plot_width
         filters = any((self.highpass_hz, self.lowpass_hz, self.notch_hz))
         cached = None if filters else self._cached_envelope(plan.rows)
-        page = self.page_rows()
         wide = (stop - start) * OVERVIEW_BINS_PER_PX * self.plot_width >= n_bins * self.recording.n_times
-        if cached is None and not filters and wide and self.show_overview and page.labels == plan.rows.labels:
-            if self.can_summarise(page):  # the overview reads this envelope anyway: read it once, now
+        if cached is None and not filters and wide and self.show_overview:
+            page = self.page_rows()  # the overview reads this envelope anyway: read it once, now
+            if page.labels == plan.rows.labels and self.can_summarise(page):
                 cached = self.page_envelope(page)
         if cached is not None:
             coarse = rebin_envelope(*cached, start, stop, n_bins)
@@ -1088,11 +1100,10 @@ class TraceView(pn.viewable.Viewer):
 
     def _heat_notes(self, labels: list[str]) -> list[str]:
         """Heat-map hover text per slot, bottom row first: ``LA1-LA2 (mean of LA1, LA2)`` for bipolar rows."""
-        rows = self.page_rows()
         contacts = self.display_contacts()
         notes = [
             f"{label} (mean of {', '.join(contacts[m] for m in members)})" if len(members) > 1 else label
-            for label, members in zip(self.display_labels(rows), rows.members)
+            for label, members in zip(labels, self.page_rows().members)
         ]
         return (notes + labels[len(notes) :])[::-1]
 
@@ -1140,9 +1151,6 @@ class TraceView(pn.viewable.Viewer):
         _set(renderer, name=label)
         focused = slot == focus
         _set(renderer.glyph, line_color=FOCUS_COLOUR if focused else TRACE_COLOUR, line_width=1.2 if focused else 0.7)
-        hover = sub.handles.get("hover")
-        if hover is not None and list(map(tuple, hover.tooltips or [])) != CURVE_TOOLTIPS:
-            hover.tooltips = list(CURVE_TOOLTIPS)  # the channel is the renderer's name: nothing to send per page
 
     def _decorate_heat_hover(self, hover, labels: list[str]) -> None:
         notes = self._heat_notes(labels)
@@ -1265,9 +1273,8 @@ class TraceView(pn.viewable.Viewer):
         height = length / (2 * a)
         x = t1 - 0.01 * (t1 - t0)
         k = m - 1
-        gains = {s: g for s, g in (self.shaft_gain or {}).items() if g not in (None, 1, 1.0)}
         text = f"{length:g} µV"
-        if gains:
+        if self._custom_gains():
             shown = {key: name for name, key in self.shaft_options().items()}
             text += f" ({shown.get(rows.shafts[0], rows.shafts[0])})"
         return [
@@ -1404,10 +1411,10 @@ class TraceView(pn.viewable.Viewer):
             of RGBA's bytes. Kept per page (with the page envelopes), so going back costs nothing.
         """
         amplitudes = self.row_amplitudes(rows)
-        key = ("ink", self._envelope_key(rows), m, tuple(amplitudes), self.clip_traces)
-        if key in self._ink_cache:
-            self._ink_cache[key] = self._ink_cache.pop(key)  # most recently used last
-            return self._ink_cache[key]
+        key = (self._envelope_key(rows), m, tuple(amplitudes), self.clip_traces)
+        cached = _lru_get(self._ink_cache, key)
+        if cached is not None:
+            return cached
         n = len(rows)
         edges, lo, hi = self.page_envelope(rows)
         coarse = rebin_envelope(edges, lo, hi, 0, self.recording.n_times, 2 * self.plot_width)
@@ -1420,10 +1427,7 @@ class TraceView(pn.viewable.Viewer):
             centres, k + lo * scale, k + hi * scale, (0.0, self.duration_s), m, self.plot_width, OVERVIEW_HEIGHT,
             [OVERVIEW_TRACE_COLOUR] * n,
         )  # fmt: skip
-        while len(self._ink_cache) >= OVERVIEW_INK_PAGES:
-            self._ink_cache.pop(next(iter(self._ink_cache)))  # least recently used
-        self._ink_cache[key] = (rgba[..., 3] > 0).astype(np.uint8)
-        return self._ink_cache[key]
+        return _lru_put(self._ink_cache, key, (rgba[..., 3] > 0).astype(np.uint8), OVERVIEW_INK_PAGES)
 
     def overview(self) -> hv.Overlay:
         """Whole-recording overview: top-k p(SOZ) heat strip under a light envelope of the page's rows, and the markers.
@@ -1630,7 +1634,7 @@ class TraceView(pn.viewable.Viewer):
         doc = _session_document()
         if not self._main_layers.ready_for(doc) or self._stream is None:
             return False
-        if any(g not in (None, 1, 1.0) for g in (self.shaft_gain or {}).values()):
+        if self._custom_gains():
             return False
         t0, t1 = window
         if not self._main_layers.redraw(self.main_layers(t0, t1, raw_curves=True)):
