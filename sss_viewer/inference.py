@@ -9,7 +9,7 @@ which channels were left out and why.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +26,9 @@ from sss_viewer.windows import SeriesStore, WindowIndex
 logger = logging.getLogger(__name__)
 
 WINDOW_COLUMNS = ("channel", "start_s", "end_s", "p_raw", "p_cal", "p0", "p1")
+HEAT_WINDOW_BUDGET = 600_000
+"""Most windows scored at ``heat_stride`` for the heat map (≈ 100 channels × 25 min at 250 Hz and stride 64):
+beyond it the heat map reads the ranking's windows, so that binning and paging stay quick."""
 CHANNEL_COLUMNS = ("channel", "score", "lower", "upper", "n_windows", "rank")
 
 
@@ -69,6 +72,11 @@ def predict_window_probs(
     was_training = model.training
     model.eval()
     starts = np.asarray(starts, dtype=np.int64)
+    if getattr(model, "reads_series", False):
+        try:
+            return _series_window_probs(model, store, starts, window_length, device, progress, desc, on_progress)
+        finally:
+            model.train(was_training)
     out = np.empty(len(starts), dtype=np.float32)
     try:
         for lo in tqdm(range(0, len(starts), batch_size), desc=desc, unit="batch", disable=not progress or None):
@@ -79,6 +87,19 @@ def predict_window_probs(
     finally:
         model.train(was_training)
     return out
+
+
+def _series_window_probs(model, store, starts, window_length, device, progress, desc, on_progress) -> np.ndarray:
+    """Window probabilities of a model that reads windows within their channel (its evidence series)."""
+    with tqdm(total=len(starts), desc=desc, unit="window", disable=not progress or None) as bar:
+
+        def report(fraction: float) -> None:
+            bar.update(round(fraction * len(starts)) - bar.n)
+            if on_progress is not None:
+                on_progress(fraction)
+
+        logits = model.store_window_logits(store, starts, window_length, device=device, on_progress=report)
+    return (0.5 * (1.0 + np.tanh(0.5 * logits))).astype(np.float32)
 
 
 def aggregate_channels(windows: pd.DataFrame, labels: dict[str, int] | None = None) -> pd.DataFrame:
@@ -181,17 +202,30 @@ class RecordingScores:
         Channels not scored: ``channel, reason``.
     duration_s : float
         Length of the recording in seconds.
+    pending : int
+        Channels not scored yet (a partial result, see ``score_recording(first_channels=...)``); 0
+        when complete.
+    heat_windows : DataFrame, optional
+        The same columns as ``windows`` at a finer stride, for the heat map only (``windows`` is a
+        subset of it); None when the heat map reads ``windows``.
     """
 
     windows: pd.DataFrame
     channels: pd.DataFrame
     excluded: pd.DataFrame
     duration_s: float
+    pending: int = 0
+    heat_windows: pd.DataFrame | None = None
+
+    @property
+    def heat_table(self) -> pd.DataFrame:
+        """The windows the heat map averages: ``heat_windows`` when scored finer, else ``windows``."""
+        return self.windows if self.heat_windows is None else self.heat_windows
 
     def heatmap(self, bin_s: float = 1.0, channels: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """:func:`window_heatmap` over this recording; rows default to the ranking's order."""
+        """:func:`window_heatmap` of the heat table; rows default to the ranking's order."""
         rows = list(self.channels["channel"]) if channels is None else channels
-        return window_heatmap(self.windows, rows, self.duration_s, bin_s)
+        return window_heatmap(self.heat_table, rows, self.duration_s, bin_s)
 
 
 def score_recording(
@@ -204,6 +238,9 @@ def score_recording(
     progress: bool = True,
     cache: SeriesCache | None = None,
     on_progress: Callable[[float], None] | None = None,
+    first_channels: Sequence[str] | None = None,
+    on_partial: Callable[[RecordingScores], None] | None = None,
+    heat_stride: int | None = None,
 ) -> RecordingScores:
     """Score every window of every good iEEG channel of ``recording`` with a trained model.
 
@@ -223,6 +260,18 @@ def score_recording(
     on_progress : callable, optional
         Called with the fraction of windows scored (0–1) after each batch (see
         :func:`predict_window_probs`).
+    first_channels : sequence of str, optional
+        Channels to preprocess and score first (a viewer's visible page); the others follow. The
+        result is the same as scoring all at once (each channel is preprocessed and scored on its
+        own).
+    on_partial : callable, optional
+        Called with the scores of ``first_channels`` alone (``pending`` = channels still to score)
+        before the others are scored.
+    heat_stride : int, optional
+        A finer stride (dividing ``stride``) for the heat map: the windows at it go to
+        ``heat_windows``, while ``windows`` and the ranking stay those of ``stride``. Taken when
+        the model reads windows within their channel (its cost does not depend on the stride) and
+        the recording gives at most :data:`HEAT_WINDOW_BUDGET` such windows.
 
     Returns
     -------
@@ -234,6 +283,80 @@ def score_recording(
         When no channel is long enough for one window, or the sampling rate cannot reach the
         model's preprocessing rate.
     """
+    if heat_stride:  # decided once for the recording, so that both parts of a two-part scoring agree
+        samples = bundle.preprocess.output_length(recording.n_times, recording.sfreq)
+        if recording.n_channels * max(0, samples - bundle.window_length) / heat_stride > HEAT_WINDOW_BUDGET:
+            heat_stride = None
+    options = {
+        "stride": stride, "batch_size": batch_size, "device": device, "progress": progress, "cache": cache,
+        "heat_stride": heat_stride,
+    }  # fmt: skip
+    wanted = set(first_channels or ())
+    first = [i for i, name in enumerate(recording.ch_names) if name in wanted]
+    rest = [i for i in range(recording.n_channels) if recording.ch_names[i] not in wanted]
+    if first and rest:
+        share = len(first) / recording.n_channels
+        try:
+            part = _score_windows(bundle, recording.pick(first), on_progress=_scaled(on_progress, 0.0, share), **options)
+        except ValueError:  # nothing scorable among them: one pass gives the recording's own message
+            part = None
+        if part is not None:
+            if on_partial is not None:
+                on_partial(_recording_scores(*part, recording, pending=len(rest)))
+            try:
+                more = _score_windows(bundle, recording.pick(rest), on_progress=_scaled(on_progress, share, 1.0), **options)
+            except ValueError:  # none of the others is scorable: say why for each
+                more = (part[0].iloc[:0], None if part[1] is None else part[1].iloc[:0], _unscorable(bundle, recording.pick(rest), options))
+            order = {name: i for i, name in enumerate(recording.ch_names)}
+            tables = [_in_channel_order(a, b, order) for a, b in zip(part, more, strict=True)]
+            if (part[1] is None) != (more[1] is None):  # one part over the budget: no finer heat map
+                tables[1] = None
+            return _recording_scores(*tables, recording)
+    return _recording_scores(*_score_windows(bundle, recording, on_progress=on_progress, **options), recording)
+
+
+def _in_channel_order(first: pd.DataFrame | None, second: pd.DataFrame | None, order: dict[str, int]) -> pd.DataFrame | None:
+    """Two tables with a ``channel`` column as one, in the recording's channel order (then ``start_s``)."""
+    if first is None or second is None:
+        return first if second is None else second
+    table = pd.concat([first, second], ignore_index=True)
+    keys = [table["channel"].map(order).to_numpy()]
+    if "start_s" in table:
+        keys.insert(0, table["start_s"].to_numpy())
+    return table.iloc[np.lexsort(keys)].reset_index(drop=True)
+
+
+def _scaled(on_progress, lo: float, hi: float):
+    """``on_progress`` for one part of the work: fractions 0–1 of the part become ``lo``–``hi``."""
+    if on_progress is None:
+        return None
+    return lambda fraction: on_progress(lo + (hi - lo) * fraction)
+
+
+def _unscorable(bundle, recording: Recording, options: dict) -> pd.DataFrame:
+    """``channel, reason`` of channels that cannot be scored (preprocessing only)."""
+    series = build_series_set([recording], bundle.preprocess, min_length=bundle.window_length, progress=False, cache=options["cache"])
+    return series.excluded[["channel", "reason"]].reset_index(drop=True)
+
+
+def _recording_scores(
+    windows: pd.DataFrame, heat_windows: pd.DataFrame | None, excluded: pd.DataFrame, recording: Recording, pending: int = 0
+) -> RecordingScores:
+    """Window tables, channel ranking and exclusions of ``recording`` as :class:`RecordingScores`."""
+    labels = None
+    if recording.soz is not None:
+        labels = {c: int(s) for c, s in zip(recording.ch_names, recording.soz)}
+    channels = aggregate_channels(windows, labels)
+    return RecordingScores(
+        windows=windows, channels=channels, excluded=excluded, duration_s=recording.duration_s, pending=pending,
+        heat_windows=heat_windows,
+    )  # fmt: skip
+
+
+def _score_windows(
+    bundle, recording: Recording, *, stride, batch_size, device, progress, cache, on_progress, heat_stride=None
+) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame]:
+    """Window table (``WINDOW_COLUMNS``), the finer heat-map table (or None) and exclusions (``channel, reason``)."""
     length = bundle.window_length
     stride = stride or bundle.inference_stride
     series = build_series_set([recording], bundle.preprocess, min_length=length, progress=False, cache=cache)
@@ -250,12 +373,16 @@ def score_recording(
         reasons = "; ".join(f"{c}: {r}" for c, r in zip(series.excluded["channel"], series.excluded["reason"]))
         raise ValueError(f"{where} has no channel the model can score: {reasons}")
     index = WindowIndex.build(series.store.lengths, length, stride, cover_end=True)
+    scored = index
+    if heat_stride and heat_stride < stride and stride % heat_stride == 0 and getattr(bundle.model, "reads_series", False):
+        fine = WindowIndex.build(series.store.lengths, length, heat_stride, cover_end=True)
+        scored = fine if len(fine) <= HEAT_WINDOW_BUDGET else index
     dev = resolve_device(device)
     bundle.model.to(dev)
     p_raw = predict_window_probs(
         bundle.model,
         series.store,
-        index.absolute_starts(series.store),
+        scored.absolute_starts(series.store),
         length,
         batch_size=batch_size,
         device=dev,
@@ -264,11 +391,11 @@ def score_recording(
         on_progress=on_progress,
     )
     p_cal, p0, p1 = bundle.calibrator.transform(p_raw)
-    rate = series.meta["sfreq"].to_numpy()[index.series]
-    start_s = index.start / rate
+    rate = series.meta["sfreq"].to_numpy()[scored.series]
+    start_s = scored.start / rate
     windows = pd.DataFrame(
         {
-            "channel": series.meta["channel"].to_numpy()[index.series],
+            "channel": series.meta["channel"].to_numpy()[scored.series],
             "start_s": start_s,
             "end_s": start_s + length / rate,
             "p_raw": p_raw,
@@ -277,9 +404,9 @@ def score_recording(
             "p1": p1,
         }
     )
-    labels = None
-    if recording.soz is not None:
-        labels = {c: int(s) for c, s in zip(recording.ch_names, recording.soz)}
-    channels = aggregate_channels(windows, labels)
-    excluded = series.excluded[["channel", "reason"]].reset_index(drop=True)
-    return RecordingScores(windows=windows, channels=channels, excluded=excluded, duration_s=recording.duration_s)
+    heat = None
+    if scored is not index:  # the ranking's windows are among the finer ones (the stride divides)
+        span = int(series.store.lengths.max()) + 1
+        rows = np.searchsorted(scored.series * span + scored.start, index.series * span + index.start)
+        heat, windows = windows, windows.iloc[rows].reset_index(drop=True)
+    return windows, heat, series.excluded[["channel", "reason"]].reset_index(drop=True)

@@ -507,6 +507,9 @@ def _train_epochs(
         for idx in bar:
             if frozen is not None:
                 logits = model.classify(frozen[0][idx.to(device)])
+            elif getattr(model, "reads_series", False):  # windows read within their channel
+                feats = model.store_window_features(series_set.store, train_starts[idx.numpy()], L).to(device)
+                logits = model.classify(feats)
             else:
                 x = torch.from_numpy(series_set.store.windows(train_starts[idx.numpy()], L)).to(device, non_blocking=True)
                 logits = model(x)
@@ -568,7 +571,11 @@ def _frozen_features(model, store, start_sets, L, device) -> list[torch.Tensor] 
     with torch.no_grad():
         for starts in start_sets:
             feats = feature_memo.recall(store, digest, starts, L, device)
-            if feats is None:
+            if feats is None and getattr(model, "reads_series", False):
+                feats = model.store_window_features(store, starts, L).to(device)
+                feature_memo.remember(store, digest, starts, L, device, feats)
+                n_computed += len(starts)
+            elif feats is None:
                 parts = [
                     model.frozen_features(torch.from_numpy(store.windows(starts[lo : lo + 256], L)).to(device))
                     for lo in range(0, len(starts), 256)

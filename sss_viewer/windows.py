@@ -97,6 +97,49 @@ class SeriesStore:
         lo = int(self.offsets[i] - self.segment_starts[k])
         return self.segments[k][lo : lo + int(self.lengths[i])]
 
+    def locate(self, starts: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The series holding each window, and the window's start within it.
+
+        Parameters
+        ----------
+        starts : ndarray, shape (B,), int64
+            Absolute window starts.
+        length : int
+            Window length; every window must lie inside one series.
+
+        Returns
+        -------
+        series : ndarray, shape (B,), int64
+        local : ndarray, shape (B,), int64
+            ``starts - offsets[series]``.
+        used : ndarray, shape (n_used,), int64
+            The distinct series, increasing.
+
+        Raises
+        ------
+        ValueError
+            When a window does not lie inside a series.
+        """
+        starts = np.asarray(starts, dtype=np.int64)
+        if self.n_series == 0:
+            if len(starts):
+                raise ValueError("This store holds no series: no window lies inside one.")
+            empty = np.zeros(0, np.int64)
+            return empty, empty, empty
+        in_order = bool((np.diff(self.offsets) > 0).all())
+        order = np.arange(self.n_series) if in_order else np.argsort(self.offsets, kind="stable")
+        pos = np.searchsorted(self.offsets[order], starts, side="right") - 1
+        series = order[np.maximum(pos, 0)] if not in_order else np.maximum(pos, 0)
+        local = starts - self.offsets[series]
+        outside = (pos < 0) | (local + length > self.lengths[series])
+        if outside.any():
+            bad = int(np.flatnonzero(outside)[0])
+            raise ValueError(
+                f"Window start {int(starts[bad])} (length {length}) does not lie inside one series of this store."
+            )
+        used = np.flatnonzero(np.bincount(series, minlength=self.n_series))
+        return series.astype(np.int64), local, used.astype(np.int64)
+
     def windows(self, starts: np.ndarray, length: int) -> np.ndarray:
         """Gather windows by index arithmetic.
 

@@ -25,6 +25,18 @@ The feature of a (dilation, kernel, bias) is PPV, the proportion of output posit
 bias. PPV is a global pooling, so one model reads a fixed window and a whole variable-length
 channel alike.
 
+Feature context
+---------------
+``feature_context="series"`` (the default for new models, issue 15): the convolutions of a
+channel are computed once over the whole channel and a window averages over its own positions
+(:mod:`sss_viewer.models.minirocket_series`), with MiniRocket's strict ``C > bias``. Window logits
+then come from one evidence series per channel at any stride (``store_window_logits``), and the
+training features of windows from segment sums over their channel (``store_window_features``);
+a bare row given to ``forward`` is read as a whole channel. ``"window"`` reads each window on its
+own, zero-padded at the window's edges, a position equal to the bias counting one half: models
+saved before issue 15 (a config without the key loads as ``"window"``), and RevIN models (which
+normalise each window separately, so no series is shared between windows).
+
 Head
 ----
 Features are standardised with a running mean/variance (the ROCKET backbone's standardiser) and a
@@ -53,7 +65,10 @@ from sss_viewer.models.rocket import RunningStandardizer
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["APP_C_BEST", "MiniRocketClassifier", "MiniRocketFeatures", "minirocket_dilations"]
+__all__ = ["APP_C_BEST", "FEATURE_CONTEXTS", "MiniRocketClassifier", "MiniRocketFeatures", "kernel_taps", "minirocket_dilations"]
+
+FEATURE_CONTEXTS = ("series", "window")
+"""How a window's positions are read: within its channel, or on their own (see the module docstring)."""
 
 APP_C_BEST: dict[str, Any] = {
     "num_features": 9_996,
@@ -71,15 +86,20 @@ _CPU_CHUNK_BYTES = 1 << 22
 """Convolution outputs of one chunk of rows on the CPU (4 MB of float32): each chunk is convolved and
 pooled while it is still in cache, so the one pass per bias does not go back to memory: 209-359
 windows/s at 9,996 features and L = 1024 on 2 threads, against 68-75 when the whole batch was
-convolved first (``benchmarks/minirocket_scoring.py``)."""
+convolved first (measured with the script that ``benchmarks/minirocket_features.py`` replaced)."""
 _DEVICE_CHUNK_BYTES = 1 << 26
 """The same bound on an accelerator (64 MB): there, fewer and larger kernels are what is fast."""
+
+
+def kernel_taps() -> np.ndarray:
+    """Positions (0-8) of the three taps of weight 2 of each kernel, shape (84, 3), in kernel order."""
+    return np.array(list(itertools.combinations(range(KERNEL_LENGTH), 3)), dtype=np.int64)
 
 
 def _kernel_weights() -> Tensor:
     """The 84 MiniRocket kernels, shape (84, 9): -1 everywhere, 2 at three positions."""
     weights = -torch.ones(N_KERNELS, KERNEL_LENGTH)
-    for k, taps in enumerate(itertools.combinations(range(KERNEL_LENGTH), 3)):
+    for k, taps in enumerate(kernel_taps()):
         weights[k, list(taps)] = 2.0
     return weights
 
@@ -256,6 +276,8 @@ class MiniRocketClassifier(nn.Module):
         Z-score every row over its length first (per-window normalisation).
     revin_eps : float
         RevIN's variance floor.
+    feature_context : {"series", "window"}, optional
+        How windows are read (module docstring); default ``"series"``, ``"window"`` with RevIN.
 
     Attributes
     ----------
@@ -268,14 +290,23 @@ class MiniRocketClassifier(nn.Module):
 
     def __init__(
         self, input_length: int = 1024, num_features: int = 9_996, seed: int = 0, revin: bool = False,
-        revin_eps: float = 1e-5,
+        revin_eps: float = 1e-5, feature_context: str | None = None,
     ) -> None:  # fmt: skip
         super().__init__()
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"Invalid seed={seed!r}: expected a non-negative integer.")
+        if feature_context is None:
+            feature_context = "window" if revin else "series"
+        if feature_context not in FEATURE_CONTEXTS:
+            raise ValueError(f"Invalid feature_context={feature_context!r}: expected one of {FEATURE_CONTEXTS}.")
+        if feature_context == "series" and revin:
+            raise ValueError(
+                "feature_context='series' shares one convolution of the channel between windows; revin=True "
+                "normalises each window on its own. Use feature_context='window' with revin=True."
+            )
         self._config: dict[str, Any] = {
             "input_length": input_length, "num_features": num_features, "seed": seed, "revin": bool(revin),
-            "revin_eps": float(revin_eps),
+            "revin_eps": float(revin_eps), "feature_context": feature_context,
         }  # fmt: skip
         self.features = MiniRocketFeatures(input_length, num_features, seed)
         self.n_features = self.features.n_features
@@ -295,17 +326,105 @@ class MiniRocketClassifier(nn.Module):
         """Fit the biases on training examples ``(N, T)`` before training (training loops call this)."""
         self.features.fit(self.revin(x))
 
-    def transform(self, x: Tensor) -> Tensor:
-        """Raw PPV features ``(B, n_features)`` of ``x (B, T)`` (after RevIN when enabled)."""
-        x = self.revin(x)
+    @property
+    def reads_series(self) -> bool:
+        """Whether windows are read within their channel (``feature_context="series"``)."""
+        return self._config["feature_context"] == "series"
+
+    def _check_fitted(self, x: Tensor | None = None) -> None:
         if not bool(self.features.fitted):
-            if not self.training:
+            if not self.training or x is None:
                 raise RuntimeError(
                     "MiniRocketClassifier: the biases were never fitted; train the model (or call "
                     "model.features.fit(x) on training data) before scoring."
                 )
             self.features.fit(x.detach())
-        return self.features(x)
+
+    def transform(self, x: Tensor) -> Tensor:
+        """Raw PPV features ``(B, n_features)`` of ``x (B, T)`` (after RevIN when enabled).
+
+        Under ``feature_context="series"`` every row is read as a whole channel.
+        """
+        x = self.revin(x)
+        self._check_fitted(x)
+        if not self.reads_series:
+            return self.features(x)
+        if x.device.type == "cpu":
+            rows = [row for row in x.detach().float().contiguous().numpy()]
+            feats = series_features.window_features(
+                self.features, rows, np.arange(len(rows)), np.zeros(len(rows), np.int64), x.shape[1]
+            )
+            return torch.from_numpy(feats)
+        margin = series_features.SeriesLayout.of(self.features, x.shape[1]).margin
+        return series_features.explicit_window_features(self.features, F.pad(x.float(), (margin, margin)), x.shape[1])
+
+    def store_window_features(self, store, starts: np.ndarray, window_length: int) -> Tensor:
+        """Features ``(n_windows, n_features)`` float32 of windows of a store, each read within its channel.
+
+        Parameters
+        ----------
+        store : SeriesStore
+        starts : ndarray, shape (n_windows,), int64
+            Absolute window starts in the store's address space.
+        window_length : int
+        """
+        self._check_fitted()
+        series, local, used = store.locate(np.asarray(starts, dtype=np.int64), window_length)
+        rows = [np.ascontiguousarray(store.series(int(i)), dtype=np.float32) for i in used]
+        position = np.searchsorted(used, series)
+        return torch.from_numpy(series_features.window_features(self.features, rows, position, local, window_length))
+
+    @torch.no_grad()
+    def store_window_logits(
+        self, store, starts: np.ndarray, window_length: int, *, device: torch.device | str = "cpu",
+        on_progress=None,
+    ) -> np.ndarray:  # fmt: skip
+        """Window logits through the evidence series: one pass of the kernels per channel, any stride.
+
+        Parameters
+        ----------
+        store : SeriesStore
+        starts : ndarray, shape (n_windows,), int64
+            Absolute window starts in the store's address space.
+        window_length : int
+        device : torch.device or str
+            ``cpu`` runs the numba kernels; another device runs the torch path there.
+        on_progress : callable, optional
+            Called with the fraction of windows done after each group of channels; an exception it
+            raises stops the work.
+
+        Returns
+        -------
+        ndarray, shape (n_windows,), float64
+        """
+        self._check_fitted()
+        device = torch.device(device)
+        weights, constant = series_features.fold_head(self)
+        starts = np.asarray(starts, dtype=np.int64)
+        series, local, used = store.locate(starts, window_length)
+        out = np.empty(len(starts), dtype=np.float64)
+        group = max(1, 4 * series_features.numba_threads()) if device.type == "cpu" else 1
+        order = np.arange(len(series)) if (np.diff(series) >= 0).all() else np.argsort(series, kind="stable")
+        by_series = series[order]
+        done = 0
+        for lo in range(0, len(used), group):
+            ids = used[lo : lo + group]
+            rows = [np.ascontiguousarray(store.series(int(i)), dtype=np.float32) for i in ids]
+            picked = order[np.searchsorted(by_series, ids[0]) : np.searchsorted(by_series, ids[-1], side="right")]
+            position = np.searchsorted(ids, series[picked])
+            if device.type == "cpu":
+                out[picked] = series_features.window_logits(
+                    self.features, weights, constant, rows, position, local[picked], window_length
+                )
+            else:
+                x = torch.from_numpy(rows[0]).to(device)[None]
+                out[picked] = series_features.torch_window_logits(
+                    self.features, weights, constant, x, local[picked], window_length
+                ).cpu().numpy()[0]
+            done += len(picked)
+            if on_progress is not None:
+                on_progress(done / max(len(starts), 1))
+        return out
 
     has_frozen_front_end: ClassVar[bool] = True
 
@@ -332,3 +451,6 @@ class MiniRocketClassifier(nn.Module):
             One logit per row.
         """
         return self.classify(self.frozen_features(x))
+
+
+from sss_viewer.models import minirocket_series as series_features  # noqa: E402  (it imports this module)

@@ -135,4 +135,6 @@ def model_from_config(cfg: dict[str, Any]) -> nn.Module:
     if "name" not in cfg:
         raise ValueError(f"Model config lacks 'name': got keys {sorted(cfg)}.")
     params = dict(cfg)
+    if params["name"] == "minirocket":  # saved before issue 15: windows were read on their own
+        params.setdefault("feature_context", "window")
     return build_model(params.pop("name"), **params)
