@@ -162,3 +162,21 @@ def test_a_file_without_ieeg_channels_opens_for_reading(app, tmp_path):
     assert app.open(tmp_path / "scalp.vhdr") is True
     assert "no good iEEG channel" in app.scoring_disabled and app.scores is None
     assert set(app.traces.contacts()) == {"Fp1", "Cz", "EKG1"}  # the trigger is not drawn
+
+
+def test_the_page_on_screen_is_scored_first_and_its_heat_map_shown_before_the_ranking(app, tmp_path):
+    """A 24-contact file, 4 rows a page: the first page's heat map arrives before the whole ranking."""
+    app.traces.page_size = 4
+    seen = []
+    app.scorer.param.watch(
+        lambda e: seen.append((e.new is not None and e.new.pending, app.traces.scores is e.new, app.scores)), "partial"
+    )
+    assert app.open(_write(tmp_path, "long", 30.0, n_channels=24))
+    app.scorer.wait(120)
+    assert app.scorer.error == ""
+    partial = [s for s in seen if s[0]]
+    assert partial == [(20, True, None)]  # the heat map had the page's 4 contacts; no ranking yet
+    assert len(app.ranking.table()) == 24 and app.traces.scores is app.scores
+    # the bundled model reads windows within their channel: its heat map is scored at a quarter stride
+    assert app.scores.heat_windows is not None and app.traces.effective_bin_s() == pytest.approx(64 / 250)
+    assert app.scores.channels["n_windows"].iloc[0] == len(app.scores.windows) / 24  # the ranking: stride 256

@@ -158,3 +158,24 @@ def test_progress_view_follows_the_scorer(bundle):
     assert scorer.wait(TIMEOUT_S)
     assert bar.value == 100 and not bar.active
     assert "Scored" in view[1].object
+
+
+def test_the_visible_channels_are_scored_and_shown_first(bundle):
+    """``first_channels``: a partial result for the page, then the full one, equal to a single pass."""
+    recording = toy_recording("page", 13, duration_s=40.0)
+    page = recording.ch_names[2:4]
+    scorer = BackgroundScorer()
+    partials, statuses = [], []
+    scorer.param.watch(lambda e: partials.append(e.new), "partial")
+    scorer.param.watch(lambda e: statuses.append(e.new), "status")
+    scorer.start(bundle, recording, device="cpu", first_channels=page)
+    assert scorer.wait(TIMEOUT_S) and scorer.error == ""
+    shown = [p for p in partials if p is not None]
+    assert len(shown) == 1 and set(shown[0].windows["channel"]) == set(page)
+    assert shown[0].pending == recording.n_channels - len(page)
+    assert scorer.partial is None  # the full result took its place
+    assert any("Scored the 2 visible channels" in s and "scoring the other 6" in s for s in statuses)
+    alone = BackgroundScorer()
+    alone.start(bundle, recording, device="cpu")
+    assert alone.wait(TIMEOUT_S)
+    assert scorer.result.windows.equals(alone.result.windows) and scorer.result.channels.equals(alone.result.channels)

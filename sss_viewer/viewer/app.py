@@ -60,6 +60,20 @@ def trace_markers(markers: list[dict]) -> list[dict]:
     ]
 
 
+HEAT_STRIDE_DIVISOR = 4
+"""The heat map of a model that reads windows within their channel is scored at this fraction of its
+stride (stride 64 for the bundled model's 256: 0.26-s steps at 250 Hz); its cost does not depend on
+the stride (issue 15). The ranking stays the model's stride."""
+
+
+def heat_stride_for(bundle) -> int | None:
+    """The finer heat-map stride for ``bundle`` (None when its model's cost grows with the stride)."""
+    if not getattr(bundle.model, "reads_series", False):
+        return None
+    stride = int(bundle.inference_stride)
+    return stride // HEAT_STRIDE_DIVISOR if stride % HEAT_STRIDE_DIVISOR == 0 and stride >= HEAT_STRIDE_DIVISOR else None
+
+
 class ViewerApp(pn.viewable.Viewer):
     """The clinician viewer for one session.
 
@@ -121,6 +135,7 @@ class ViewerApp(pn.viewable.Viewer):
         self.browser.param.watch(lambda e: e.new and self.open(e.new), "selected")
         self.models.param.watch(self._on_model, "bundle")
         self.scorer.param.watch(self._on_scores, "result")
+        self.scorer.param.watch(self._on_partial_scores, "partial")
         self.scorer.param.watch(lambda e: e.new and self._show_message(e.new), "error")
         self.ranking.param.watch(self._on_selected, "selected_channel")
         self.annotations.param.watch(self._on_annotations, ["markers", "bad_channels"])
@@ -160,7 +175,9 @@ class ViewerApp(pn.viewable.Viewer):
             self._set_disabled(reason)
             return
         self._set_disabled("")
-        self.scorer.start(bundle, recording)
+        self.scorer.start(
+            bundle, recording, first_channels=self.traces.page_contacts(), heat_stride=heat_stride_for(bundle)
+        )
 
     def _on_model(self, event) -> None:
         bundle = event.new
@@ -178,6 +195,15 @@ class ViewerApp(pn.viewable.Viewer):
     def _on_scores(self, event) -> None:
         if event.new is not None:
             self._set_scores(event.new)
+
+    def _on_partial_scores(self, event) -> None:
+        """The visible channels' scores while the others are scored: the heat map only.
+
+        The ranking, the time course and the move to the top channel wait for the whole recording
+        (a ranking of a few channels would read as the recording's).
+        """
+        if event.new is not None and self.scores is None:
+            self.traces.scores = event.new
 
     def _on_selected(self, event) -> None:
         if event.new:

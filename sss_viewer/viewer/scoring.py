@@ -72,6 +72,11 @@ class BackgroundScorer(param.Parameterized):
     status = param.String(default="", doc="What the scorer is doing, in words.")
     running = param.Boolean(default=False, doc="A job is in progress.")
     result = param.ClassSelector(class_=RecordingScores, default=None, allow_None=True, doc="The last finished scores.")
+    partial = param.ClassSelector(
+        class_=RecordingScores, default=None, allow_None=True,
+        doc="Scores of the channels asked for first (``start(first_channels=...)``) while the others are scored; "
+        "``pending`` says how many are left. Superseded by ``result``.",
+    )  # fmt: skip
     error = param.String(default="", doc="Why the last job failed (empty when it did not).")
     cache_size = param.Integer(default=4, bounds=(0, None), doc="Finished results kept for reuse.")
     session_start_delay_s = param.Number(
@@ -100,6 +105,8 @@ class BackgroundScorer(param.Parameterized):
         *,
         stride: int | None = None,
         model_id: str | None = None,
+        first_channels: list[str] | None = None,
+        heat_stride: int | None = None,
     ) -> Future:
         """Score ``recording`` with ``bundle`` in the background; supersedes any running job.
 
@@ -113,6 +120,11 @@ class BackgroundScorer(param.Parameterized):
             Window stride in preprocessed samples (default the bundle's).
         model_id : str, optional
             Cache identity of the model (e.g. its directory); default a hash of its configuration.
+        first_channels : list of str, optional
+            Channels to score first (the visible page): their scores are published as ``partial``
+            before the others are scored; the final ``result`` is the same either way.
+        heat_stride : int, optional
+            A finer stride for the heat map (``score_recording(heat_stride=...)``).
 
         Returns
         -------
@@ -121,7 +133,7 @@ class BackgroundScorer(param.Parameterized):
             the parameters are set by then; in one they follow on the session's next event-loop tick.
         """
         rec_key = recording_key(recording)
-        key = None if rec_key is None else (model_id or model_key(bundle), rec_key, stride)
+        key = None if rec_key is None else (model_id or model_key(bundle), rec_key, stride, heat_stride)
         with self._lock:
             self._job += 1
             job = self._job
@@ -137,14 +149,16 @@ class BackgroundScorer(param.Parameterized):
             done.set_result(cached)
             self._future = done
             return done
-        self.param.update(running=True, progress=0.0, error="", status=f"Preprocessing {recording.label}…")
+        self.param.update(running=True, progress=0.0, error="", partial=None, status=f"Preprocessing {recording.label}…")
         served = self._doc is not None and getattr(self._doc, "session_context", None) is not None
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sss-viewer-score")
             if served:
                 pn.state.on_session_destroyed(self._on_session_destroyed)
         delay = self.session_start_delay_s if served else 0.0
-        self._future = self._executor.submit(self._run, job, key, bundle, recording, device, stride, delay)
+        self._future = self._executor.submit(
+            self._run, job, key, bundle, recording, device, stride, delay, first_channels, heat_stride
+        )
         return self._future
 
     def cancel(self) -> None:
@@ -187,7 +201,8 @@ class BackgroundScorer(param.Parameterized):
     # -- worker -------------------------------------------------------------------------------
 
     def _run(
-        self, job: int, key, bundle, recording: Recording, device: str, stride: int | None, delay_s: float = 0.0
+        self, job: int, key, bundle, recording: Recording, device: str, stride: int | None, delay_s: float = 0.0,
+        first_channels: list[str] | None = None, heat_stride: int | None = None,
     ) -> RecordingScores | None:
         """The job body, on the worker thread (after ``delay_s`` unless a newer job comes first)."""
         label = recording.label
@@ -199,17 +214,31 @@ class BackgroundScorer(param.Parameterized):
             return None
         last = [-1.0]
 
+        shown_first = [False]
+
         def on_progress(fraction: float) -> None:
             if job != self._job:
                 raise ScoringCancelled
             if fraction >= 1.0 or fraction - last[0] >= _PROGRESS_STEP:
                 last[0] = fraction
-                self._publish(job, progress=min(fraction, 1.0), status=f"Scoring {label}: {fraction:.0%} of windows")
+                what = "the other channels" if shown_first[0] else "windows"
+                self._publish(job, progress=min(fraction, 1.0), status=f"Scoring {label}: {fraction:.0%} of {what}")
+
+        def on_partial(scores: RecordingScores) -> None:
+            if job != self._job:
+                raise ScoringCancelled
+            shown_first[0] = True
+            n = scores.channels.shape[0]
+            self._publish(
+                job, partial=scores,
+                status=f"Scored the {n} visible channel{'s' * (n != 1)} of {label}; scoring the other {scores.pending}…",
+            )  # fmt: skip
 
         try:
             scores = score_recording(
-                bundle, recording, stride=stride, device=device, progress=False, on_progress=on_progress
-            )
+                bundle, recording, stride=stride, device=device, progress=False, on_progress=on_progress,
+                first_channels=first_channels, on_partial=on_partial, heat_stride=heat_stride,
+            )  # fmt: skip
         except ScoringCancelled:
             logger.info("scoring of %s superseded by a newer job", label)
             return None
@@ -228,7 +257,7 @@ class BackgroundScorer(param.Parameterized):
                 while len(self._cache) > self.cache_size:
                     self._cache.popitem(last=False)
         n = len(scores.channels)
-        self._publish(job, result=scores, progress=1.0, running=False, status=f"Scored {n} channels of {label}")
+        self._publish(job, result=scores, partial=None, progress=1.0, running=False, status=f"Scored {n} channels of {label}")
         return scores
 
     def _publish(self, job: int, **values) -> None:

@@ -49,10 +49,10 @@ def ensure_bokeh() -> None:
 
 
 def infer_bin_s(scores: RecordingScores | None) -> float:
-    """The window stride of ``scores`` in seconds (median step between a channel's window starts), else 1 s."""
-    if scores is None or scores.windows.empty:
+    """The heat map's window stride of ``scores`` in seconds (median step between a channel's window starts), else 1 s."""
+    if scores is None or scores.heat_table.empty:
         return 1.0
-    windows = scores.windows
+    windows = scores.heat_table
     first = windows["channel"].iloc[0]
     starts = np.sort(windows.loc[windows["channel"] == first, "start_s"].to_numpy())
     steps = np.diff(starts)

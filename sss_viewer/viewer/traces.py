@@ -218,7 +218,7 @@ def binned_interval(
     p0, p1 : ndarray, shape (n_channels, n_bins), float64
         NaN where no window covers a bin.
     """
-    windows = scores.windows
+    windows = scores.heat_table
     out = []
     for column in ("p0", "p1"):
         table = pd.DataFrame(
@@ -664,6 +664,12 @@ class TraceView(pn.viewable.Viewer):
         sl = slice(lo, lo + self.page_size)
         return MontageRows(rows.labels[sl], rows.members[sl], rows.shafts[sl], rows.kind)
 
+    def page_contacts(self) -> list[str]:
+        """Recording names of the contacts the current page draws (both contacts of a bipolar row)."""
+        contacts = self.contacts()
+        members = sorted({int(m) for row in self.page_rows().members for m in row})
+        return [contacts[m] for m in members]
+
     def shafts(self) -> list[str]:
         """Shafts of the shown contacts, in display order."""
         return list(dict.fromkeys(shaft_name(c) for c in self.contacts()))
@@ -909,7 +915,7 @@ class TraceView(pn.viewable.Viewer):
             else:
                 contacts = self.contacts()
                 values, edges = self.scores.heatmap(bin_s, channels=contacts)
-                windows = self.scores.windows
+                windows = self.scores.heat_table
                 same = windows["p_cal"].to_numpy()
                 if np.array_equal(windows["p0"].to_numpy(), same) and np.array_equal(windows["p1"].to_numpy(), same):
                     p0 = p1 = values  # no intervals (not Venn–Abers): the bounds are the probability itself
