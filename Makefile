@@ -12,7 +12,7 @@ STAMP := $(VENV)/.sss-viewer-installed
 PORT ?= 5006
 BROWSER_STAMP := $(VENV)/.sss-viewer-browser
 
-.PHONY: setup browser demo test test-fast bench notebook clean
+.PHONY: setup browser demo test test-fast bench bench-env notebook clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,5 +50,11 @@ notebook: setup
 bench: setup
 	$(PY) benchmarks/throughput.py
 
+# aeon, the reference MiniRocket of benchmarks/minirocket_features.py, in an environment of its own:
+# its pins would move numpy, numba and pandas under sss-viewer. Never a dependency of the product.
+bench-env:
+	@test -x .venv-aeon/bin/python || $(PYTHON) -m venv .venv-aeon
+	.venv-aeon/bin/python -m pip install -q "aeon==1.6.0"
+
 clean:
-	rm -rf $(VENV) demo_output .pytest_cache
+	rm -rf $(VENV) .venv-aeon demo_output .pytest_cache

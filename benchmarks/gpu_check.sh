@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU check, for a machine with a CUDA device (the project never depends on one). ≤ 5 minutes.
-#   1. the GPU-marked tests (pytest -m gpu)
+#   1. the GPU-marked tests (pytest -m gpu): CUDA training, and the MiniRocket evidence series and
+#      window features on CUDA equal to the CPU (numba) paths
 #   2. benchmarks/gpu_check.py: train the default and minirocket presets on CUDA (small synthetic
 #      cohort), score the latency recording (100 ch × 5 min × 1 kHz) with the bundled demo model and
 #      both trained models on CPU and GPU: agreement of window probabilities and windows/s.
@@ -17,7 +18,7 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 $PY -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'; print('torch', torch.__version__, torch.cuda.get_device_name(0))" || exit 1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 echo "== GPU-marked tests"
-$PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/test_training.py; tests_rc=$?
+$PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/test_training.py tests/test_minirocket_series.py; tests_rc=$?
 echo "== training and CPU-vs-GPU scoring"
 $PY benchmarks/gpu_check.py "$@"; check_rc=$?
 echo "gpu tests rc=$tests_rc, gpu_check rc=$check_rc"

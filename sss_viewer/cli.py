@@ -124,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--overwrite", action="store_true",
         help="score into a used output folder: first remove what the previous run wrote (listed in its manifest)",
     )  # fmt: skip
-    p.add_argument("--stride", type=int, help="window stride in preprocessed samples (default: a quarter window)")
+    p.add_argument("--stride", type=int, help="window stride in preprocessed samples (default: the model's, a quarter window; a MiniRocket model reading windows within their channel scores any stride at the same cost)")
     _add_labels(p, "TSV/CSV with subject, channel, soz to add a label column")
     p.add_argument("--subject", help="subject id of the recording (default: from a BIDS file name)")
     p.add_argument("--batch-size", type=int, default=1024)
