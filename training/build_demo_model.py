@@ -9,7 +9,8 @@ differs from the demo recording's seed (``sss_viewer.viewer.demo.DEMO_SEED``): t
 is not in its training, validation or test data. It is saved with ``ModelBundle.save`` into
 ``sss_viewer/data/demo/model/`` (``model.safetensors`` + ``config.json``), and the demo recording's
 window and channel scores go to ``sss_viewer/data/demo/scores/`` so the viewer's demo starts
-without scoring. Usage (6 min 18 s and 2.4 GB peak RSS on 2 CPU cores; ``--preset default`` ≈ 3–5 min)::
+without scoring. Usage (59 s on 2 CPU cores since issue 15 — it was 6 min 18 s with the per-window
+features; ``--preset default`` ≈ 3–5 min)::
 
     python training/build_demo_model.py [--preset minirocket] [--patients 12] [--out sss_viewer/data/demo]
 """
