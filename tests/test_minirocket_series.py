@@ -179,6 +179,11 @@ def test_long_channel_float64_prefix_keeps_late_windows_exact():
     with torch.no_grad():
         reference = model.classify(torch.from_numpy(_explicit(model, [channel], [0, 0, 0], start))).double().numpy()
     np.testing.assert_allclose(logits, reference, rtol=0, atol=2e-5)
+    # one window alone reads only its span of the channel (and its kernels' reach): the same numbers
+    alone = window_logits(model.features, weights, constant, [channel], np.zeros(1, np.int64), start[1:2], L)
+    np.testing.assert_allclose(alone, logits[1:2], rtol=0, atol=1e-9)
+    feats = window_features(model.features, [channel], np.zeros(1, np.int64), start[1:2], L)
+    np.testing.assert_array_equal(feats, _explicit(model, [channel], [0], start[1:2]))
 
 
 def test_revin_cannot_read_windows_within_the_channel():

@@ -370,7 +370,7 @@ class MiniRocketClassifier(nn.Module):
         """
         self._check_fitted()
         series, local, used = store.locate(np.asarray(starts, dtype=np.int64), window_length)
-        rows = [np.ascontiguousarray(store.series(int(i)), dtype=np.float32) for i in used]
+        rows = [store.series(int(i)) for i in used]
         position = np.searchsorted(used, series)
         return torch.from_numpy(series_features.window_features(self.features, rows, position, local, window_length))
 
@@ -409,7 +409,7 @@ class MiniRocketClassifier(nn.Module):
         done = 0
         for lo in range(0, len(used), group):
             ids = used[lo : lo + group]
-            rows = [np.ascontiguousarray(store.series(int(i)), dtype=np.float32) for i in ids]
+            rows = [store.series(int(i)) for i in ids]
             picked = order[np.searchsorted(by_series, ids[0]) : np.searchsorted(by_series, ids[-1], side="right")]
             position = np.searchsorted(ids, series[picked])
             if device.type == "cpu":

@@ -452,30 +452,42 @@ def _check_windows(lengths: np.ndarray, series: np.ndarray, start: np.ndarray, w
         )
 
 
-def _run_per_series(series_list, series, start, window_length, call) -> None:
+def _run_per_series(series_list, series, start, window_length: int, margin: int, call) -> None:
     """Run a numba kernel over groups of series that bound one call's samples (~256 MB of float32).
 
-    ``call(data, offsets, lengths, idx, first, stop)`` gets the group's samples back to back, and
-    ``idx``: the group's windows (indices into ``series``/``start``) sorted by series and start,
-    series ``j`` of the group owning ``idx[first[j]:stop[j]]``.
+    Each series is cut to the span its windows need (their first start minus ``margin`` to their
+    last end plus ``margin``; the kernels reach no further), so a few windows of a long channel
+    cost what they read. ``call(data, offsets, lengths, idx, first, stop, local)`` gets the group's
+    cut series back to back; ``idx``: the group's windows (indices into ``series``/``start``)
+    sorted by series and start, series ``j`` of the group owning ``idx[first[j]:stop[j]]``;
+    ``local``: their starts within the cut series.
     """
     n = len(series_list)
     lengths = np.array([len(s) for s in series_list], dtype=np.int64)
     _check_windows(lengths, series, start, window_length)
     order, first, stop = _group_windows(series, start, n)
+    used = np.flatnonzero(stop > first)
+    cut_lo = np.zeros(n, dtype=np.int64)
+    cut_hi = lengths.copy()
+    cut_lo[used] = np.maximum(start[order[first[used]]] - margin, 0)
+    cut_hi[used] = np.minimum(start[order[stop[used] - 1]] + window_length + margin, lengths[used])
     budget = 1 << 26
-    lo = 0
-    while lo < n:
-        hi, total = lo, 0
-        while hi < n and (hi == lo or total + lengths[hi] <= budget):
-            total += int(lengths[hi])
-            hi += 1
-        if stop[hi - 1] > first[lo]:
-            data = np.concatenate(series_list[lo:hi])
-            offsets = np.concatenate([[0], np.cumsum(lengths[lo:hi])[:-1]]).astype(np.int64)
-            idx = order[first[lo] : stop[hi - 1]]
-            call(data, offsets, lengths[lo:hi], idx, first[lo:hi] - first[lo], stop[lo:hi] - first[lo])
-        lo = hi
+    k = 0
+    while k < len(used):
+        group, total = [], 0
+        while k < len(used) and (not group or total + cut_hi[used[k]] - cut_lo[used[k]] <= budget):
+            group.append(int(used[k]))
+            total += int(cut_hi[used[k]] - cut_lo[used[k]])
+            k += 1
+        group = np.array(group)
+        pieces = [np.asarray(series_list[i][cut_lo[i] : cut_hi[i]], dtype=np.float32) for i in group]
+        sizes = (cut_hi - cut_lo)[group]
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        idx = np.concatenate([order[first[i] : stop[i]] for i in group])
+        counts = (stop - first)[group]
+        g_stop = np.cumsum(counts).astype(np.int64)
+        local = start[idx] - np.repeat(cut_lo[group], counts)
+        call(np.concatenate(pieces), offsets, sizes.astype(np.int64), idx, g_stop - counts, g_stop, local)
 
 
 def window_logits(features: MiniRocketFeatures, weights: np.ndarray, constant: float, series_list, series, start,
@@ -514,16 +526,16 @@ def window_logits(features: MiniRocketFeatures, weights: np.ndarray, constant: f
         return out
     step_offsets, step_counts, step_biases, step_weights = layout.steps(weights)
 
-    def call(data, offsets, lengths, idx, first, stop):
+    def call(data, offsets, lengths, idx, first, stop, local):
         part = np.zeros(len(idx), dtype=np.float64)
         with _KERNEL_LOCK:
             _evidence_logits(
-                data, offsets, lengths, layout.margin, start[idx], first, stop, layout.dilations, step_offsets, step_counts,
+                data, offsets, lengths, layout.margin, local, first, stop, layout.dilations, step_offsets, step_counts,
                 layout.padded, layout.taps, step_biases, step_weights, window_length, part,
             )  # fmt: skip
         out[idx] = part
 
-    _run_per_series(series_list, series, start, window_length, call)
+    _run_per_series(series_list, series, start, window_length, layout.margin, call)
     return out + constant
 
 
@@ -558,16 +570,16 @@ def window_features(features: MiniRocketFeatures, series_list, series, start, wi
             out[sel] = explicit_window_features(features, torch.from_numpy(cut), window_length).numpy()
         return out
 
-    def call(data, offsets, lengths, idx, first, stop):
+    def call(data, offsets, lengths, idx, first, stop, local):
         block = np.empty((len(idx), features.n_features), dtype=np.float32)
         with _KERNEL_LOCK:
             _segment_features(
-                data, offsets, lengths, layout.margin, start[idx], first, stop, layout.dilations, layout.n_biases,
+                data, offsets, lengths, layout.margin, local, first, stop, layout.dilations, layout.n_biases,
                 layout.feature_offsets, layout.padded, layout.taps, layout.biases, window_length, block,
             )  # fmt: skip
         out[idx] = block
 
-    _run_per_series(series_list, series, start, window_length, call)
+    _run_per_series(series_list, series, start, window_length, layout.margin, call)
     return out
 
 
