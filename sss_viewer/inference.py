@@ -26,6 +26,10 @@ from sss_viewer.windows import SeriesStore, WindowIndex
 logger = logging.getLogger(__name__)
 
 WINDOW_COLUMNS = ("channel", "start_s", "end_s", "p_raw", "p_cal", "p0", "p1")
+HEAT_STRIDE_DIVISOR = 4
+"""A model that reads windows within their channel has its heat map scored at this fraction of its
+stride (64 for the bundled model's 256: 0.26-s steps at 250 Hz); its cost does not grow with the
+stride (issue 15). The ranking stays at the model's stride."""
 HEAT_WINDOW_BUDGET = 600_000
 """Most windows scored at ``heat_stride`` for the heat map (≈ 100 channels × 25 min at 250 Hz and stride 64):
 beyond it the heat map reads the ranking's windows, so that binning and paging stay quick."""
@@ -226,6 +230,14 @@ class RecordingScores:
         """:func:`window_heatmap` of the heat table; rows default to the ranking's order."""
         rows = list(self.channels["channel"]) if channels is None else channels
         return window_heatmap(self.heat_table, rows, self.duration_s, bin_s)
+
+
+def fine_heat_stride(bundle) -> int | None:
+    """The finer heat-map stride for ``bundle``: None when its model's cost grows with the stride."""
+    if not getattr(bundle.model, "reads_series", False):
+        return None
+    stride = int(bundle.inference_stride)
+    return stride // HEAT_STRIDE_DIVISOR if stride % HEAT_STRIDE_DIVISOR == 0 and stride >= HEAT_STRIDE_DIVISOR else None
 
 
 def score_recording(

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from sss_viewer.checkpoint import ModelBundle
-from sss_viewer.inference import score_recording
+from sss_viewer.inference import fine_heat_stride, score_recording
 from sss_viewer.io.synthetic import SynthConfig, synthesise_recording
 from sss_viewer.metrics import binary_auc
 from sss_viewer.training import TRAIN_PRESETS, train, train_preset
@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         size = sum(p.stat().st_size for p in model_dir.iterdir())
         logger.info("saved %s (%.2f MB) after %.1f s of training", model_dir, size / 1e6, train_seconds)
         t0 = time.perf_counter()
-        scores = score_recording(ModelBundle.load(model_dir), demo, device="cpu", progress=False)
+        saved = ModelBundle.load(model_dir)
+        scores = score_recording(saved, demo, device="cpu", progress=False, heat_stride=fine_heat_stride(saved))
         save_scores(scores, args.out / "scores", demo_scores_key(model_dir, cache))
         logger.info("demo scores written to %s in %.1f s", args.out / "scores", time.perf_counter() - t0)
     logger.info(

@@ -16,7 +16,7 @@ import panel as pn
 import param
 
 from sss_viewer.checkpoint import ModelBundle
-from sss_viewer.inference import RecordingScores
+from sss_viewer.inference import RecordingScores, fine_heat_stride
 from sss_viewer.recording import Recording
 from sss_viewer.io.channel_conventions import apply_type_overrides
 from sss_viewer.viewer.access import refusal
@@ -58,20 +58,6 @@ def trace_markers(markers: list[dict]) -> list[dict]:
         {"onset": m["onset_s"], "duration": m.get("duration_s", 0.0), "kind": m["kind"], "description": m.get("text", "")}
         for m in markers
     ]
-
-
-HEAT_STRIDE_DIVISOR = 4
-"""The heat map of a model that reads windows within their channel is scored at this fraction of its
-stride (stride 64 for the bundled model's 256: 0.26-s steps at 250 Hz); its cost does not depend on
-the stride (issue 15). The ranking stays the model's stride."""
-
-
-def heat_stride_for(bundle) -> int | None:
-    """The finer heat-map stride for ``bundle`` (None when its model's cost grows with the stride)."""
-    if not getattr(bundle.model, "reads_series", False):
-        return None
-    stride = int(bundle.inference_stride)
-    return stride // HEAT_STRIDE_DIVISOR if stride % HEAT_STRIDE_DIVISOR == 0 and stride >= HEAT_STRIDE_DIVISOR else None
 
 
 class ViewerApp(pn.viewable.Viewer):
@@ -176,7 +162,7 @@ class ViewerApp(pn.viewable.Viewer):
             return
         self._set_disabled("")
         self.scorer.start(
-            bundle, recording, first_channels=self.traces.page_contacts(), heat_stride=heat_stride_for(bundle)
+            bundle, recording, first_channels=self.traces.page_contacts(), heat_stride=fine_heat_stride(bundle)
         )
 
     def _on_model(self, event) -> None:

@@ -58,9 +58,12 @@ DEMO_DESCRIPTION = "Demo model trained on synthetic data by training/build_demo_
 """``bundle.info["description"]`` of the bundled demo model."""
 
 _MANIFEST = "manifest.json"
-_SCORES_VERSION = 1
-_SCORE_TABLES = {"windows": "windows.csv.gz", "channels": "channels.csv", "excluded": "excluded.csv"}
-"""File of each ``RecordingScores`` table (the window table, ≈ 7 300 rows for the demo, is gzipped)."""
+_SCORES_VERSION = 2
+_SCORE_TABLES = {
+    "windows": "windows.csv.gz", "channels": "channels.csv", "excluded": "excluded.csv", "heat_windows": "heat_windows.csv.gz",
+}  # fmt: skip
+"""File of each ``RecordingScores`` table (the window tables, ≈ 7 300 and ≈ 29 000 rows for the demo, are
+gzipped); ``heat_windows`` only when the scores have a finer heat-map table."""
 _GZIP = {"method": "gzip", "mtime": 0}
 
 
@@ -259,6 +262,8 @@ def save_scores(scores: RecordingScores, folder: Path, key: str) -> None:
         dtypes = {}
         for name, file in _SCORE_TABLES.items():
             table = getattr(scores, name)
+            if table is None:
+                continue
             compression = _GZIP if file.endswith(".gz") else None
             table.to_csv(tmp / file, index=False, lineterminator="\n", compression=compression)
             dtypes[name] = {c: str(t) for c, t in table.dtypes.items()}
@@ -281,6 +286,8 @@ def load_scores(folder: Path, key: str | None = None) -> RecordingScores | None:
             return None
         tables = {}
         for name, file in _SCORE_TABLES.items():
+            if name == "heat_windows" and name not in meta["dtypes"]:
+                continue
             dtypes = meta["dtypes"][name]
             text = {c: str for c, t in dtypes.items() if t in ("object", "str", "string")}
             table = pd.read_csv(folder / file, dtype=text, keep_default_na=False, na_values=[""])
@@ -327,10 +334,11 @@ def demo_scores(
             logger.info("demo scores read from %s", candidate)
             return scores
     from sss_viewer.checkpoint import ModelBundle
-    from sss_viewer.inference import score_recording
+    from sss_viewer.inference import fine_heat_stride, score_recording
 
     logger.info("scoring the demo recording with %s (once; cached in %s)", model_dir, folder)
-    scores = score_recording(ModelBundle.load(model_dir), load_demo(cache_dir), device=device, progress=False)
+    bundle = ModelBundle.load(model_dir)
+    scores = score_recording(bundle, load_demo(cache_dir), device=device, progress=False, heat_stride=fine_heat_stride(bundle))
     save_scores(scores, folder, key)
     loaded = load_scores(folder, key)
     if loaded is None:
