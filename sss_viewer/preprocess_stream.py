@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +37,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_CHUNK_SECONDS = 600.0
 """Time chunk length; most ds003029 runs (≤ 10 min) are filtered whole."""
 DEFAULT_MEMORY_BYTES = 256 * 2**20
+FILTER_THREADS = min(4, os.cpu_count() or 1)
+"""Channels of a block filtered at once: resampling and IIR filtering run in scipy without the GIL."""
 """Budget for the float64 chunk buffers of one channel group."""
 FLAT_STD_UV = 1e-6
 """Standard deviation (µV) at or below which a channel counts as flat."""
@@ -142,46 +146,57 @@ def preprocess_into(
     unusable: dict[int, str] = {}
     n_chunks = -(-n_times // step)
     bar = tqdm(total=len(picks) * n_chunks, desc=f"preprocess {recording.label}", unit="chunk", disable=not progress or None)
-    for g0 in range(0, len(picks), group):
-        rows = np.arange(g0, min(g0 + group, len(picks)))
-        poolers = [_Pooler(config.pool_kernel, config.pool_stride) for _ in rows]
-        written = np.zeros(len(rows), dtype=np.int64)
-        raw_moments = [_RunningMoments() for _ in rows]
-        out_moments = [_RunningMoments() for _ in rows]
-        n_nonfinite = np.zeros(len(rows), dtype=np.int64)
-        for s in range(0, n_times, step):
-            e = min(s + step, n_times)
-            a, b = max(0, s - margin), min(n_times, e + margin)
-            block = recording.get_data(picks[rows], a, b)
-            keep_lo = (s - a) * up // down
-            keep_hi = None if e == n_times else (e - a) * up // down
+    pool = ThreadPoolExecutor(FILTER_THREADS, thread_name_prefix="sss-preprocess") if FILTER_THREADS > 1 and len(picks) > 1 else None
+    try:
+        for g0 in range(0, len(picks), group):
+            rows = np.arange(g0, min(g0 + group, len(picks)))
+            poolers = [_Pooler(config.pool_kernel, config.pool_stride) for _ in rows]
+            written = np.zeros(len(rows), dtype=np.int64)
+            raw_moments = [_RunningMoments() for _ in rows]
+            out_moments = [_RunningMoments() for _ in rows]
+            n_nonfinite = np.zeros(len(rows), dtype=np.int64)
+            for s in range(0, n_times, step):
+                e = min(s + step, n_times)
+                a, b = max(0, s - margin), min(n_times, e + margin)
+                block = recording.get_data(picks[rows], a, b)
+                keep_lo = (s - a) * up // down
+                keep_hi = None if e == n_times else (e - a) * up // down
+
+                def one_channel(r: int, j: int) -> None:  # state of row r only: rows run on threads
+                    x = block[r]
+                    core = x[s - a : e - a]
+                    n_nonfinite[r] += int(np.count_nonzero(~np.isfinite(core)))
+                    if n_nonfinite[r]:
+                        return
+                    raw_moments[r].add(core.astype(np.float64))
+                    y = filter_block(x, sfreq, config, line_freq=recording.line_freq)[keep_lo:keep_hi]
+                    y = poolers[r](y)
+                    out_moments[r].add(y)
+                    lo = int(offsets[j] + written[r])
+                    out[lo : lo + len(y)] = y
+                    written[r] += len(y)
+
+                if pool is None:
+                    for r, j in enumerate(rows):
+                        one_channel(r, j)
+                else:
+                    list(pool.map(one_channel, range(len(rows)), rows))
+                bar.update(len(rows))
             for r, j in enumerate(rows):
-                x = block[r]
-                core = x[s - a : e - a]
-                bad = int(np.count_nonzero(~np.isfinite(core)))
-                n_nonfinite[r] += bad
                 if n_nonfinite[r]:
+                    unusable[int(j)] = f"{n_nonfinite[r]} NaN/inf samples"
                     continue
-                raw_moments[r].add(core.astype(np.float64))
-                y = filter_block(x, sfreq, config, line_freq=recording.line_freq)[keep_lo:keep_hi]
-                y = poolers[r](y)
-                out_moments[r].add(y)
-                lo = int(offsets[j] + written[r])
-                out[lo : lo + len(y)] = y
-                written[r] += len(y)
-            bar.update(len(rows))
-        for r, j in enumerate(rows):
-            if n_nonfinite[r]:
-                unusable[int(j)] = f"{n_nonfinite[r]} NaN/inf samples"
-                continue
-            if raw_moments[r].std <= FLAT_STD_UV:
-                unusable[int(j)] = "flat signal"
-                continue
-            if written[r] != n_out:
-                raise RuntimeError(f"chunked preprocessing wrote {written[r]} samples, expected {n_out}")
-            if config.zscore:
-                std = out_moments[r].std
-                _normalise_in_place(out, int(offsets[j]), n_out, out_moments[r].mean, std if std > 0 else 1.0)
+                if raw_moments[r].std <= FLAT_STD_UV:
+                    unusable[int(j)] = "flat signal"
+                    continue
+                if written[r] != n_out:
+                    raise RuntimeError(f"chunked preprocessing wrote {written[r]} samples, expected {n_out}")
+                if config.zscore:
+                    std = out_moments[r].std
+                    _normalise_in_place(out, int(offsets[j]), n_out, out_moments[r].mean, std if std > 0 else 1.0)
+    finally:
+        if pool is not None:
+            pool.shutdown()
     bar.close()
     return unusable
 
