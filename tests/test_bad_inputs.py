@@ -1095,6 +1095,15 @@ def _(m: Material, tmp: Path, caplog):
     assert len(scored) == 2 and not any("toy02" in s for s in scored)
 
 
+def _signal_masks(pid: int) -> str:
+    """The ``SigBlk``/``SigIgn``/``SigCgt`` lines of a process (Linux), for a failure message."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError as exc:
+        return f"unreadable ({exc})"
+    return "; ".join(line for line in status.splitlines() if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
+
+
 @case("13-sigint-during-training-one-line-exit-130")
 def _(m: Material, tmp: Path, caplog):
     root = _write_cohort(tmp / "cohort", m.toy)
@@ -1110,10 +1119,16 @@ def _(m: Material, tmp: Path, caplog):
                 break
         assert "training on" in lines[-1], "".join(lines)[-2000:]
         time.sleep(0.5)
+        masks = _signal_masks(proc.pid)  # CI once saw a Ctrl-C go unanswered: say whether SIGINT was blocked
         proc.send_signal(signal.SIGINT)
-        _, rest = proc.communicate(timeout=60)
+        try:
+            _, rest = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"no exit 120 s after SIGINT; the child's signal masks then: {masks}") from None
     finally:
-        proc.kill() if proc.poll() is None else None
+        if proc.poll() is None:  # reap it and close its pipes, or later tests see unraisable warnings
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 130, rest[-2000:]
     assert "Traceback" not in rest and [line for line in rest.splitlines() if line.startswith("error:")] == [
         f"error: interrupted; no partial model was written to {tmp / 'model'}."
