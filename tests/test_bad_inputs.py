@@ -1109,7 +1109,14 @@ def _(m: Material, tmp: Path, caplog):
     root = _write_cohort(tmp / "cohort", m.toy)
     args = ["train", root, "--out", tmp / "model", "--epochs", "200", "--window-length", "128", "--train-stride", "1",
             "--batch-size", "64", "--target-sfreq", "0", "--device", "cpu", "--cache-dir", tmp / "cache"]  # fmt: skip
-    proc = subprocess.Popen([str(CLI), *map(str, args)], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    # A job started in the background by a non-interactive shell (as CI may start this suite) inherits
+    # SIGINT *ignored* (POSIX), and Python then installs no Ctrl-C handler: seen in CI as
+    # "SigIgn: ...1006". The child gets the default disposition back, as in a terminal.
+    restore_sigint = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", restore_sigint, str(CLI), *map(str, args)], stderr=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
     lines = []
     try:
         deadline = time.monotonic() + 120
@@ -1119,7 +1126,7 @@ def _(m: Material, tmp: Path, caplog):
                 break
         assert "training on" in lines[-1], "".join(lines)[-2000:]
         time.sleep(0.5)
-        masks = _signal_masks(proc.pid)  # CI once saw a Ctrl-C go unanswered: say whether SIGINT was blocked
+        masks = _signal_masks(proc.pid)  # for the failure message: blocked, ignored and caught signals
         proc.send_signal(signal.SIGINT)
         try:
             _, rest = proc.communicate(timeout=120)
