@@ -233,11 +233,9 @@ class RecordingScores:
 
 
 def fine_heat_stride(bundle) -> int | None:
-    """The finer heat-map stride for ``bundle``: None when its model's cost grows with the stride."""
-    if not getattr(bundle.model, "reads_series", False):
-        return None
-    stride = int(bundle.inference_stride)
-    return stride // HEAT_STRIDE_DIVISOR if stride % HEAT_STRIDE_DIVISOR == 0 and stride >= HEAT_STRIDE_DIVISOR else None
+    """The finer heat-map stride to ask ``score_recording`` for (it decides whether it applies)."""
+    stride = int(bundle.inference_stride) // HEAT_STRIDE_DIVISOR
+    return stride or None
 
 
 def score_recording(
@@ -295,10 +293,7 @@ def score_recording(
         When no channel is long enough for one window, or the sampling rate cannot reach the
         model's preprocessing rate.
     """
-    if heat_stride:  # decided once for the recording, so that both parts of a two-part scoring agree
-        samples = bundle.preprocess.output_length(recording.n_times, recording.sfreq)
-        if recording.n_channels * max(0, samples - bundle.window_length) / heat_stride > HEAT_WINDOW_BUDGET:
-            heat_stride = None
+    heat_stride = _usable_heat_stride(bundle, recording, stride or bundle.inference_stride, heat_stride)
     options = {
         "stride": stride, "batch_size": batch_size, "device": device, "progress": progress, "cache": cache,
         "heat_stride": heat_stride,
@@ -321,8 +316,6 @@ def score_recording(
                 more = (part[0].iloc[:0], None if part[1] is None else part[1].iloc[:0], _unscorable(bundle, recording.pick(rest), options))
             order = {name: i for i, name in enumerate(recording.ch_names)}
             tables = [_in_channel_order(a, b, order) for a, b in zip(part, more, strict=True)]
-            if (part[1] is None) != (more[1] is None):  # one part over the budget: no finer heat map
-                tables[1] = None
             return _recording_scores(*tables, recording)
     return _recording_scores(*_score_windows(bundle, recording, on_progress=on_progress, **options), recording)
 
@@ -336,6 +329,19 @@ def _in_channel_order(first: pd.DataFrame | None, second: pd.DataFrame | None, o
     if "start_s" in table:
         keys.insert(0, table["start_s"].to_numpy())
     return table.iloc[np.lexsort(keys)].reset_index(drop=True)
+
+
+def _usable_heat_stride(bundle, recording: Recording, stride: int, heat_stride: int | None) -> int | None:
+    """``heat_stride`` when it divides ``stride``, the model's cost does not grow with the stride and
+    the recording gives at most :data:`HEAT_WINDOW_BUDGET` windows at it; else None.
+
+    Decided once for the recording, so that both parts of a page-first scoring agree.
+    """
+    if not heat_stride or heat_stride >= stride or stride % heat_stride or not getattr(bundle.model, "reads_series", False):
+        return None
+    samples = bundle.preprocess.output_length(recording.n_times, recording.sfreq)
+    per_channel = max(0, samples - bundle.window_length) // heat_stride + 2  # + the first and the end-covering window
+    return heat_stride if recording.n_channels * per_channel <= HEAT_WINDOW_BUDGET else None
 
 
 def _scaled(on_progress, lo: float, hi: float):
@@ -385,10 +391,7 @@ def _score_windows(
         reasons = "; ".join(f"{c}: {r}" for c, r in zip(series.excluded["channel"], series.excluded["reason"]))
         raise ValueError(f"{where} has no channel the model can score: {reasons}")
     index = WindowIndex.build(series.store.lengths, length, stride, cover_end=True)
-    scored = index
-    if heat_stride and heat_stride < stride and stride % heat_stride == 0 and getattr(bundle.model, "reads_series", False):
-        fine = WindowIndex.build(series.store.lengths, length, heat_stride, cover_end=True)
-        scored = fine if len(fine) <= HEAT_WINDOW_BUDGET else index
+    scored = WindowIndex.build(series.store.lengths, length, heat_stride, cover_end=True) if heat_stride else index
     dev = resolve_device(device)
     bundle.model.to(dev)
     p_raw = predict_window_probs(
