@@ -417,7 +417,7 @@ class MiniRocketClassifier(nn.Module):
                     self.features, weights, constant, rows, position, local[picked], window_length
                 )
             else:
-                x = torch.from_numpy(rows[0]).to(device)[None]
+                x = torch.tensor(np.asarray(rows[0]), dtype=torch.float32, device=device)[None]  # a copy: memmap views are read-only
                 out[picked] = series_features.torch_window_logits(
                     self.features, weights, constant, x, local[picked], window_length
                 ).cpu().numpy()[0]
