@@ -36,8 +36,8 @@ from sss_viewer.recording import Recording
 
 logger = logging.getLogger(__name__)
 
-CACHE_VERSION = 2
-"""Bump when the preprocessing code changes what it writes for the same config (2: entries carry a checksum)."""
+CACHE_VERSION = 3
+"""Bump when the preprocessing code changes what it writes for the same config (2: entries carry a checksum; 3: notches and high-pass filtered as one cascade)."""
 _DIGESTS_FILE = "file_digests.json"
 
 

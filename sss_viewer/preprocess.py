@@ -15,6 +15,7 @@ Pure array functions plus a frozen config. Two presets:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from dataclasses import dataclass
 from fractions import Fraction
@@ -256,14 +257,27 @@ def filter_block(
         up, down, rate = _resample_ratio(sfreq, config.target_sfreq)
         if up != down:
             y = signal.resample_poly(y, up, down)
-    if config.notch:
-        for freq in _notch_frequencies(line_freq, rate / 2):
-            b, a = signal.iirnotch(freq, config.notch_quality, fs=rate)
-            y = signal.filtfilt(b, a, y, padlen=min(3 * len(a), len(y) - 1))
-    if config.highpass_hz is not None:
-        sos = signal.butter(2, config.highpass_hz, btype="highpass", fs=rate, output="sos")
+    sos = _iir_cascade(config, rate, line_freq)
+    if len(sos):
         y = signal.sosfiltfilt(sos, y, padlen=min(3 * (2 * len(sos) + 1), len(y) - 1))
     return y
+
+
+@functools.lru_cache(maxsize=64)
+def _iir_cascade(config: PreprocessConfig, rate: float, line_freq: float | None) -> np.ndarray:
+    """The notches and the high-pass as one second-order-section cascade, shape (n_sections, 6).
+
+    Filtering forward and backward once with the whole cascade equals filtering with each filter in
+    turn away from the block's ends (linear time-invariant filters commute) and costs a third as
+    much; near the ends the padding differs, as it would with any other padding choice.
+    """
+    sections = []
+    if config.notch:
+        for freq in _notch_frequencies(line_freq, rate / 2):
+            sections.append(signal.tf2sos(*signal.iirnotch(freq, config.notch_quality, fs=rate)))
+    if config.highpass_hz is not None:
+        sections.append(signal.butter(2, config.highpass_hz, btype="highpass", fs=rate, output="sos"))
+    return np.vstack(sections) if sections else np.zeros((0, 6))
 
 
 def preprocess_channel(

@@ -36,10 +36,11 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_CHUNK_SECONDS = 600.0
 """Time chunk length; most ds003029 runs (≤ 10 min) are filtered whole."""
-DEFAULT_MEMORY_BYTES = 256 * 2**20
+DEFAULT_MEMORY_BYTES = 512 * 2**20
+"""Budget for the float32 raw samples in flight: the block being filtered and the one read ahead
+(the filters' float64 temporaries are per thread)."""
 FILTER_THREADS = min(4, os.cpu_count() or 1)
 """Channels of a block filtered at once: resampling and IIR filtering run in scipy without the GIL."""
-"""Budget for the float64 chunk buffers of one channel group."""
 FLAT_STD_UV = 1e-6
 """Standard deviation (µV) at or below which a channel counts as flat."""
 
@@ -99,6 +100,34 @@ def chunk_plan(n_times: int, sfreq: float, config: PreprocessConfig, chunk_secon
     return min(step, max(n_times, 1) + down), margin
 
 
+def block_plan(
+    n_times: int, n_picks: int, sfreq: float, config: PreprocessConfig, chunk_seconds: float, memory_bytes: int
+) -> tuple[int, int, int]:
+    """Channels read at once, time step and margin (input samples) for ``preprocess_into``.
+
+    Readers of multiplexed formats (EDF records, BrainVision, most vendor files) decode every channel
+    of a time span whatever channels are asked for, so the plan reads all picks at once and shortens
+    the time step until two of their float32 blocks (step plus both margins; one filtered, one read
+    ahead) fit ``memory_bytes``. Only
+    when that step would fall below twice the margin (filtering would then cost more than twice the
+    samples kept) does it read channel groups instead.
+
+    Returns
+    -------
+    group, step, margin : int
+        ``step`` is at most :func:`chunk_plan`'s step and a multiple of the resampling ``down`` factor.
+    """
+    _, down = config.resample_ratio(sfreq)
+    step, margin = chunk_plan(n_times, sfreq, config, chunk_seconds)
+    per_sample = 8 * max(n_picks, 1)  # the block being filtered and the one read ahead
+    fitting = (memory_bytes // per_sample - 2 * margin) // down * down
+    shortest = min(step, max(2 * margin, down))
+    if fitting >= shortest:
+        return max(n_picks, 1), min(step, fitting), margin
+    group = max(1, memory_bytes // (8 * (shortest + 2 * margin)))
+    return min(group, max(n_picks, 1)), shortest, margin
+
+
 def preprocess_into(
     recording: Recording,
     picks: np.ndarray,
@@ -126,7 +155,7 @@ def preprocess_into(
     chunk_seconds : float
         Time chunk length (s).
     memory_bytes : int
-        Budget for one channel group's float64 buffers; decides how many channels are read at once.
+        Budget for the float32 raw blocks in flight (channels × samples × 2); see :func:`block_plan`.
     progress : bool
 
     Returns
@@ -140,13 +169,12 @@ def preprocess_into(
     config.check_sfreq(sfreq, what=f"recording {recording.label} ({recording.source or 'in memory'})")
     n_out = config.output_length(n_times, sfreq)
     up, down = config.resample_ratio(sfreq)
-    step, margin = chunk_plan(n_times, sfreq, config, chunk_seconds)
-    per_channel = (min(step, n_times) + 2 * margin) * 8 * 4  # block + filter temporaries
-    group = max(1, min(len(picks), memory_bytes // max(per_channel, 1)))
+    group, step, margin = block_plan(n_times, len(picks), sfreq, config, chunk_seconds, memory_bytes)
     unusable: dict[int, str] = {}
     n_chunks = -(-n_times // step)
     bar = tqdm(total=len(picks) * n_chunks, desc=f"preprocess {recording.label}", unit="chunk", disable=not progress or None)
     pool = ThreadPoolExecutor(FILTER_THREADS, thread_name_prefix="sss-preprocess") if FILTER_THREADS > 1 and len(picks) > 1 else None
+    reader = ThreadPoolExecutor(1, thread_name_prefix="sss-read-ahead")
     try:
         for g0 in range(0, len(picks), group):
             rows = np.arange(g0, min(g0 + group, len(picks)))
@@ -155,10 +183,12 @@ def preprocess_into(
             raw_moments = [_RunningMoments() for _ in rows]
             out_moments = [_RunningMoments() for _ in rows]
             n_nonfinite = np.zeros(len(rows), dtype=np.int64)
-            for s in range(0, n_times, step):
-                e = min(s + step, n_times)
-                a, b = max(0, s - margin), min(n_times, e + margin)
-                block = recording.get_data(picks[rows], a, b)
+            starts = range(0, n_times, step)
+            ahead = reader.submit(_read_block, recording, picks[rows], starts[0], step, margin)
+            for k, s in enumerate(starts):
+                block, e, a = ahead.result()
+                if k + 1 < len(starts):  # read the next block while this one is filtered
+                    ahead = reader.submit(_read_block, recording, picks[rows], starts[k + 1], step, margin)
                 keep_lo = (s - a) * up // down
                 keep_hi = None if e == n_times else (e - a) * up // down
 
@@ -195,10 +225,26 @@ def preprocess_into(
                     std = out_moments[r].std
                     _normalise_in_place(out, int(offsets[j]), n_out, out_moments[r].mean, std if std > 0 else 1.0)
     finally:
+        reader.shutdown()
         if pool is not None:
             pool.shutdown()
     bar.close()
     return unusable
+
+
+def _read_block(recording: Recording, picks: np.ndarray, start: int, step: int, margin: int) -> tuple[np.ndarray, int, int]:
+    """Samples ``[start - margin, start + step + margin)`` (clipped to the recording) of channels ``picks``.
+
+    Returns
+    -------
+    block : ndarray, shape (n_picks, n), float32
+    stop, first : int
+        End of the kept part and the block's first sample.
+    """
+    n_times = recording.n_times
+    stop = min(start + step, n_times)
+    first = max(0, start - margin)
+    return recording.get_data(picks, first, min(n_times, stop + margin)), stop, first
 
 
 def _normalise_in_place(out: np.ndarray, offset: int, n: int, mean: float, std: float, block: int = 1 << 22) -> None:

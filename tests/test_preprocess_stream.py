@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from sss_viewer.preprocess import PreprocessConfig, preprocess_channel, preprocess_preset
-from sss_viewer.preprocess_stream import chunk_plan, preprocess_into
+from sss_viewer.preprocess_stream import block_plan, chunk_plan, preprocess_into
 from sss_viewer.recording import Recording
 
 
@@ -62,3 +62,35 @@ def test_unusable_channels_are_reported_not_normalised():
     unusable = preprocess_into(recording, np.arange(3), config, out, np.arange(3) * n_out, chunk_seconds=20.0)
     assert unusable == {1: "1 NaN/inf samples", 2: "flat signal"}
     assert abs(out[:n_out].mean()) < 1e-4 and out[:n_out].std() == pytest.approx(1.0, abs=1e-4)
+
+
+def test_block_plan_reads_all_channels_at_once_when_they_fit():
+    config = preprocess_preset("default")
+    sfreq, n_times = 1000.0, 3_600_000
+    group, step, margin = block_plan(n_times, 128, sfreq, config, 600.0, 512 * 2**20)
+    _, down = config.resample_ratio(sfreq)
+    assert group == 128  # multiplexed files decode every channel of a span: read it once
+    assert step % down == 0 and 2 * margin <= step <= 600_000
+    assert 2 * 128 * (step + 2 * margin) * 4 <= 512 * 2**20  # the block filtered and the one read ahead
+
+
+def test_block_plan_falls_back_to_channel_groups_when_a_short_step_would_not_fit():
+    config = preprocess_preset("default")
+    group, step, margin = block_plan(3_600_000, 10_000, 1000.0, config, 600.0, 64 * 2**20)
+    assert 1 <= group < 10_000
+    assert step == 2 * margin  # the shortest step that keeps filtering under twice the kept samples
+    assert 2 * group * (step + 2 * margin) * 4 <= 64 * 2**20
+
+
+def test_read_ahead_gives_the_same_output_for_several_blocks_and_groups():
+    recording = _recording(1000.0, 200.0, n_channels=5)
+    config = preprocess_preset("default")
+    n_out = config.output_length(recording.n_times, 1000.0)
+    picks = np.arange(5)
+    outputs = []
+    for memory_bytes in (1 << 40, 5 * 2 * 4 * 90_000, 1):  # one block; all channels in short blocks; groups of one
+        out = np.full(5 * n_out, np.nan, dtype=np.float32)
+        assert preprocess_into(recording, picks, config, out, picks * n_out, chunk_seconds=60.0, memory_bytes=memory_bytes) == {}
+        outputs.append(out)
+    for out in outputs[1:]:
+        np.testing.assert_allclose(out, outputs[0], atol=2e-4)

@@ -58,6 +58,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--train-stride", type=int, default=256, help="training window stride in samples (default 256)")
     p.add_argument("--seed", type=int, default=TRAIN_SEED, help=f"cohort seed (default {TRAIN_SEED}; not {DEMO_SEED})")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="writes OUT/model/ and OUT/scores/")
+    p.add_argument("--scores-only", action="store_true",
+                   help="keep OUT/model/ and only re-score the demo recording (after a change to preprocessing or scoring)")  # fmt: skip
     return p.parse_args(argv)
 
 
@@ -80,9 +82,22 @@ def channel_auc(bundle: ModelBundle, recordings: list) -> float:
     return float(binary_auc(np.asarray(scores), np.asarray(labels)))
 
 
+def write_demo_scores(model_dir: Path, out: Path, cache: str) -> None:
+    """Score the demo recording with the saved model at the fine heat-map stride into ``out``."""
+    t0 = time.perf_counter()
+    saved = ModelBundle.load(model_dir)
+    scores = score_recording(saved, load_demo(cache), device="cpu", progress=False, heat_stride=fine_heat_stride(saved))
+    save_scores(scores, out, demo_scores_key(model_dir, cache))
+    logger.info("demo scores written to %s in %.1f s", out, time.perf_counter() - t0)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if args.scores_only:
+        with tempfile.TemporaryDirectory() as cache:
+            write_demo_scores(args.out / "model", args.out / "scores", cache)
+        return 0
     started = time.perf_counter()
     recordings = synth_cohort(args.patients, args.seed)
     logger.info("synthesised %d patients in %.1f s", len(recordings), time.perf_counter() - started)
@@ -114,11 +129,7 @@ def main(argv: list[str] | None = None) -> int:
             path.chmod(0o644)  # atomic_write's temporary files are private; these are package data
         size = sum(p.stat().st_size for p in model_dir.iterdir())
         logger.info("saved %s (%.2f MB) after %.1f s of training", model_dir, size / 1e6, train_seconds)
-        t0 = time.perf_counter()
-        saved = ModelBundle.load(model_dir)
-        scores = score_recording(saved, demo, device="cpu", progress=False, heat_stride=fine_heat_stride(saved))
-        save_scores(scores, args.out / "scores", demo_scores_key(model_dir, cache))
-        logger.info("demo scores written to %s in %.1f s", args.out / "scores", time.perf_counter() - t0)
+        write_demo_scores(model_dir, args.out / "scores", cache)
     logger.info(
         "held-out test channel AUC %.3f, demo recording channel AUC %.3f; total %.1f s",
         test_auc, demo_auc, time.perf_counter() - started,

@@ -235,13 +235,15 @@ def demo_abnormal(cache_dir: str | Path | None = None) -> pd.DataFrame:
 
 
 def demo_scores_key(model_dir: str | Path = DEMO_MODEL_DIR, cache_dir: str | Path | None = None) -> str:
-    """SHA-256 over the model's ``config.json`` and weights and the demo recording's file bytes."""
+    """SHA-256 over the model's ``config.json`` and weights, the demo recording's file bytes and the
+    preprocessing code's version (``cache.CACHE_VERSION``: scores made with other filters are stale)."""
+    from sss_viewer.cache import CACHE_VERSION
     from sss_viewer.checkpoint import CONFIG_FILE, WEIGHTS_FILE
 
     model_dir = Path(model_dir)
     root = demo_recording(cache_dir).parents[3]
     manifest = json.loads((root / _MANIFEST).read_text())
-    digest = hashlib.sha256(f"demo-scores-v{_SCORES_VERSION}\n".encode())
+    digest = hashlib.sha256(f"demo-scores-v{_SCORES_VERSION}\npreprocessing-v{CACHE_VERSION}\n".encode())
     for name in (CONFIG_FILE, WEIGHTS_FILE):
         digest.update(f"model/{name} {_sha256(model_dir / name)}\n".encode())
     for name in sorted(manifest["files"]):  # the bytes are rehashed, not trusted from the manifest
