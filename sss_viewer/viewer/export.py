@@ -14,7 +14,7 @@ rows of the trace plot), or a caller-supplied ``fallback`` draws it. HTML files 
 JavaScript inline (``bokeh.resources.INLINE``), so they open offline, e.g. on a hospital PC without
 internet, at the cost of ~1 MB per file.
 
-Every file is written atomically (:func:`sss_viewer.checkpoint.atomic_write`) and an existing file
+Every file is written atomically (:func:`sss_viewer.fileio.atomic_write`) and an existing file
 is never overwritten unless ``overwrite=True``.
 """
 
@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sss_viewer.checkpoint import atomic_write
+from sss_viewer.fileio import atomic_write
 
 logger = logging.getLogger(__name__)
 
