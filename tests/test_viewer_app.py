@@ -180,3 +180,17 @@ def test_the_page_on_screen_is_scored_first_and_its_heat_map_shown_before_the_ra
     # the bundled model reads windows within their channel: its heat map is scored at a quarter stride
     assert app.scores.heat_windows is not None and app.traces.effective_bin_s() == pytest.approx(64 / 250)
     assert app.scores.channels["n_windows"].iloc[0] == len(app.scores.windows) / 24  # the ranking: stride 256
+
+
+def test_model_dir_argument_is_the_model_used(tmp_path, monkeypatch):
+    import shutil
+
+    from sss_viewer.viewer.demo import DEMO_MODEL_DIR
+
+    monkeypatch.delenv("SSS_VIEWER_MODEL", raising=False)
+    chosen = tmp_path / "models" / "my-model"
+    shutil.copytree(DEMO_MODEL_DIR, chosen)
+    viewer = build_app(data_root=tmp_path, out_dir=tmp_path / "out", model_dir=chosen, load_demo=False)
+    assert viewer.models.model_dir == chosen.absolute()
+    assert viewer.models.models_root == str(chosen.parent.absolute())
+    assert viewer.bundle is not None and viewer.models.error == ""
