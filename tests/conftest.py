@@ -8,6 +8,10 @@ import pytest
 from sss_viewer.recording import Event, Recording
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+"""Real signal data sets outside the repository (``../shared/data``); tests on them are marked ``realdata``."""
+
+TEST_DATA = Path(__file__).resolve().parent / "data"
+"""Small data files vendored with the tests (see ``tests/data/README.md``)."""
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -49,8 +53,8 @@ def toy_cohort() -> list[Recording]:
     return [toy_recording(f"toy{i:02d}", i) for i in range(8)]
 
 
-DS003029_META = SHARED_DATA / "ds003029-meta"
-"""The real ds003029 sidecars (no signals) that ``write_ds003029_like`` mirrors."""
+DS003029_META = TEST_DATA / "ds003029-meta"
+"""The vendored subset of the real ds003029 sidecars (CC0, no signals) that ``write_ds003029_like`` mirrors."""
 
 
 @pytest.fixture(scope="session")
@@ -59,10 +63,8 @@ def ds003029_like_root(tmp_path_factory) -> Path:
 
     Default subjects (``sss_viewer.io.bids_fixture.DEFAULT_SUBJECTS``), two runs each, 24-s runs at
     the real sampling rates, at most 40 channels per run; ``fixture_manifest.json`` in the root says
-    what was written. Skips where ``../shared/data/ds003029-meta`` is absent.
+    what was written, from the sidecars vendored in ``tests/data/ds003029-meta``.
     """
-    if not (DS003029_META / "participants.tsv").is_file():
-        pytest.skip(f"ds003029 sidecars not found at {DS003029_META} (participants.tsv missing)")
     from sss_viewer.io.bids_fixture import write_ds003029_like
 
     out = tmp_path_factory.mktemp("ds003029-like")

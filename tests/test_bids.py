@@ -13,8 +13,6 @@ from sss_viewer.cli import main
 from sss_viewer.io import RecordingReadError, load_bids_cohort, load_data, load_recording, summarise_bids
 from sss_viewer.io.bids_fixture import read_manifest
 
-pytestmark = pytest.mark.realdata
-
 
 @pytest.fixture(scope="module")
 def manifest(ds003029_like_root):

@@ -1,6 +1,6 @@
 """The ds003029-like BIDS generator: layout, sidecars, signals and determinism.
 
-Needs the real ds003029 sidecars in ``../shared/data/ds003029-meta``; skipped with a reason where absent.
+Runs on the subset of the real ds003029 sidecars vendored in ``tests/data/ds003029-meta``.
 """
 
 import json
@@ -27,9 +27,7 @@ from sss_viewer.io.bids_fixture import (
 )
 from sss_viewer.io.seizure_events import read_seizure_markers
 
-META = Path(__file__).resolve().parents[2] / "shared" / "data" / "ds003029-meta"
-
-pytestmark = pytest.mark.realdata
+from .conftest import DS003029_META as META
 
 _MNE_BIDS_EXPECTED_WARNINGS = (
     "Did not find any electrodes.tsv",  # ds003029 ships no electrode positions
@@ -40,8 +38,6 @@ _MNE_BIDS_EXPECTED_WARNINGS = (
 
 @pytest.fixture(scope="module")
 def meta_root() -> Path:
-    if not (META / "participants.tsv").is_file():
-        pytest.skip(f"ds003029 sidecars not found at {META} (participants.tsv missing)")
     return META
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,17 +21,9 @@ from sss_viewer.io.soz_labels import (
 from .conftest import DS003029_META
 
 
-def require_ds003029() -> Path:
-    """The ds003029 sidecar folder, or skip the test when it is absent."""
-    root = DS003029_META
-    if not root.is_dir():
-        pytest.skip(f"real ds003029 sidecars not available at {root}")
-    return root
-
-
 def real_channel_names(subject: str) -> list[str]:
     """Channel names of run-01 of ``subject`` from its real ``channels.tsv``."""
-    root = require_ds003029()
+    root = DS003029_META
     (path,) = sorted((root / f"sub-{subject}").glob("ses-*/ieeg/*run-01_channels.tsv"))
     return pd.read_csv(path, sep="\t", dtype={"name": str}, keep_default_na=False)["name"].tolist()
 
@@ -143,9 +134,8 @@ def test_normalise_subject_id_keeps_bids_prefix_and_rejects_ambiguity():
         normalise_subject_id("pt001", ["pt1", "pt01"])
 
 
-@pytest.mark.realdata
 def test_spreadsheet_ids_map_to_every_real_subject():
-    root = require_ds003029()
+    root = DS003029_META
     subjects = pd.read_csv(root / "participants.tsv", sep="\t")["participant_id"].str.removeprefix("sub-").tolist()
     spreadsheet_style = {s: s.replace("ummc", "ummc_").replace("pt0", "pt") for s in subjects}
     assert len(subjects) == 35
@@ -291,7 +281,6 @@ def test_read_soz_table_errors_name_file_and_lines(tmp_path):
 # ---------------------------------------------------------------------------- real channel names
 
 
-@pytest.mark.realdata
 @pytest.mark.parametrize(
     ("subject", "soz_text", "n_matched", "unmatched"),
     [
@@ -316,7 +305,6 @@ def test_realistic_soz_matches_real_channel_names(subject, soz_text, n_matched, 
     assert missing == unmatched
 
 
-@pytest.mark.realdata
 def test_pt01_soz_channels_are_exactly_the_ten_named():
     ch_names = real_channel_names("pt01")
     mask, _ = match_soz(ch_names, expand_contacts("AD1-4, ATT1,2, PD1-4"))
