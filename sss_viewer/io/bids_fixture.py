@@ -69,17 +69,17 @@ from sss_viewer.io.soz_labels import expand_contacts, match_soz, write_clinical_
 from sss_viewer.io.synthetic import (
     CENTRES,
     SynthConfig,
-    _add_distractors,
-    _add_line_noise,
-    _add_seizure,
-    _add_segment,
-    _add_spectral_mimics,
-    _background,
-    _distractor_budget,
-    _episode_members,
-    _episode_segment,
-    _Patient,
+    SynthPatient,
+    add_distractors,
+    add_line_noise,
+    add_segment,
+    add_seizure,
+    add_spectral_mimics,
+    background,
     channel_parameters,
+    episode_members,
+    episode_segment,
+    sample_distractor_budget,
 )
 
 logger = logging.getLogger(__name__)
@@ -549,7 +549,7 @@ def _patient(
     status: list[str],
     soz: np.ndarray,
     config: SynthConfig,
-) -> _Patient:
+) -> SynthPatient:
     """Per-channel parameters for one run's montage, drawn from ``config`` like the synthetic cohort.
 
     MISC channels get no distractors; seizure spread goes only to good non-SOZ iEEG contacts.
@@ -562,10 +562,10 @@ def _patient(
     n_spread = int(round(len(candidates) * rng.uniform(*config.spread_fraction)))
     spread = np.zeros(n, dtype=bool)
     spread[rng.choice(candidates, size=n_spread, replace=False)] = True
-    budget = _distractor_budget(rng, soz, config)
+    budget = sample_distractor_budget(rng, soz, config)
     budget[~ieeg] = 0.0
     acquisition = "seeg" if "SEEG" in types else "ecog"
-    return _Patient(
+    return SynthPatient(
         subject=run.subject,
         centre=key,
         sfreq=run.sfreq,
@@ -613,7 +613,7 @@ def _episode_times(
 def _add_interictal(
     rng: np.random.Generator,
     data: np.ndarray,
-    patient: _Patient,
+    patient: SynthPatient,
     config: SynthConfig,
     windows: list[tuple[float, float]],
 ) -> list[tuple[float, float]]:
@@ -625,16 +625,16 @@ def _add_interictal(
     """
     soz = np.flatnonzero(patient.soz)
     episodes = _episode_times(rng, windows, config.episode_duration_s)
-    for (onset, offset), member in zip(episodes, _episode_members(rng, len(soz), len(episodes))):
+    for (onset, offset), member in zip(episodes, episode_members(rng, len(soz), len(episodes))):
         channels = soz[member]
-        segment = _episode_segment(rng, patient, channels, offset - onset, config)
+        segment = episode_segment(rng, patient, channels, offset - onset, config)
         for row, ch in enumerate(channels):
-            _add_segment(data, int(ch), int(onset * patient.sfreq), segment[row])
+            add_segment(data, int(ch), int(onset * patient.sfreq), segment[row])
     return episodes
 
 
 def _synthesise(
-    seeds: np.random.SeedSequence, patient: _Patient, timing: _Timing, config: SynthConfig
+    seeds: np.random.SeedSequence, patient: SynthPatient, timing: _Timing, config: SynthConfig
 ) -> tuple[np.ndarray, list[tuple[float, float]]]:
     """The run's signals in µV, with the synthetic cohort's generators.
 
@@ -645,20 +645,20 @@ def _synthesise(
         Interictal spike episodes on the SOZ channels.
     """
     noise_ss, distractor_ss, seizure_ss, episode_ss, mimic_ss, line_ss = seeds.spawn(6)
-    data = _background(np.random.default_rng(noise_ss), patient, timing.n_times, config)
-    _add_distractors(np.random.default_rng(distractor_ss), data, patient, config)
+    data = background(np.random.default_rng(noise_ss), patient, timing.n_times, config)
+    add_distractors(np.random.default_rng(distractor_ss), data, patient, config)
     has_soz = bool(patient.soz.any())
     seizure_s = 0.0
     if has_soz and timing.onset_s is not None and timing.offset_s - timing.onset_s > 1.0:
-        _add_seizure(np.random.default_rng(seizure_ss), data, patient, config, (timing.onset_s, timing.offset_s))
+        add_seizure(np.random.default_rng(seizure_ss), data, patient, config, (timing.onset_s, timing.offset_s))
         seizure_s = timing.offset_s - timing.onset_s
     episodes = []
     windows = _interictal_windows(timing)
     if has_soz and windows:
         episodes = _add_interictal(np.random.default_rng(episode_ss), data, patient, config, windows)
-    _add_spectral_mimics(np.random.default_rng(mimic_ss), data, patient, config, seizure_s)
+    add_spectral_mimics(np.random.default_rng(mimic_ss), data, patient, config, seizure_s)
     data *= patient.amplitude_uv[:, None].astype(np.float32)
-    _add_line_noise(np.random.default_rng(line_ss), data, patient)
+    add_line_noise(np.random.default_rng(line_ss), data, patient)
     return data, episodes
 
 

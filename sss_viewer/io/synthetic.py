@@ -264,8 +264,14 @@ def centre_table() -> dict:
 
 
 @dataclass
-class _Patient:
-    """Montage and per-channel parameters shared by all runs of one synthetic patient."""
+class SynthPatient:
+    """Montage and per-channel parameters shared by all runs of one synthetic patient.
+
+    The signal building blocks (``background``, ``add_distractors``, ``add_seizure``,
+    ``episode_members``/``episode_segment``/``add_segment``, ``add_spectral_mimics``,
+    ``add_line_noise``) take one, so other generators can fill one from a real montage (as the tests'
+    ds003029-like BIDS fixture does, with ``channel_parameters`` and ``sample_distractor_budget``).
+    """
 
     subject: str
     centre: str
@@ -364,7 +370,7 @@ def _sample_peaks(rng: np.random.Generator, n_channels: int, config: SynthConfig
     return peaks
 
 
-def _distractor_budget(rng: np.random.Generator, soz: np.ndarray, config: SynthConfig) -> np.ndarray:
+def sample_distractor_budget(rng: np.random.Generator, soz: np.ndarray, config: SynthConfig) -> np.ndarray:
     """Fraction of time each channel spends in each distractor kind.
 
     Returns
@@ -380,7 +386,7 @@ def _distractor_budget(rng: np.random.Generator, soz: np.ndarray, config: SynthC
 
 
 def channel_parameters(rng: np.random.Generator, config: SynthConfig, centre: str, n: int) -> dict[str, np.ndarray]:
-    """Per-channel background and spike parameters of ``n`` channels at ``centre`` (the ``_Patient`` fields).
+    """Per-channel background and spike parameters of ``n`` channels at ``centre`` (the ``SynthPatient`` fields).
 
     Returns
     -------
@@ -400,7 +406,7 @@ def channel_parameters(rng: np.random.Generator, config: SynthConfig, centre: st
     }
 
 
-def _sample_patient(rng: np.random.Generator, index: int, config: SynthConfig) -> _Patient:
+def _sample_patient(rng: np.random.Generator, index: int, config: SynthConfig) -> SynthPatient:
     """Draw one patient's montage, SOZ and per-channel parameters from its centre's real table."""
     centre = CENTRES[index % len(CENTRES)]
     table = centre_table()[centre]
@@ -419,12 +425,12 @@ def _sample_patient(rng: np.random.Generator, index: int, config: SynthConfig) -
     names, shaft_of = _shaft_montage(rng, table["shafts"], n_channels)
     n_soz = int(np.clip(round(n_channels * config.soz_fraction * rng.uniform(0.8, 1.2)), 2, n_channels // 3))
     soz = _choose_soz(rng, shaft_of, n_soz)
-    budget = _distractor_budget(rng, soz, config)
+    budget = sample_distractor_budget(rng, soz, config)
     spread = np.zeros(n_channels, dtype=bool)
     non_soz = np.flatnonzero(~soz)
     n_spread = int(round(len(non_soz) * rng.uniform(*config.spread_fraction)))
     spread[rng.choice(non_soz, size=n_spread, replace=False)] = True
-    return _Patient(
+    return SynthPatient(
         subject=f"synth{index + 1:02d}",
         centre=centre,
         sfreq=float(table["sfreq_hz"][profile]),
@@ -475,7 +481,7 @@ def _spectral_filter(freqs: np.ndarray, beta: float, knee: float, peaks: np.ndar
     return (h / np.sqrt(power)).astype(np.float32)
 
 
-def _background(rng: np.random.Generator, patient: _Patient, n_times: int, config: SynthConfig) -> np.ndarray:
+def background(rng: np.random.Generator, patient: SynthPatient, n_times: int, config: SynthConfig) -> np.ndarray:
     """Unit-variance coloured noise with rhythms, plus slow drift, in background-SD units.
 
     Returns
@@ -506,7 +512,7 @@ def _background(rng: np.random.Generator, patient: _Patient, n_times: int, confi
     return data
 
 
-def _add_line_noise(rng: np.random.Generator, data: np.ndarray, patient: _Patient) -> None:
+def add_line_noise(rng: np.random.Generator, data: np.ndarray, patient: SynthPatient) -> None:
     """Add mains noise (fundamental and harmonics below 0.45·sfreq) in µV, in place."""
     n_times = data.shape[1]
     t = np.arange(n_times, dtype=np.float64) / patient.sfreq
@@ -707,7 +713,7 @@ def _place_intervals(
     return sorted(placed)
 
 
-def _add_segment(data: np.ndarray, ch: int, start: int, segment: np.ndarray) -> None:
+def add_segment(data: np.ndarray, ch: int, start: int, segment: np.ndarray) -> None:
     """Add ``segment`` into ``data[ch]`` from sample ``start``, clipping at the recording edges."""
     n = data.shape[1]
     if start >= n or start + len(segment) <= 0:
@@ -717,7 +723,7 @@ def _add_segment(data: np.ndarray, ch: int, start: int, segment: np.ndarray) -> 
     data[ch, lo:hi] += segment[lo - start : hi - start]
 
 
-def _add_distractors(rng: np.random.Generator, data: np.ndarray, patient: _Patient, config: SynthConfig) -> None:
+def add_distractors(rng: np.random.Generator, data: np.ndarray, patient: SynthPatient, config: SynthConfig) -> None:
     """Add benign bursts, K-complex-like waves and muscle bursts to every channel, in place."""
     sfreq = patient.sfreq
     total_s = data.shape[1] / sfreq
@@ -730,12 +736,12 @@ def _add_distractors(rng: np.random.Generator, data: np.ndarray, patient: _Patie
                 length = rng.uniform(*lengths[kind])
                 onset = rng.uniform(0, max(total_s - length, 0.0))
                 wave = _distractor(kind, sfreq, length, rng, config.muscle_amplitude)
-                _add_segment(data, ch, int(onset * sfreq), wave)
+                add_segment(data, ch, int(onset * sfreq), wave)
                 covered += length
 
 
-def _episode_segment(
-    rng: np.random.Generator, patient: _Patient, channels: np.ndarray, length_s: float, config: SynthConfig
+def episode_segment(
+    rng: np.random.Generator, patient: SynthPatient, channels: np.ndarray, length_s: float, config: SynthConfig
 ) -> np.ndarray:
     """Spike cluster of one episode on the participating ``channels`` (shared spike times, jittered).
 
@@ -770,7 +776,7 @@ def _episode_segment(
     return _lowpass(seg, sfreq, config.signature_max_freq_hz)
 
 
-def _episode_members(rng: np.random.Generator, n_soz: int, n_episodes: int) -> np.ndarray:
+def episode_members(rng: np.random.Generator, n_soz: int, n_episodes: int) -> np.ndarray:
     """Which SOZ channels take part in each episode: each with its own probability (0.6–1), and
     every channel in at least one episode.
 
@@ -785,8 +791,8 @@ def _episode_members(rng: np.random.Generator, n_soz: int, n_episodes: int) -> n
     return members
 
 
-def _add_seizure(
-    rng: np.random.Generator, data: np.ndarray, patient: _Patient, config: SynthConfig, seizure: tuple[float, float]
+def add_seizure(
+    rng: np.random.Generator, data: np.ndarray, patient: SynthPatient, config: SynthConfig, seizure: tuple[float, float]
 ) -> list[tuple[int, float, float, str]]:
     """Add the seizure to the SOZ channels and its delayed spread to the spread channels, in place.
 
@@ -803,19 +809,19 @@ def _add_seizure(
         sig, att = _seizure_soz(sfreq, sz_off - sz_on - lag, rng, amp * rng.uniform(0.8, 1.2), config.lvfa_amplitude)
         start = int((sz_on + lag) * sfreq)
         data[ch, start : start + len(att)] *= att[: data.shape[1] - start]
-        _add_segment(data, ch, start, _lowpass(sig, sfreq, config.signature_max_freq_hz))
+        add_segment(data, ch, start, _lowpass(sig, sfreq, config.signature_max_freq_hz))
         intervals.append((int(ch), sz_on + lag, sz_off, "seizure"))
     for ch in np.flatnonzero(patient.spread):
         on = sz_on + min(rng.uniform(*config.spread_delay_s), 0.4 * (sz_off - sz_on))
         off = sz_off - min(rng.uniform(0, 3.0), 0.1 * (sz_off - sz_on))
         sig = _seizure_spread(sfreq, off - on, rng, rng.uniform(*config.spread_amplitude))
-        _add_segment(data, ch, int(on * sfreq), _lowpass(sig, sfreq, config.signature_max_freq_hz))
+        add_segment(data, ch, int(on * sfreq), _lowpass(sig, sfreq, config.signature_max_freq_hz))
         intervals.append((int(ch), on, off, "seizure_spread"))
     return intervals
 
 
 def _add_spike_episodes(
-    rng: np.random.Generator, data: np.ndarray, patient: _Patient, config: SynthConfig, seizure: tuple[float, float]
+    rng: np.random.Generator, data: np.ndarray, patient: SynthPatient, config: SynthConfig, seizure: tuple[float, float]
 ) -> tuple[list[tuple[int, float, float, str]], list[tuple[float, float]]]:
     """Add interictal spike episodes shared by the SOZ channels (per-channel participation), in place.
 
@@ -836,11 +842,11 @@ def _add_spike_episodes(
     )
     episodes = _place_intervals(rng, total_s, budget, config.episode_duration_s, [(sz_on - 5.0, sz_off + 5.0)])
     intervals = []
-    for (on, off), member in zip(episodes, _episode_members(rng, len(soz), len(episodes))):
+    for (on, off), member in zip(episodes, episode_members(rng, len(soz), len(episodes))):
         channels = soz[member]
-        seg = _episode_segment(rng, patient, channels, off - on, config)
+        seg = episode_segment(rng, patient, channels, off - on, config)
         for row, ch in enumerate(channels):
-            _add_segment(data, int(ch), int(on * sfreq), seg[row])
+            add_segment(data, int(ch), int(on * sfreq), seg[row])
             intervals.append((int(ch), on, off, "spike_episode"))
     return intervals, episodes
 
@@ -848,7 +854,7 @@ def _add_spike_episodes(
 def _add_isolated_ripples(
     rng: np.random.Generator,
     data: np.ndarray,
-    patient: _Patient,
+    patient: SynthPatient,
     config: SynthConfig,
     blocked: list[tuple[float, float]],
     budget_s: float,
@@ -870,7 +876,7 @@ def _add_isolated_ripples(
             if any(on < b + 0.2 and on + dur > a - 0.2 for a, b in blocked):
                 continue
             r = ripple_waveform(sfreq, rng.uniform(*config.hfo_freq_hz), dur, rng) * rng.uniform(*config.hfo_amplitude)
-            _add_segment(data, int(ch), int(on * sfreq), _lowpass(r, sfreq, config.signature_max_freq_hz))
+            add_segment(data, int(ch), int(on * sfreq), _lowpass(r, sfreq, config.signature_max_freq_hz))
             intervals.append((int(ch), on, on + dur, "hfo"))
             covered += dur
     return intervals
@@ -915,8 +921,8 @@ def _tukey(n: int, fraction: float) -> np.ndarray:
     return w
 
 
-def _add_spectral_mimics(
-    rng: np.random.Generator, data: np.ndarray, patient: _Patient, config: SynthConfig, seizure_s: float
+def add_spectral_mimics(
+    rng: np.random.Generator, data: np.ndarray, patient: SynthPatient, config: SynthConfig, seizure_s: float
 ) -> None:
     """Give every non-SOZ channel benign bursts with the power spectrum of the SOZ signature, in place.
 
@@ -933,19 +939,19 @@ def _add_spectral_mimics(
     for ch in np.flatnonzero(~patient.soz):
         budget = rng.uniform(*config.episode_fraction) * total_s * config.mimic_strength
         for on, off in _place_intervals(rng, total_s, budget, config.episode_duration_s, [], gap_s=0.5):
-            seg = _episode_segment(rng, patient, np.array([ch]), off - on, config)[0]
-            _add_segment(data, int(ch), int(on * sfreq), phase_randomise(seg, rng))
+            seg = episode_segment(rng, patient, np.array([ch]), off - on, config)[0]
+            add_segment(data, int(ch), int(on * sfreq), phase_randomise(seg, rng))
         if seizure_s > 1.0:
             amp = rng.uniform(*config.seizure_amplitude) * rng.uniform(*config.mimic_seizure_scale)
             sig, _ = _seizure_soz(sfreq, seizure_s, rng, amp, config.lvfa_amplitude)
             on = rng.uniform(0.5, max(total_s - seizure_s - 0.5, 0.5))
-            _add_segment(data, int(ch), int(on * sfreq), phase_randomise(_lowpass(sig, sfreq, f_stop), rng, 0.1))
+            add_segment(data, int(ch), int(on * sfreq), phase_randomise(_lowpass(sig, sfreq, f_stop), rng, 0.1))
 
 
 def _add_signatures(
     seeds: np.random.SeedSequence,
     data: np.ndarray,
-    patient: _Patient,
+    patient: SynthPatient,
     config: SynthConfig,
     seizure: tuple[float, float],
 ) -> list[tuple[int, float, float, str]]:
@@ -958,7 +964,7 @@ def _add_signatures(
     intervals : list of (channel index, onset_s, offset_s, kind)
     """
     seizure_rng, episode_rng, ripple_rng = (np.random.default_rng(s) for s in seeds.spawn(3))
-    intervals = _add_seizure(seizure_rng, data, patient, config, seizure)
+    intervals = add_seizure(seizure_rng, data, patient, config, seizure)
     episode_intervals, episodes = _add_spike_episodes(episode_rng, data, patient, config, seizure)
     intervals += episode_intervals
     total_s = data.shape[1] / patient.sfreq
@@ -999,7 +1005,7 @@ def _seizure_markers(centre: str) -> tuple[str, str]:
 
 
 def _synthesise_run(
-    patient: _Patient, run_index: int, seeds: np.random.SeedSequence, config: SynthConfig
+    patient: SynthPatient, run_index: int, seeds: np.random.SeedSequence, config: SynthConfig
 ) -> tuple[Recording, pd.DataFrame]:
     """Synthesise run ``run_index`` (0-based) of ``patient`` from its own seed sequence."""
     noise_ss, distractor_ss, timing_ss, signature_ss, mimic_ss, line_ss = seeds.spawn(6)
@@ -1007,17 +1013,17 @@ def _synthesise_run(
     duration = patient.durations_s[run_index]
     n_times = int(round(duration * sfreq))
     total_s = n_times / sfreq
-    data = _background(np.random.default_rng(noise_ss), patient, n_times, config)
-    _add_distractors(np.random.default_rng(distractor_ss), data, patient, config)
+    data = background(np.random.default_rng(noise_ss), patient, n_times, config)
+    add_distractors(np.random.default_rng(distractor_ss), data, patient, config)
     timing_rng = np.random.default_rng(timing_ss)
     sz_len = min(timing_rng.uniform(*config.seizure_duration_s), config.max_seizure_fraction * total_s)
     sz_on = min(timing_rng.uniform(0.25, 0.6) * total_s, total_s - sz_len - 1.0)
     intervals = []
     if config.signatures:
         intervals = _add_signatures(signature_ss, data, patient, config, (sz_on, sz_on + sz_len))
-    _add_spectral_mimics(np.random.default_rng(mimic_ss), data, patient, config, sz_len)
+    add_spectral_mimics(np.random.default_rng(mimic_ss), data, patient, config, sz_len)
     data *= patient.amplitude_uv[:, None].astype(np.float32)
-    _add_line_noise(np.random.default_rng(line_ss), data, patient)
+    add_line_noise(np.random.default_rng(line_ss), data, patient)
     table = pd.DataFrame(
         [(patient.ch_names[c], on, off, kind) for c, on, off, kind in intervals], columns=list(ABNORMAL_COLUMNS)
     )
