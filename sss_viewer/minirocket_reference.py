@@ -1,6 +1,6 @@
 """MiniRocket + logistic regression on whole channels: the reference classifier of issue 6.
 
-The MiniRocket transform (:class:`~sss_viewer.models.minirocket.MiniRocketFeatures`, biases fitted on
+The MiniRocket transform (:class:`~sss_viewer.models.minirocket_features.MiniRocketFeatures`, biases fitted on
 the training channels) turns every whole channel into ~10,000 PPV features; ``StandardScaler +
 LogisticRegression`` (lbfgs) classifies them. The inverse regularisation strength ``C`` is chosen on
 the validation channels (highest AUC, ties to the stronger regularisation); every candidate is fit on
@@ -21,7 +21,7 @@ from sklearn.preprocessing import StandardScaler
 
 from sss_viewer.dataset import SeriesSet
 from sss_viewer.metrics import binary_auc
-from sss_viewer.models.minirocket import MiniRocketFeatures
+from sss_viewer.models.minirocket_features import MiniRocketFeatures
 from sss_viewer.whole_channel import INFINITE_EVAL_BATCH, _equal_length_batches
 
 logger = logging.getLogger(__name__)

@@ -7,10 +7,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sss_viewer.models.minirocket import (
+from sss_viewer.models.minirocket import MiniRocketClassifier
+from sss_viewer.models.minirocket_features import (
     KERNEL_LENGTH,
     N_KERNELS,
-    MiniRocketClassifier,
     MiniRocketFeatures,
     minirocket_dilations,
 )
@@ -51,7 +51,7 @@ def test_features_match_a_direct_convolution():
 
 def test_features_do_not_depend_on_the_cache_sized_chunks(monkeypatch):
     """Rows are convolved and pooled a few at a time; a batch split into uneven chunks gives the same features."""
-    from sss_viewer.models import minirocket as module
+    from sss_viewer.models import minirocket_features as module
 
     torch.manual_seed(0)
     x = torch.randn(5, 300)

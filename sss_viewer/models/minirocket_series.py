@@ -58,7 +58,12 @@ except ImportError:  # pragma: no cover - a GPU machine's own python may lack nu
         """Stand-in decorator: the function stays plain Python (never called without numba)."""
         return args[0] if args and callable(args[0]) else (lambda f: f)
 
-from sss_viewer.models.minirocket import KERNEL_LENGTH, N_KERNELS, MiniRocketFeatures, kernel_taps
+from sss_viewer.models.minirocket_features import (
+    KERNEL_LENGTH,
+    N_KERNELS,
+    MiniRocketFeatures,
+    kernel_taps,
+)
 
 logger = logging.getLogger(__name__)
 
