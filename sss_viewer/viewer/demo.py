@@ -30,7 +30,6 @@ import logging
 import os
 import shutil
 import tempfile
-from importlib import resources
 from pathlib import Path
 
 import pandas as pd
@@ -38,8 +37,17 @@ import pandas as pd
 from sss_viewer import __version__
 from sss_viewer.cache import default_cache_dir
 from sss_viewer.inference import RecordingScores
-from sss_viewer.io.synthetic import SynthConfig, synthesise_recording, write_recording_bids
+from sss_viewer.io.synthetic import (
+    SynthConfig,
+    synthesise_recording,
+    write_recording_bids,
+)
 from sss_viewer.recording import Recording
+from sss_viewer.viewer.demo_files import (
+    BUNDLED_SCORES_DIR,
+    DEMO_DATA_DIR,
+    DEMO_MODEL_DIR,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -67,20 +75,6 @@ gzipped); ``heat_windows`` only when the scores have a finer heat-map table."""
 _GZIP = {"method": "gzip", "mtime": 0}
 
 
-def _package_data(*parts: str) -> Path:
-    """A folder or file under ``sss_viewer/data`` as a filesystem path."""
-    root = resources.files("sss_viewer")
-    if not isinstance(root, Path):  # a zipped install: not supported for the demo files
-        raise RuntimeError(f"sss_viewer is installed as {root!r}, not as files; the demo needs a regular install.")
-    return root.joinpath("data", *parts)
-
-
-DEMO_DATA_DIR = _package_data("demo")
-"""``sss_viewer/data/demo``: the bundled model and its precomputed demo scores."""
-DEMO_MODEL_DIR = DEMO_DATA_DIR / "model"
-"""The bundled demo model directory (``model.safetensors`` + ``config.json``)."""
-BUNDLED_SCORES_DIR = DEMO_DATA_DIR / "scores"
-"""Demo scores precomputed by ``training/build_demo_model.py`` (used when their key matches)."""
 
 
 def demo_synth_config() -> SynthConfig:

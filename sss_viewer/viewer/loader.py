@@ -32,6 +32,7 @@ import param
 from sss_viewer.checkpoint import CONFIG_FILE, WEIGHTS_FILE, ModelBundle
 from sss_viewer.io.readers import SUPPORTED_FORMATS
 from sss_viewer.recording import IEEG_CH_TYPES, Recording
+from sss_viewer.viewer.demo_files import DEMO_MODEL_DIR
 
 logger = logging.getLogger(__name__)
 
@@ -668,8 +669,6 @@ def is_model_dir(path: Path) -> bool:
 
 def _default_model() -> tuple[str, str | None]:
     """``(models root, model name)`` from ``SSS_VIEWER_MODEL`` / ``SSS_VIEWER_MODELS_ROOT``, else the demo model."""
-    from sss_viewer.viewer.demo import DEMO_MODEL_DIR
-
     if os.environ.get(MODEL_ENV):
         model = Path(os.environ[MODEL_ENV]).absolute()
         return str(model.parent), model.name
@@ -701,8 +700,6 @@ class ModelPicker(pn.viewable.Viewer):
 
     def _preferred(self) -> str:
         """The bundled demo model when it is listed, else the first model."""
-        from sss_viewer.viewer.demo import DEMO_MODEL_DIR
-
         root = Path(self.models_root)
         for name in self._names:
             if (root / name).resolve() == DEMO_MODEL_DIR.resolve():
