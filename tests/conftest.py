@@ -61,11 +61,11 @@ DS003029_META = TEST_DATA / "ds003029-meta"
 def ds003029_like_root(tmp_path_factory) -> Path:
     """A small ds003029-shaped BIDS tree, written once per session (≈ 3 s).
 
-    Default subjects (``sss_viewer.io.bids_fixture.DEFAULT_SUBJECTS``), two runs each, 24-s runs at
+    Default subjects (``tests.fixtures.bids_fixture.DEFAULT_SUBJECTS``), two runs each, 24-s runs at
     the real sampling rates, at most 40 channels per run; ``fixture_manifest.json`` in the root says
     what was written, from the sidecars vendored in ``tests/data/ds003029-meta``.
     """
-    from sss_viewer.io.bids_fixture import write_ds003029_like
+    from .fixtures.bids_fixture import write_ds003029_like
 
     out = tmp_path_factory.mktemp("ds003029-like")
     return write_ds003029_like(DS003029_META, out, duration_s=24.0, max_channels=40)

@@ -11,7 +11,8 @@ import pytest
 
 from sss_viewer.cli import main
 from sss_viewer.io import RecordingReadError, load_bids_cohort, load_data, load_recording, summarise_bids
-from sss_viewer.io.bids_fixture import read_manifest
+
+from .fixtures.bids_fixture import read_manifest
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,10 @@ import pandas as pd
 import pytest
 from scipy.signal import butter, sosfiltfilt
 
-from sss_viewer.io.bids_fixture import (
+from sss_viewer.io.seizure_events import read_seizure_markers
+
+from .conftest import DS003029_META as META
+from .fixtures.bids_fixture import (
     CLINICAL_COLUMNS,
     CLINICAL_SUMMARY,
     DEFAULT_SUBJECTS,
@@ -25,9 +28,6 @@ from sss_viewer.io.bids_fixture import (
     read_manifest,
     write_ds003029_like,
 )
-from sss_viewer.io.seizure_events import read_seizure_markers
-
-from .conftest import DS003029_META as META
 
 _MNE_BIDS_EXPECTED_WARNINGS = (
     "Did not find any electrodes.tsv",  # ds003029 ships no electrode positions

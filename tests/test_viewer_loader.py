@@ -268,7 +268,7 @@ def test_unreadable_upload_is_refused_and_removed(tmp_path, data_root):
 
 
 def test_bids_picker_lists_subjects_and_runs(ds003029_like_root):
-    from sss_viewer.io.bids_fixture import read_manifest
+    from tests.fixtures.bids_fixture import read_manifest
 
     manifest = read_manifest(ds003029_like_root)["subjects"]
     browser = RecordingBrowser(data_root=str(ds003029_like_root))
