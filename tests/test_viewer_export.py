@@ -1,19 +1,23 @@
-"""Export: PNG through Chromium, the browser-free fallback, no silent overwrite, HTML report, CSV, downloads."""
+"""Export: PNG/SVG drawn by Bokeh in Chromium (Playwright), the no-browser error, no silent overwrite, HTML report, CSV, downloads."""
 
+import asyncio
 import io
 import shutil
+import threading
 import time
-from pathlib import Path
+from xml.etree import ElementTree
 
 import holoviews as hv
 import numpy as np
 import pandas as pd
 import pytest
+from PIL import Image
 
 from sss_viewer.viewer import export
 from sss_viewer.viewer.annotations import AnnotationSet, make_marker
 from sss_viewer.viewer.export import (
     DEMO_MODEL_SENTENCE,
+    BrowserUnavailable,
     download_buttons,
     export_basename,
     export_figure,
@@ -25,7 +29,8 @@ from sss_viewer.viewer.export import (
 hv.extension("bokeh", logo=False)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-HAS_CHROMIUM = Path("/usr/bin/chromium").exists() and shutil.which("chromedriver") is not None
+HAS_BROWSER = export.find_browser() is not None
+needs_browser = pytest.mark.skipif(not HAS_BROWSER, reason=export._missing_browser() or "")
 
 
 def curve(seed: int):
@@ -47,10 +52,9 @@ def viewer_like():
 
 @pytest.fixture
 def no_browser(monkeypatch):
-    """Hide chromium and chromedriver from the exporter (as on a machine without them)."""
+    """Hide Chromium from the exporter (as on a machine without it)."""
     real_which = shutil.which
-    hidden = {"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chromedriver",
-              "chromium.chromedriver"}
+    hidden = set(export._BROWSERS)
     monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name in hidden else real_which(name, *a, **k))
     assert export.find_browser() is None
 
@@ -72,31 +76,86 @@ def ranking() -> pd.DataFrame:
     )
 
 
-@pytest.mark.skipif(not HAS_CHROMIUM, reason="needs /usr/bin/chromium and chromedriver for Bokeh's PNG export")
-def test_png_export_with_chromium(tmp_path):
+def _pixels(png: bytes) -> np.ndarray:
+    with Image.open(io.BytesIO(png)) as image:
+        return np.asarray(image.convert("RGB"))
+
+
+@needs_browser
+def test_png_is_drawn_by_bokeh_in_chromium(tmp_path):
     a, b = tmp_path / "a.png", tmp_path / "b.png"
     assert export_figure(curve(0), a) == "bokeh+chromium"
     assert export_figure(curve(1), b) == "bokeh+chromium"
     da, db = a.read_bytes(), b.read_bytes()
     assert da.startswith(PNG_MAGIC) and db.startswith(PNG_MAGIC)
-    assert len(da) > 1000 and len(db) > 1000
     assert da != db
+    pixels = _pixels(da)
+    assert pixels.shape == (200, 400, 3)  # the figure's own size (no device scaling, no page around it)
+    dark = (pixels.sum(axis=2) < 200).mean()  # the curve, the axes and their labels
+    assert 0.002 < dark < 0.5 and len(np.unique(pixels.reshape(-1, 3), axis=0)) > 20
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left
 
 
-def test_png_fallback_without_browser(tmp_path, no_browser):
-    a, b = tmp_path / "a.png", tmp_path / "b.png"
-    assert export_figure(viewer_like(), a) == "matplotlib"
-    assert export_figure(curve(1), b) == "matplotlib"
-    da = a.read_bytes()
-    assert da.startswith(PNG_MAGIC) and len(da) > 1000
-    assert da != b.read_bytes()
-    svg = tmp_path / "a.svg"
-    assert export_figure(viewer_like(), svg) == "matplotlib"
-    assert svg.read_text().lstrip().startswith("<?xml") and "<svg" in svg.read_text()
-    text = svg.read_text()
-    assert export.FALLBACK_MARK in text and export.BROWSER_MARK not in text  # a fallback says it is one
-    assert export.FALLBACK_SOFTWARE.encode() in a.read_bytes()  # PNG text chunk
+@needs_browser
+def test_warm_browser_is_reused_across_exports_and_threads():
+    """One browser serves exports from the main thread, other threads and a thread running an asyncio loop."""
+    export.warm_export_browser(background=False)
+    starts = export._WARM.starts
+    worker = export._WARM.call(lambda session: threading.get_ident())
+    first, _ = figure_bytes(curve(0), "png")
+    results, errors = {}, []
+
+    def work(i):
+        try:
+            results[i] = figure_bytes(curve(i), "png" if i % 2 else "svg")
+        except Exception as err:  # noqa: BLE001 (reported below)
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(1, 5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+
+    async def in_a_loop():  # as in a Panel callback on the server's thread (sync Playwright refuses to run there)
+        return figure_bytes(curve(9), "png")
+
+    looped, renderer = asyncio.run(in_a_loop())
+    assert errors == [] and sorted(results) == [1, 2, 3, 4] and renderer == "bokeh+chromium"
+    assert {r for _, r in results.values()} == {"bokeh+chromium"}
+    assert results[1][0].startswith(PNG_MAGIC) and results[2][0].startswith(export.BROWSER_MARK.encode())
+    assert len({first, looped, *(data for data, _ in results.values())}) == 6  # each export drew its own figure
+    assert export._WARM.starts == starts  # no second browser
+    assert export._WARM.call(lambda session: threading.get_ident()) == worker != threading.get_ident()
+
+
+@needs_browser
+def test_idle_browser_is_closed_and_a_later_export_starts_a_new_one(monkeypatch):
+    export._WARM.quit()
+    monkeypatch.setattr(export, "BROWSER_IDLE_S", 0.5)
+    figure_bytes(curve(0), "png")
+    starts = export._WARM.starts
+    deadline = time.monotonic() + 30
+    while export._WARM.running and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not export._WARM.running
+    assert figure_bytes(curve(1), "png")[1] == "bokeh+chromium"
+    assert export._WARM.starts == starts + 1
+    export._WARM.quit()
+
+
+def test_png_and_svg_without_browser_are_a_clear_error_and_html_still_works(tmp_path, no_browser):
+    for fmt in ("png", "svg"):
+        out = tmp_path / f"fig.{fmt}"
+        with pytest.raises(BrowserUnavailable, match=rf"{fmt.upper()} export needs a headless Chromium.*no Chromium on PATH.*HTML"):
+            export_figure(viewer_like(), out)
+        assert not out.exists() and not list(tmp_path.iterdir())  # nothing written, no temporary file
+    assert export_figure(viewer_like(), tmp_path / "fig.html") == "bokeh-html"
+    errors = []
+    (png,) = download_buttons(lambda: figure_bytes(curve(0), "png")[0], None, None, None, on_error=errors.append)
+    with pytest.raises(BrowserUnavailable):
+        png.callback()
+    assert len(errors) == 1 and errors[0].startswith("Could not make the PNG file: PNG export needs a headless Chromium")
 
 
 def test_fallback_callable_is_used_without_browser(tmp_path, no_browser):
@@ -109,24 +168,34 @@ def test_fallback_callable_is_used_without_browser(tmp_path, no_browser):
 
     out = tmp_path / "f.png"
     assert export_figure(curve(0), out, fallback=draw) == "fallback"
-    assert out.read_bytes().startswith(PNG_MAGIC)
+    assert out.read_bytes().startswith(PNG_MAGIC) and export.FALLBACK_SOFTWARE.encode() in out.read_bytes()
+    svg = tmp_path / "f.svg"
+    assert export_figure(curve(0), svg, fallback=draw) == "fallback"
+    text = svg.read_text()
+    assert text.startswith("<?xml") and export.FALLBACK_MARK in text and export.BROWSER_MARK not in text
 
 
-def test_browser_that_fails_to_start_falls_back(tmp_path, monkeypatch):
-    monkeypatch.setattr(export, "find_browser", lambda: ("/nonexistent/chromium", "/nonexistent/chromedriver"))
+def test_browser_that_fails_to_start_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(export, "find_browser", lambda: "/nonexistent/chromium")
     out = tmp_path / "x.png"
-    assert export_figure(curve(0), out) == "matplotlib"
-    assert out.read_bytes().startswith(PNG_MAGIC)
+    with pytest.raises(BrowserUnavailable, match="PNG export needs a headless Chromium browser: could not start /nonexistent/chromium"):
+        export_figure(curve(0), out)
+    assert not out.exists()
 
 
 def test_no_overwrite_without_flag(tmp_path, no_browser):
     out = tmp_path / "fig.png"
     out.write_bytes(b"keep me")
-    with pytest.raises(FileExistsError, match="fig.png"):
+    with pytest.raises(FileExistsError, match="fig.png"):  # before any drawing
         export_figure(curve(0), out)
     assert out.read_bytes() == b"keep me"
-    assert export_figure(curve(0), out, overwrite=True) == "matplotlib"
-    assert out.read_bytes().startswith(PNG_MAGIC)
+    html = tmp_path / "fig.html"
+    html.write_text("keep me")
+    with pytest.raises(FileExistsError, match="fig.html"):
+        export_figure(curve(0), html)
+    assert html.read_text() == "keep me"
+    assert export_figure(curve(0), html, overwrite=True) == "bokeh-html"
+    assert "Bokeh" in html.read_text()
     csv = tmp_path / "r.csv"
     export_ranking_csv(ranking(), csv)
     with pytest.raises(FileExistsError, match="r.csv"):
@@ -154,9 +223,18 @@ def test_html_export_works_offline(tmp_path):
     assert 'src="https://cdn.bokeh.org' not in text  # JavaScript inlined
 
 
+def _matplotlib_png() -> bytes:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(2, 1))
+    fig.add_subplot().plot([0, 1], [1, 0])
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
 def test_report_html(tmp_path, no_browser):
-    png, renderer = figure_bytes(curve(0), "png")
-    assert renderer == "matplotlib" and png.startswith(PNG_MAGIC)
+    png = _matplotlib_png()
     ann = AnnotationSet(markers=[make_marker(12.5, "onset", "LVFA in <LA1>")], bad_channels=["RB3"])
     out = export_report_html(
         tmp_path / "report.html",
@@ -179,7 +257,17 @@ def test_report_html(tmp_path, no_browser):
     assert "sub-pt01 run-01" in text and "Threshold: 0.42 " in text and "Generated 20" in text
     plain = export_report_html(tmp_path / "plain.html", figure=curve(1), ranking_df=ranking(),
                                recording_label="r", model_description="a trained model")
-    assert DEMO_MODEL_SENTENCE not in plain.read_text() and "data:image/png;base64," in plain.read_text()
+    text = plain.read_text()  # no browser to draw the figure: the report is written and says why it has none
+    assert DEMO_MODEL_SENTENCE not in text and "data:image/png;base64," not in text
+    assert "No figure: PNG export needs a headless Chromium browser" in text and "<td>LA1</td>" in text
+
+
+@needs_browser
+def test_report_draws_its_figure_in_the_browser(tmp_path):
+    out = export_report_html(tmp_path / "report.html", figure=curve(1), ranking_df=ranking(),
+                             recording_label="r", model_description="a trained model")
+    text = out.read_text()
+    assert "data:image/png;base64,iVBORw0KGgo" in text and "No figure" not in text
 
 
 def test_ranking_csv_round_trip(tmp_path):
@@ -219,7 +307,7 @@ def test_download_buttons_serve_files_with_stem_and_time_range():
     assert export_basename("sub pt/01") == "sub_pt_01"
 
 
-@pytest.mark.skipif(not HAS_CHROMIUM, reason="needs /usr/bin/chromium and chromedriver for Bokeh's SVG export")
+@needs_browser
 def test_svg_is_drawn_by_the_browser_with_the_colour_bar(tmp_path):
     heat = hv.Image(
         np.random.default_rng(0).random((3, 10)), bounds=(0, -0.5, 10, 2.5), vdims=[hv.Dimension("p", label="p(SOZ)")]
@@ -230,12 +318,14 @@ def test_svg_is_drawn_by_the_browser_with_the_colour_bar(tmp_path):
     text = out.read_text()
     assert text.startswith(export.BROWSER_MARK) and export.FALLBACK_MARK not in text and "<svg" in text
     assert "p(SOZ)" in text  # the colour bar's title, drawn by Bokeh
+    svg = ElementTree.fromstring(text.split("\n", 1)[1])  # well-formed SVG after the mark
+    assert svg.tag.endswith("svg") and float(svg.get("width")) == 500 and float(svg.get("height")) == 200
     again = tmp_path / "again.svg"
     export_figure(curve(1), again)
     assert time.perf_counter() - started < 30 and again.read_text() != text  # the warm browser draws the new figure
 
 
-@pytest.mark.skipif(not HAS_CHROMIUM, reason="needs /usr/bin/chromium and chromedriver for Bokeh's PNG export")
+@needs_browser
 def test_live_figure_is_exported_from_a_static_copy(tmp_path):
     """A DynamicMap figure is drawn from its current frame; rendering it twice gives two independent models."""
     from sss_viewer.viewer.export import static_copy, to_bokeh

@@ -1,21 +1,38 @@
 """Export of what the viewer shows: PNG / SVG / HTML figures, the ranking CSV, a one-page report.
 
-Figures are rendered by Bokeh in headless Chromium (selenium + the Debian ``chromium`` and
-``chromedriver``) when a browser is found, so the file looks like the screen. A live figure (one with
-DynamicMaps and streams, e.g. ``TraceView.figure()``) is never drawn itself: its registered static copy
-(:func:`register_static_copy`), or a copy with each DynamicMap replaced by its current frame, is
-rendered into new Bokeh models, so the live document's models are neither changed nor shared. One
-headless Chromium is kept warm (started in the background when the download buttons are made, quit
-after ``BROWSER_IDLE_S`` idle seconds and at exit), with Bokeh's JavaScript loaded once, so an export
-only renders the figure. Without a browser
-(or when it fails to start) a browser-free renderer draws the same Bokeh figure with matplotlib
-from its data (lines, images, rectangles, markers, vertical/horizontal rules, the sub-coordinate
-rows of the trace plot), or a caller-supplied ``fallback`` draws it. HTML files embed Bokeh's
-JavaScript inline (``bokeh.resources.INLINE``), so they open offline, e.g. on a hospital PC without
-internet, at the cost of ~1 MB per file.
+PNG and SVG figures are drawn by Bokeh itself in a headless Chromium (Debian's ``chromium`` on
+PATH), driven by Playwright, the browser-automation library the browser tests use too, so the file
+looks like the screen. A live figure (one with DynamicMaps and streams, e.g. ``TraceView.figure()``)
+is never drawn itself: its registered static copy (:func:`register_static_copy`), or a copy with
+each DynamicMap replaced by its current frame, is rendered into new Bokeh models, so the live
+document's models are neither changed nor shared.
 
-Every file is written atomically (:func:`sss_viewer.fileio.atomic_write`) and an existing file
-is never overwritten unless ``overwrite=True``.
+One headless Chromium is kept warm, with Bokeh's JavaScript loaded once into a page, so an export
+only draws the figure. Playwright's sync API is bound to the thread that started it (its greenlet
+and event loop) and refuses to run in a thread with a running asyncio loop, such as the Panel
+server's, while Panel runs callbacks on various threads. So one daemon worker thread owns
+Playwright, the browser and the page; an export from any thread serialises the figure and hands the
+worker a render job through a queue, then waits for the answer. The worker is started in the
+background when the download buttons are made (:func:`warm_export_browser`); it closes the browser
+and ends after ``BROWSER_IDLE_S`` seconds without a job, and at exit; the browser is also closed
+after ``_BrowserWorker.max_uses`` renders (a fresh page keeps memory flat) and after a browser
+error. The next export starts a new one.
+
+Without a browser (none on PATH, Playwright not installed, or the browser fails to start), PNG and
+SVG raise :class:`BrowserUnavailable` with a message that says so and that HTML needs no browser;
+a caller-supplied ``fallback`` (a matplotlib Figure) is saved instead when given. HTML never needs a
+browser. There is deliberately no automatic browser-free drawing: the figure the viewer exports
+(``TraceView.static_figure``) puts each channel on its own ``subcoordinate_y`` row over an RGB
+trace raster and a p(SOZ) heat map, with Bokeh-only options; HoloViews' matplotlib backend
+(``hv.render(obj, backend="matplotlib")``, checked with HoloViews 1.23) ignores
+``subcoordinate_y`` and those options and draws every channel of the page on top of each other on
+one axis, a misleading picture of an iEEG page. An earlier interpreter from Bokeh's glyph models to
+matplotlib broke with Bokeh releases and was removed.
+
+HTML files embed Bokeh's JavaScript inline (``bokeh.resources.INLINE``), so they open offline, e.g.
+on a hospital PC without internet, at the cost of ~1 MB per file. Every file is written atomically
+(:func:`sss_viewer.fileio.atomic_write`) and an existing file is never overwritten unless
+``overwrite=True``.
 """
 
 from __future__ import annotations
@@ -23,22 +40,23 @@ from __future__ import annotations
 import atexit
 import base64
 import html
+import importlib.util
 import io
 import json
 import logging
-import math
-import os
+import queue
 import shutil
 import tempfile
 import threading
 import time
 import weakref
 from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from sss_viewer.fileio import atomic_write
@@ -48,7 +66,6 @@ logger = logging.getLogger(__name__)
 FIGURE_FORMATS = ("png", "svg", "html")
 RENDERER_BROWSER = "bokeh+chromium"
 RENDERER_HTML = "bokeh-html"
-RENDERER_MATPLOTLIB = "matplotlib"
 RENDERER_FALLBACK = "fallback"
 DEMO_MODEL_SENTENCE = (
     "This is the demo model, trained on synthetic data only: its scores show how the viewer works "
@@ -58,19 +75,21 @@ REPORT_COLUMNS = ("rank", "channel", "shaft", "score", "time_above", "interval",
 REPORT_TITLES = {"time_above": "time ≥ thr", "label": "clinician", "n_windows": "windows"}
 
 _BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-_DRIVERS = ("chromedriver", "chromium.chromedriver")
 BROWSER_IDLE_S = 300.0
-"""The warm export browser is quit after this many seconds without an export."""
+"""The warm export browser is closed (and its worker thread ends) after this many seconds without a job."""
+START_TIMEOUT_S = 60.0
+"""Longest wait for the browser to start."""
 RENDER_TIMEOUT_S = 15.0
+"""Longest wait for Bokeh to draw one figure in the browser."""
 BROWSER_MARK = "<!-- rendered by Bokeh in headless Chromium (sss-viewer) -->"
 """First line of an SVG drawn by the browser."""
-FALLBACK_MARK = "<!-- sss-viewer: browser-free matplotlib drawing (fallback), not the browser rendering -->"
-"""Comment after the XML declaration of an SVG drawn without a browser (PNG: the ``Software`` text chunk)."""
-FALLBACK_SOFTWARE = "sss-viewer browser-free matplotlib drawing (fallback)"
+FALLBACK_MARK = "<!-- sss-viewer: caller-supplied matplotlib drawing (fallback), not the browser rendering -->"
+"""Comment after the XML declaration of an SVG drawn by a ``fallback`` (PNG: the ``Software`` text chunk)."""
+FALLBACK_SOFTWARE = "sss-viewer caller-supplied matplotlib drawing (fallback)"
 
 
 class BrowserUnavailable(RuntimeError):
-    """No headless browser could be started for a Bokeh export."""
+    """No headless browser could draw a PNG/SVG figure (HTML export needs none)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -97,35 +116,20 @@ def _figure_format(path: Path, fmt: str | None) -> str:
     return fmt
 
 
-def find_browser() -> tuple[str, str] | None:
-    """``(browser, chromedriver)`` executables on PATH, or None when either is missing."""
-    browser = next((p for p in map(shutil.which, _BROWSERS) if p), None)
-    driver = next((p for p in map(shutil.which, _DRIVERS) if p), None)
-    return (browser, driver) if browser and driver else None
+def _missing_browser() -> str | None:
+    """Why no browser export can be tried here, or None."""
+    if importlib.util.find_spec("playwright") is None:
+        return "the Python package playwright is not installed"
+    if not any(map(shutil.which, _BROWSERS)):
+        return f"no Chromium on PATH (looked for {', '.join(_BROWSERS)}; on Debian: apt-get install chromium)"
+    return None
 
 
-def _start_browser(found: tuple[str, str]):
-    """A headless Chromium webdriver (the caller quits it)."""
-    from selenium.common.exceptions import WebDriverException
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.chrome.webdriver import WebDriver
-
-    as_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    if as_root and "BOKEH_IN_DOCKER" not in os.environ:
-        os.environ["BOKEH_IN_DOCKER"] = "1"
-    browser, driver = found
-    options = Options()
-    options.binary_location = browser
-    for arg in ("--headless", "--hide-scrollbars", "--force-device-scale-factor=1", "--force-color-profile=srgb",
-                "--disable-dev-shm-usage", "--enable-unsafe-swiftshader"):
-        options.add_argument(arg)
-    if as_root or os.environ.get("BOKEH_IN_DOCKER") == "1":
-        options.add_argument("--no-sandbox")
-    try:
-        return WebDriver(service=Service(driver), options=options)
-    except WebDriverException as err:
-        raise BrowserUnavailable(f"could not start {browser} with {driver}: {err.msg or err}") from None
+def find_browser() -> str | None:
+    """The Chromium executable exports use (first of ``_BROWSERS`` on PATH), or None without one or without Playwright."""
+    if _missing_browser() is not None:
+        return None
+    return next(p for p in map(shutil.which, _BROWSERS) if p)
 
 
 _STATIC_COPIES: dict[int, tuple[weakref.ref, Callable[[], Callable[[], Any] | None]]] = {}
@@ -217,17 +221,20 @@ def export_figure(
     overwrite : bool
         Replace an existing file; otherwise an existing file raises FileExistsError.
     fallback : callable, optional
-        ``fallback() -> matplotlib.figure.Figure`` drawing the figure without a browser; used for
-        PNG/SVG when no browser is available instead of the built-in matplotlib rendering of the
-        Bokeh figure. It is saved with ``savefig(format=fmt)`` and closed.
+        ``fallback() -> matplotlib.figure.Figure`` drawing the figure without a browser; saved
+        (``savefig(format=fmt)``, marked as a fallback) for PNG/SVG when no browser is available.
     title : str
         Title of an HTML file.
 
     Returns
     -------
     renderer : str
-        ``"bokeh+chromium"``, ``"bokeh-html"``, ``"matplotlib"`` (built-in browser-free drawing) or
-        ``"fallback"`` (the given callable); also logged.
+        ``"bokeh+chromium"``, ``"bokeh-html"`` or ``"fallback"`` (the given callable); also logged.
+
+    Raises
+    ------
+    BrowserUnavailable
+        PNG/SVG without a working browser and without ``fallback``; nothing is written.
     """
     path = _check_target(path, overwrite)
     fmt = _figure_format(path, fmt)
@@ -256,34 +263,52 @@ def figure_bytes(obj: Any, fmt: str, *, fallback: Callable[[], Any] | None = Non
 
 
 def _render_static(model, fmt: str, fallback: Callable[[], Any] | None) -> tuple[bytes, str]:
-    """PNG/SVG bytes through the browser, else through ``fallback`` or the matplotlib drawing."""
-    found = find_browser()
-    if found is None:
-        logger.info("No chromium/chromedriver on PATH: drawing the %s without a browser.", fmt.upper())
+    """PNG/SVG bytes drawn by the browser, else by ``fallback``, else BrowserUnavailable."""
+    executable = find_browser()
+    if executable is None:
+        reason = _missing_browser() or "no browser found"
     else:
         try:
-            return _browser_render(model, fmt, found), RENDERER_BROWSER
+            return _browser_render(model, fmt, executable), RENDERER_BROWSER
         except BrowserUnavailable as err:
-            logger.warning("Browser export failed (%s): drawing the %s without a browser.", err, fmt.upper())
+            reason = str(err)
     if fallback is not None:
+        logger.warning("No browser export (%s): saving the %s drawn by the fallback.", reason, fmt.upper())
         return _savefig_bytes(fallback(), fmt), RENDERER_FALLBACK
-    return _savefig_bytes(draw_bokeh_matplotlib(model), fmt), RENDERER_MATPLOTLIB
+    raise BrowserUnavailable(
+        f"{fmt.upper()} export needs a headless Chromium browser: {reason}. "
+        "Export HTML instead (it needs no browser), or install chromium and playwright."
+    )
 
 
-def _browser_render(model, fmt: str, found: tuple[str, str]) -> bytes:
-    """PNG/SVG bytes of ``model`` drawn by Bokeh in the warm headless Chromium."""
-    return _WARM.render(model, fmt, found)
+def _browser_render(model, fmt: str, executable: str) -> bytes:
+    """PNG/SVG bytes of ``model`` drawn by Bokeh in the warm headless Chromium ``executable``."""
+    from bokeh.embed import json_item
+
+    item = json.dumps(json_item(model), separators=(",", ":"))  # in the caller's thread: the models are its own
+    result = _WARM.call(lambda session: session.render(executable, item, fmt))
+    if not isinstance(result, dict) or "data" not in result:
+        message = result.get("error", "no result") if isinstance(result, dict) else "no result"
+        raise BrowserUnavailable(f"Bokeh could not render the figure: {str(message).splitlines()[0]}")
+    if fmt == "svg":
+        return (BROWSER_MARK + "\n" + result["data"]).encode("utf-8")
+    data = base64.b64decode(result["data"].split(",", 1)[1])
+    if not data.startswith(b"\x89PNG") or len(data) < 100:
+        raise BrowserUnavailable("the browser rendered an empty image")
+    return data
 
 
 _SHELL_JS = ("bokeh.min.js", "bokeh-gl.min.js", "bokeh-widgets.min.js", "bokeh-tables.min.js")
-_RENDER_SCRIPT = """
-const [text, fmt, done] = arguments;
-(async () => {
-  try {
+_SHELL_HTML = (
+    "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+    "<style>html,body{margin:0;padding:0;background:white}</style></head>"
+    "<body><div id='export-root'></div></body></html>"
+)
+_RENDER_SCRIPT = """async ([text, fmt, timeoutMs]) => {
+  const work = (async () => {
     for (const view of [...Bokeh.index]) view.remove();
     Bokeh.documents.splice(0);
-    const target = document.getElementById("export-root");
-    target.innerHTML = "";
+    document.getElementById("export-root").innerHTML = "";
     const item = JSON.parse(text);
     await Bokeh.embed.embed_item(item, "export-root");
     const doc = Bokeh.documents[Bokeh.documents.length - 1];
@@ -291,152 +316,214 @@ const [text, fmt, done] = arguments;
     const view = [...Bokeh.index].find((v) => v.model.id === item.root_id);
     if (view == null) throw new Error("the figure was not rendered");
     const layer = view.export(fmt, false);
-    if (fmt === "svg") done({data: layer.ctx.get_serialized_svg(true)});
-    else done({data: layer.canvas.toDataURL("image/png")});
+    if (fmt === "svg") return {data: layer.ctx.get_serialized_svg(true)};
+    return {data: layer.canvas.toDataURL("image/png")};
+  })();
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not drawn within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([work, late]);
   } catch (err) {
-    done({error: String((err && err.stack) || err)});
+    return {error: String((err && err.stack) || err)};
+  } finally {
+    clearTimeout(timer);
   }
-})();
-"""
+}"""
 
 
-def _shell_page(folder: Path) -> Path:
-    """An empty page loading Bokeh's JavaScript from the installed package (no network, no inlining)."""
-    from bokeh.util.paths import bokehjs_path
+class _Session:
+    """Playwright, the browser and the page with Bokeh loaded: made, used and closed in the worker thread only."""
 
-    js = Path(bokehjs_path()) / "js"
-    tags = "".join(f'<script src="{(js / name).as_uri()}"></script>' for name in _SHELL_JS)
-    page = folder / "export-shell.html"
-    page.write_text(
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'>{tags}"
-        "<style>html,body{margin:0;padding:0;background:white}</style></head>"
-        "<body><div id='export-root'></div></body></html>",
-        encoding="utf-8",
-    )
-    return page
+    def __init__(self, worker: _BrowserWorker) -> None:
+        self._worker = worker
+        self._playwright = None
+        self._browser = None
+        self._page = None
+        self._executable: str | None = None
+        self._uses = 0
+
+    def page(self, executable: str):
+        """The ready page, starting the browser (``executable``) and loading Bokeh's JavaScript when needed."""
+        if self._page is not None and self._executable == executable:
+            return self._page
+        self.close()  # none yet, or another browser asked for
+        try:
+            from playwright.sync_api import Error as PlaywrightError
+            from playwright.sync_api import sync_playwright
+        except ImportError:
+            raise BrowserUnavailable("the Python package playwright is not installed") from None
+        from bokeh.util.paths import bokehjs_path
+
+        started = time.perf_counter()
+        try:
+            self._playwright = sync_playwright().start()
+            self._browser = self._playwright.chromium.launch(
+                executable_path=executable, headless=True, timeout=START_TIMEOUT_S * 1000,
+                args=["--hide-scrollbars", "--force-color-profile=srgb", "--disable-dev-shm-usage"],
+            )  # fmt: skip
+            page = self._browser.new_page(viewport={"width": 1600, "height": 1200}, device_scale_factor=1)
+            page.set_content(_SHELL_HTML)
+            js = Path(bokehjs_path()) / "js"
+            for name in _SHELL_JS:  # from the installed bokeh package: no network
+                page.add_script_tag(path=js / name)
+            if page.evaluate("typeof Bokeh") == "undefined":
+                raise BrowserUnavailable("Bokeh's JavaScript did not load in the export browser")
+        except PlaywrightError as err:
+            self.close()
+            raise BrowserUnavailable(f"could not start {executable}: {_first_line(err)}") from None
+        except BaseException:
+            self.close()
+            raise
+        self._page, self._executable, self._uses = page, executable, 0
+        self._worker.starts += 1
+        logger.info("Export browser ready in %.1f s", time.perf_counter() - started)
+        return page
+
+    def render(self, executable: str, item: str, fmt: str) -> Any:
+        """Bokeh's drawing of the JSON ``item`` as ``{"data": ...}`` (PNG data URL or SVG text) or ``{"error": ...}``."""
+        from playwright.sync_api import Error as PlaywrightError
+
+        page = self.page(executable)
+        try:
+            result = page.evaluate(_RENDER_SCRIPT, [item, fmt, int(RENDER_TIMEOUT_S * 1000)])
+        except PlaywrightError as err:  # the browser or page is gone
+            self.close()
+            raise BrowserUnavailable(_first_line(err)) from None
+        self._uses += 1
+        if self._uses >= self._worker.max_uses:
+            self.close()
+        return result
+
+    def close(self) -> None:
+        browser, playwright = self._browser, self._playwright
+        self._page = self._browser = self._playwright = self._executable = None
+        for close in (browser and browser.close, playwright and playwright.stop):
+            if close:
+                try:
+                    close()
+                except Exception as err:  # noqa: BLE001 (already gone)
+                    logger.debug("Export browser close: %s", err)
 
 
-class _WarmBrowser:
-    """One headless Chromium with Bokeh's JavaScript loaded, shared by all exports of the process.
+def _first_line(err: BaseException) -> str:
+    text = str(getattr(err, "message", None) or err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
 
-    Each export embeds a figure's JSON into the loaded page (``Bokeh.embed.embed_item``), waits
-    until the document is idle and reads the root view's own ``export`` (canvas PNG or SVG): the
-    browser starts and loads Bokeh once, not per file. Thread-safe; the browser is quit after
-    ``BROWSER_IDLE_S`` seconds without an export, after ``max_uses`` exports (a fresh page keeps
-    memory flat), on an error, and at exit.
+
+class _BrowserWorker:
+    """The thread that owns the export browser; :meth:`call` runs a job on it from any thread.
+
+    The thread is started by the first job, ends after ``BROWSER_IDLE_S`` seconds without one (or
+    on :meth:`quit`) and closes the browser as it ends; a later job starts a new thread.
     """
 
     max_uses = 100
+    """Renders before the browser is closed (the next export starts a fresh one)."""
 
     def __init__(self) -> None:
-        self._lock = threading.RLock()
-        self._driver = None
-        self._folder: tempfile.TemporaryDirectory | None = None
-        self._uses = 0
-        self._found: tuple[str, str] | None = None
-        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()  # guards _thread and _jobs
+        self._thread: threading.Thread | None = None
+        self._jobs: queue.SimpleQueue | None = None
+        self.starts = 0
+        """Browsers started so far (the warm browser is reused while this stays put)."""
 
-    def warm(self, found: tuple[str, str]) -> None:
-        """Start the browser and load the page now (e.g. in a background thread at app start)."""
+    def submit(self, job: Callable[[_Session], Any]) -> Future:
+        """Queue ``job(session)`` for the worker thread (started when none runs); its future."""
+        future: Future = Future()
         with self._lock:
-            try:
-                self._ensure(found)
-            except BrowserUnavailable as err:
-                logger.info("Export browser not warmed: %s", err)
-            finally:
-                self._schedule_quit()
+            if self._thread is None:
+                self._jobs = queue.SimpleQueue()
+                self._thread = threading.Thread(target=self._run, args=(self._jobs,), name="sss-export-browser",
+                                                daemon=True)
+                self._thread.start()
+            self._jobs.put((job, future))
+        return future
 
-    def render(self, model, fmt: str, found: tuple[str, str]) -> bytes:
-        from bokeh.embed import json_item
-        from selenium.common.exceptions import WebDriverException
-
-        item = json.dumps(json_item(model), separators=(",", ":"))
-        with self._lock:
-            self._cancel_timer()
-            try:
-                driver = self._ensure(found)
-                result = driver.execute_async_script(_RENDER_SCRIPT, item, fmt)
-                self._uses += 1
-            except WebDriverException as err:
-                self.quit()
-                raise BrowserUnavailable(str(err.msg or err).splitlines()[0]) from None
-            finally:
-                if self._uses >= self.max_uses:
-                    self.quit()
-                self._schedule_quit()
-        if not isinstance(result, dict) or "data" not in result:
-            message = (result or {}).get("error", "no result") if isinstance(result, dict) else "no result"
-            raise BrowserUnavailable(f"Bokeh could not render the figure: {str(message).splitlines()[0]}")
-        if fmt == "svg":
-            return (BROWSER_MARK + "\n" + result["data"]).encode("utf-8")
-        data = base64.b64decode(result["data"].split(",", 1)[1])
-        if not data.startswith(b"\x89PNG") or len(data) < 100:
-            raise BrowserUnavailable("the browser rendered an empty image")
-        return data
-
-    def _ensure(self, found: tuple[str, str]):
-        if self._driver is not None and self._found == tuple(found):
-            return self._driver
-        self.quit()  # none yet, or another browser asked for
-        started = time.perf_counter()
-        driver = _start_browser(found)
+    def call(self, job: Callable[[_Session], Any]) -> Any:
+        """Run ``job(session)`` on the worker thread and return its result (its exception is raised here)."""
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("the export browser's own thread cannot wait for itself")
+        future = self.submit(job)
+        limit = START_TIMEOUT_S + RENDER_TIMEOUT_S + 30.0
         try:
-            self._folder = tempfile.TemporaryDirectory(prefix="sss-export-browser-")
-            driver.set_script_timeout(RENDER_TIMEOUT_S)
-            driver.get(_shell_page(Path(self._folder.name)).as_uri())
-            if not driver.execute_script("return typeof Bokeh !== 'undefined'"):
-                raise BrowserUnavailable("Bokeh's JavaScript did not load in the export browser")
-        except Exception:
-            driver.quit()
-            raise
-        self._driver, self._uses, self._found = driver, 0, tuple(found)
-        logger.info("Export browser ready in %.1f s", time.perf_counter() - started)
-        return driver
+            return future.result(timeout=limit)
+        except FutureTimeout:
+            future.cancel()
+            self.quit(wait=False)  # a stuck browser: the next export starts a new one
+            raise BrowserUnavailable(f"the export browser did not answer within {limit:.0f} s") from None
 
-    def quit(self) -> None:
-        """Quit the browser (a later export starts a new one)."""
-        with self._lock:
-            self._cancel_timer()
-            driver, self._driver = self._driver, None
-            if driver is not None:
+    def _run(self, jobs: queue.SimpleQueue) -> None:
+        session = _Session(self)
+        try:
+            while True:
                 try:
-                    driver.quit()
-                except Exception as err:  # already gone
-                    logger.debug("Export browser quit: %s", err)
-            if self._folder is not None:
-                self._folder.cleanup()
-                self._folder = None
+                    item = jobs.get(timeout=BROWSER_IDLE_S)
+                except queue.Empty:
+                    with self._lock:
+                        if not jobs.empty():
+                            continue  # a job came in just now
+                        if self._jobs is jobs:
+                            self._thread = self._jobs = None
+                    logger.info("Export browser closed after %.0f s idle", BROWSER_IDLE_S)
+                    return
+                if item is None:  # quit
+                    return
+                job, future = item
+                if not future.set_running_or_notify_cancel():
+                    continue
+                try:
+                    future.set_result(job(session))
+                except BaseException as err:  # noqa: BLE001 (handed to the caller)
+                    future.set_exception(err)
+        finally:
+            session.close()
 
-    def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+    @property
+    def running(self) -> bool:
+        """Whether the worker thread (and maybe its browser) is alive."""
+        with self._lock:
+            return self._thread is not None and self._thread.is_alive()
 
-    def _schedule_quit(self) -> None:
-        self._cancel_timer()
-        if self._driver is not None:
-            self._timer = threading.Timer(BROWSER_IDLE_S, self.quit)
-            self._timer.daemon = True
-            self._timer.start()
+    def quit(self, wait: bool = True) -> None:
+        """Close the browser and end the thread (after the jobs already queued); a later job starts anew."""
+        with self._lock:
+            thread, jobs = self._thread, self._jobs
+            self._thread = self._jobs = None
+        if thread is None:
+            return
+        jobs.put(None)
+        if wait and thread is not threading.current_thread():
+            thread.join(timeout=START_TIMEOUT_S)
 
 
-_WARM = _WarmBrowser()
+_WARM = _BrowserWorker()
 atexit.register(_WARM.quit)
 
 
 def warm_export_browser(background: bool = True) -> None:
-    """Start the export browser ahead of the first export (in a daemon thread by default); no-op without one."""
-    found = find_browser()
-    if found is None:
+    """Start the export browser ahead of the first export (on its worker thread); no-op without one.
+
+    ``background=False`` waits until it is ready (a failure to start is logged, not raised).
+    """
+    executable = find_browser()
+    if executable is None:
         return
-    if background:
-        threading.Thread(target=_WARM.warm, args=(found,), name="sss-export-browser", daemon=True).start()
-    else:
-        _WARM.warm(found)
+
+    def warm(session: _Session) -> None:
+        try:
+            session.page(executable)
+        except BrowserUnavailable as err:
+            logger.info("Export browser not warmed: %s", err)
+
+    future = _WARM.submit(warm)
+    if not background:
+        future.result(timeout=START_TIMEOUT_S + 30.0)
 
 
 def _savefig_bytes(fig, fmt: str) -> bytes:
-    """The figure as PNG/SVG, marked as the browser-free drawing (PNG ``Software`` chunk, SVG comment and title)."""
+    """A caller's matplotlib figure as PNG/SVG, marked as a fallback (PNG ``Software`` chunk, SVG comment and title)."""
     buf = io.BytesIO()
     metadata = {"Software": FALLBACK_SOFTWARE} if fmt == "png" else {"Title": FALLBACK_SOFTWARE}
     try:
@@ -451,279 +538,6 @@ def _savefig_bytes(fig, fmt: str) -> bytes:
         head, sep, rest = data.partition(b"?>")
         data = head + sep + b"\n" + FALLBACK_MARK.encode("utf-8") + rest if sep else FALLBACK_MARK.encode() + b"\n" + data
     return data
-
-
-# --------------------------------------------------------------------------------------------
-# browser-free drawing of a Bokeh figure
-# --------------------------------------------------------------------------------------------
-
-
-def _arrange(model) -> list[list[Any]]:
-    """Plots of a Bokeh layout as a grid (rows of plots, None where empty)."""
-    from bokeh.models import Column, GridBox, GridPlot, Plot, Row
-
-    if isinstance(model, Plot):
-        return [[model]]
-    if isinstance(model, (GridPlot, GridBox)):
-        cells = [(c[0], c[1], c[2]) for c in model.children]
-        plots = [(_first_plot(child), r, c) for child, r, c in cells]
-        n_rows = max((r for _, r, _ in plots), default=-1) + 1
-        n_cols = max((c for _, _, c in plots), default=-1) + 1
-        grid: list[list[Any]] = [[None] * n_cols for _ in range(n_rows)]
-        for plot, r, c in plots:
-            grid[r][c] = plot
-        return grid
-    if isinstance(model, Column):
-        grids = [g for g in (_arrange(c) for c in model.children) if g]
-        width = max((len(g[0]) for g in grids), default=0)
-        return [row + [None] * (width - len(row)) for g in grids for row in g]
-    if isinstance(model, Row):
-        grids = [g for g in (_arrange(c) for c in model.children) if g]
-        height = max((len(g) for g in grids), default=0)
-        rows: list[list[Any]] = [[] for _ in range(height)]
-        for g in grids:
-            for i in range(height):
-                rows[i].extend(g[i] if i < len(g) else [None] * len(g[0]))
-        return rows
-    return []
-
-
-def _first_plot(model):
-    grid = _arrange(model)
-    return next((p for row in grid for p in row if p is not None), None)
-
-
-def _spec(glyph, source, name: str, n: int | None = None):
-    """A glyph property as an array (field of the source) or a scalar (value)."""
-    from bokeh.core.property.vectorization import Field, Value
-
-    v = getattr(glyph, name, None)
-    if isinstance(v, Field):
-        v = v.field
-    elif isinstance(v, Value):
-        return v.value
-    elif isinstance(v, dict):
-        if "field" in v:
-            v = v["field"]
-        else:
-            return v.get("value")
-    if isinstance(v, str) and source is not None and v in source.data:
-        return source.data[v]
-    return v
-
-
-def _color(value, default: str = "#1f77b4"):
-    """A matplotlib colour from a Bokeh colour (CSS name, hex, ``rgb()``/``rgba()`` text, RGB(A) tuple)."""
-    from matplotlib.colors import is_color_like
-
-    if value is None or (isinstance(value, str) and value.lower() in ("none", "transparent")):
-        return "none"
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text.startswith("rgb"):
-            try:
-                parts = [float(x) for x in text[text.index("(") + 1 : text.rindex(")")].split(",")]
-            except ValueError:
-                return default
-            value = tuple(parts)
-        else:
-            return value if is_color_like(value) else default
-    if isinstance(value, (tuple, list)) and len(value) in (3, 4) and all(isinstance(x, (int, float)) for x in value):
-        return tuple(min(max(x / 255 if i < 3 else x, 0.0), 1.0) for i, x in enumerate(value))
-    return default
-
-
-def _range(r) -> tuple[float, float] | None:
-    start, end = getattr(r, "start", None), getattr(r, "end", None)
-    if start is None or end is None:
-        return None
-    try:
-        start, end = float(start), float(end)
-    except (TypeError, ValueError):
-        return None
-    return (start, end) if math.isfinite(start) and math.isfinite(end) and start != end else None
-
-
-def _mapper(renderer, source, axis: str):
-    """The sub-coordinate (``subcoordinate_y``) map of a renderer's data onto the plot axis."""
-    coords = getattr(renderer, "coordinates", None)
-    if coords is None:
-        return lambda v: v
-    src, tgt = _range(getattr(coords, f"{axis}_source")), _range(getattr(coords, f"{axis}_target"))
-    if tgt is None:
-        return lambda v: v
-    if src is None:
-        glyph = renderer.glyph
-        vals = np.asarray(_spec(glyph, source, axis), dtype=float) if hasattr(glyph, axis) else np.array([0.0, 1.0])
-        vals = vals[np.isfinite(vals)]
-        src = (float(vals.min()), float(vals.max())) if vals.size and vals.min() != vals.max() else (-1.0, 1.0)
-    scale = (tgt[1] - tgt[0]) / (src[1] - src[0])
-    return lambda v: tgt[0] + (np.asarray(v, dtype=float) - src[0]) * scale
-
-
-def _cmap(mapper):
-    from matplotlib.colors import ListedColormap, LogNorm, Normalize
-
-    palette = list(getattr(mapper, "palette", None) or ["#000000", "#ffffff"])
-    nan = getattr(mapper, "nan_color", None)
-    cmap = ListedColormap([_color(c, "#000000") for c in palette]).with_extremes(bad=_color(nan, "none"))
-    low, high = getattr(mapper, "low", None), getattr(mapper, "high", None)
-    norm_cls = LogNorm if type(mapper).__name__ == "LogColorMapper" else Normalize
-    return cmap, norm_cls(vmin=low, vmax=high)
-
-
-def _draw_glyph(ax, renderer) -> bool:
-    """Draw one GlyphRenderer; False when its glyph type is not supported."""
-    glyph, source = renderer.glyph, renderer.data_source
-    kind = type(glyph).__name__
-    fx, fy = _mapper(renderer, source, "x"), _mapper(renderer, source, "y")
-    alpha = getattr(glyph, "line_alpha", None) or getattr(glyph, "fill_alpha", None) or 1.0
-    alpha = alpha if isinstance(alpha, (int, float)) else 1.0
-    if kind == "Line":
-        x, y = np.asarray(_spec(glyph, source, "x"), float), np.asarray(_spec(glyph, source, "y"), float)
-        width = _spec(glyph, source, "line_width")
-        ax.plot(fx(x), fy(y), color=_color(_spec(glyph, source, "line_color")), alpha=alpha,
-                linewidth=width if isinstance(width, (int, float)) else 1.0)
-    elif kind == "MultiLine":
-        for xs, ys in zip(_spec(glyph, source, "xs"), _spec(glyph, source, "ys")):
-            ax.plot(fx(np.asarray(xs, float)), fy(np.asarray(ys, float)),
-                    color=_color(_spec(glyph, source, "line_color")), alpha=alpha, linewidth=1.0)
-    elif kind in ("Scatter", "Circle"):
-        x, y = np.asarray(_spec(glyph, source, "x"), float), np.asarray(_spec(glyph, source, "y"), float)
-        color = _spec(glyph, source, "fill_color")
-        ax.scatter(fx(x), fy(y), s=12, c=_color(color) if not isinstance(color, (list, np.ndarray)) else None,
-                   alpha=alpha)
-    elif kind in ("Image", "ImageRGBA"):
-        images = _spec(glyph, source, "image")
-        x, y, w, h = (np.atleast_1d(np.asarray(_spec(glyph, source, a), dtype=float)) for a in ("x", "y", "dw", "dh"))
-        for k, img in enumerate(images):
-            x0, y0, dw, dh = (float(a[k] if a.size > k else a[0]) for a in (x, y, w, h))
-            x0, x1 = float(fx(x0)), float(fx(x0 + dw))
-            y0, y1 = float(fy(y0)), float(fy(y0 + dh))
-            img = np.asarray(img)
-            if kind == "ImageRGBA":
-                rgba = np.ascontiguousarray(img.astype(np.uint32)).view(np.uint8).reshape(*img.shape, 4)
-                ax.imshow(rgba, extent=(x0, x1, y0, y1), origin="lower", aspect="auto", interpolation="nearest")
-            else:
-                cmap, norm = _cmap(glyph.color_mapper)
-                ax.imshow(np.ma.masked_invalid(img.astype(float)), extent=(x0, x1, y0, y1), origin="lower",
-                          aspect="auto", interpolation="nearest", cmap=cmap, norm=norm)
-    elif kind in ("Quad", "Rect", "VBar", "HBar"):
-        _draw_boxes(ax, kind, glyph, source, fx, fy, alpha)
-    elif kind == "Segment":
-        for x0, y0, x1, y1 in zip(*(np.atleast_1d(_spec(glyph, source, a)) for a in ("x0", "y0", "x1", "y1"))):
-            ax.plot([fx(x0), fx(x1)], [fy(y0), fy(y1)], color=_color(_spec(glyph, source, "line_color")))
-    else:
-        return False
-    return True
-
-
-def _draw_boxes(ax, kind, glyph, source, fx, fy, alpha) -> None:
-    from matplotlib.patches import Rectangle
-
-    def arr(name):
-        return np.atleast_1d(np.asarray(_spec(glyph, source, name), dtype=float))
-
-    if kind == "Quad":
-        left, right, bottom, top = arr("left"), arr("right"), arr("bottom"), arr("top")
-    elif kind == "Rect":
-        x, y, w, h = arr("x"), arr("y"), arr("width"), arr("height")
-        left, right, bottom, top = x - w / 2, x + w / 2, y - h / 2, y + h / 2
-    elif kind == "VBar":
-        x, w, top, bottom = arr("x"), arr("width"), arr("top"), arr("bottom")
-        left, right = x - w / 2, x + w / 2
-    else:
-        y, h, right, left = arr("y"), arr("height"), arr("right"), arr("left")
-        bottom, top = y - h / 2, y + h / 2
-    left, right, bottom, top = np.broadcast_arrays(left, right, bottom, top)
-    fill = _spec(glyph, source, "fill_color")
-    colors = fill if isinstance(fill, (list, np.ndarray)) else [fill] * len(left)
-    for l_, r_, b_, t_, c_ in zip(left, right, bottom, top, colors):
-        x0, x1, y0, y1 = fx(l_), fx(r_), fy(b_), fy(t_)
-        ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=_color(c_), edgecolor="none", alpha=alpha))
-
-
-def _draw_annotation(ax, ann) -> None:
-    kind = type(ann).__name__
-    if kind == "Span" and ann.location is not None and getattr(ann, "visible", True):
-        draw = ax.axvline if ann.dimension == "height" else ax.axhline
-        draw(float(ann.location), color=_color(ann.line_color, "black"), linewidth=ann.line_width or 1,
-             linestyle="--" if ann.line_dash else "-")
-    elif kind == "BoxAnnotation" and getattr(ann, "visible", True):
-        def edge(v, default):
-            return default if v is None or not isinstance(v, (int, float)) else float(v)
-
-        x0, x1 = ax.get_xlim()
-        y0, y1 = ax.get_ylim()
-        left, right = edge(ann.left, x0), edge(ann.right, x1)
-        bottom, top = edge(ann.bottom, y0), edge(ann.top, y1)
-        ax.axvspan(left, right, ymin=(bottom - y0) / (y1 - y0 or 1), ymax=(top - y0) / (y1 - y0 or 1),
-                   color=_color(ann.fill_color, "grey"), alpha=ann.fill_alpha or 0.3)
-
-
-def _draw_plot(ax, plot) -> None:
-    skipped = set()
-    for r in plot.renderers:
-        if type(r).__name__ == "GlyphRenderer":
-            if getattr(r, "visible", True) and not _draw_glyph(ax, r):
-                skipped.add(type(r.glyph).__name__)
-    x, y = _range(plot.x_range), _range(plot.y_range)
-    if x:
-        ax.set_xlim(*x)
-    if y:
-        ax.set_ylim(*y)
-    for ann in [*plot.renderers, *plot.center]:
-        if type(ann).__name__ in ("Span", "BoxAnnotation"):
-            _draw_annotation(ax, ann)
-    if skipped:
-        logger.info("Browser-free drawing skipped glyph type(s) %s", ", ".join(sorted(skipped)))
-    title = getattr(plot.title, "text", "") if plot.title is not None else ""
-    if title:
-        ax.set_title(title, fontsize=10)
-    for axis, set_label, set_ticks, set_labels in (
-        (plot.xaxis, ax.set_xlabel, ax.set_xticks, ax.set_xticklabels),
-        (plot.yaxis, ax.set_ylabel, ax.set_yticks, ax.set_yticklabels),
-    ):
-        if not axis:
-            continue
-        label = axis[0].axis_label
-        if label:
-            set_label(str(label), fontsize=9)
-        ticks = getattr(axis[0].ticker, "ticks", None)
-        if ticks:
-            overrides = axis[0].major_label_overrides or {}
-            set_ticks(list(ticks))
-            set_labels([str(overrides.get(t, overrides.get(str(t), t))) for t in ticks], fontsize=8)
-
-
-def draw_bokeh_matplotlib(model):
-    """A matplotlib Figure drawing a Bokeh figure or layout from its data, without a browser.
-
-    Supported: Line, MultiLine, Scatter, Image, ImageRGBA, Quad, Rect, VBar, HBar, Segment glyphs,
-    Span and BoxAnnotation, sub-coordinate (``subcoordinate_y``) rows, fixed ticks with label
-    overrides, titles and axis labels; other glyphs are skipped (logged). Layout: Row, Column,
-    GridPlot/GridBox; widgets and other elements are left out.
-
-    Returns
-    -------
-    fig : matplotlib.figure.Figure
-    """
-    from matplotlib.figure import Figure
-
-    grid = _arrange(model)
-    if not grid or all(p is None for row in grid for p in row):
-        raise ValueError(f"Nothing to draw: the {type(model).__name__} holds no Bokeh plot.")
-    n_rows, n_cols = len(grid), len(grid[0])
-    heights = [max(((p.height or 300) for p in row if p is not None), default=300) for row in grid]
-    widths = [max(((grid[r][c].width or 600) for r in range(n_rows) if grid[r][c] is not None), default=600)
-              for c in range(n_cols)]
-    fig = Figure(figsize=(sum(widths) / 100, sum(heights) / 100), dpi=100, layout="constrained")
-    spec = fig.add_gridspec(n_rows, n_cols, height_ratios=heights, width_ratios=widths)
-    for r, row in enumerate(grid):
-        for c, plot in enumerate(row):
-            if plot is not None:
-                _draw_plot(fig.add_subplot(spec[r, c]), plot)
-    return fig
 
 
 # --------------------------------------------------------------------------------------------
@@ -762,7 +576,11 @@ def _figure_html(figure: Any) -> str:
     elif isinstance(figure, (str, Path)):
         data = Path(figure).read_bytes()
     else:
-        data, renderer = figure_bytes(figure, "png")
+        try:
+            data, renderer = figure_bytes(figure, "png")
+        except BrowserUnavailable as err:  # the report is still written, saying why it has no figure
+            logger.warning("Report without its figure: %s", err)
+            return f'<p class="demo">No figure: {html.escape(str(err))}</p>'
         logger.info("Report figure drawn with %s", renderer)
     if not data.startswith(b"\x89PNG"):
         raise ValueError("The report figure must be PNG data (or a figure to render as PNG).")
@@ -839,7 +657,8 @@ def export_report_html(
     path : path
     figure : bytes, path, HoloViews/Bokeh object or None
         PNG data, a PNG file, or a figure rendered to PNG with :func:`figure_bytes`; embedded as a
-        base64 data URI (the report needs no other file and no network).
+        base64 data URI (the report needs no other file and no network). Without a browser to
+        draw a figure, the report says so in its place.
     ranking_df : DataFrame
         :meth:`RankingTable.table`; rows with ``above`` True are highlighted.
     recording_label : str
