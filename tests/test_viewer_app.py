@@ -136,6 +136,18 @@ def test_clinician_corrects_a_type_and_labels_channels(app, tmp_path):
     assert again.ranking.clinician_labels == {"POL LA1": True, "POL G2": False}
 
 
+def test_export_without_a_browser_writes_html_csv_and_report_and_says_why(app, tmp_path, monkeypatch):
+    from sss_viewer.viewer import export
+
+    monkeypatch.setattr(export, "find_browser", lambda: None)
+    paths = app.export(tmp_path / "exports")
+    assert set(paths) == {"html", "csv", "report"}  # PNG and SVG need a browser
+    assert not list((tmp_path / "exports").glob("*.png")) and not list((tmp_path / "exports").glob("*.svg"))
+    assert "Exported without PNG/SVG: PNG export needs a headless Chromium browser" in app.message
+    report = paths["report"].read_text()
+    assert "No figure: PNG export needs a headless Chromium browser" in report and "<td>" in report
+
+
 def test_report_and_csv_follow_one_rounding_rule(app, tmp_path):
     import re
 

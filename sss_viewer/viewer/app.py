@@ -24,6 +24,7 @@ from sss_viewer.viewer.annotations import AnnotationPanel, recording_stem
 from sss_viewer.viewer.channel_types import ChannelTypeEditor
 from sss_viewer.viewer.demo import DEMO_MODEL_DIR, demo_scores, load_demo
 from sss_viewer.viewer.export import (
+    BrowserUnavailable,
     download_buttons,
     export_basename,
     export_figure,
@@ -389,9 +390,8 @@ class ViewerApp(pn.viewable.Viewer):
     def _report_bytes(self) -> bytes:
         import tempfile
 
-        png, _ = figure_bytes(self._figure(), "png")
-        with tempfile.TemporaryDirectory() as tmp:
-            return self._report(Path(tmp) / "report.html", png, overwrite=True).read_bytes()
+        with tempfile.TemporaryDirectory() as tmp:  # the figure is drawn as PNG (or the report says why not)
+            return self._report(Path(tmp) / "report.html", self._figure(), overwrite=True).read_bytes()
 
     def export(self, out_dir, *, overwrite: bool = False) -> dict[str, Path]:
         """Write the current view's figure (PNG, SVG, HTML), the ranking CSV and the one-page report.
@@ -400,12 +400,15 @@ class ViewerApp(pn.viewable.Viewer):
         never overwrite an existing file unless ``overwrite``.
 
         A recording that is not scored (scoring disabled, or still running) exports its figure and
-        report without the ranking CSV.
+        report without the ranking CSV. Without a browser to draw PNG/SVG (see
+        :mod:`sss_viewer.viewer.export`) those two are left out, the report says why it has no
+        figure, and :attr:`message` says so.
 
         Returns
         -------
         paths : dict
-            ``{"png", "svg", "html", "csv", "report"}`` → written file (no ``"csv"`` without scores).
+            ``{"png", "svg", "html", "csv", "report"}`` → written file (no ``"csv"`` without scores,
+            no ``"png"``/``"svg"`` without a browser).
         """
         if self.recording is None:
             raise ValueError("Nothing to export: open a recording first.")
@@ -414,12 +417,22 @@ class ViewerApp(pn.viewable.Viewer):
         base = out_dir / self.export_basename()
         figure = self._figure()
         paths = {}
+        no_browser = None
         for fmt in ("png", "svg", "html"):
+            if fmt != "html" and no_browser is not None:
+                continue
+            try:
+                export_figure(figure, f"{base}.{fmt}", overwrite=overwrite)
+            except BrowserUnavailable as exc:  # PNG/SVG only; HTML needs no browser
+                no_browser = exc
+                continue
             paths[fmt] = Path(f"{base}.{fmt}")
-            export_figure(figure, paths[fmt], overwrite=overwrite)
         if self.scores is not None:
             paths["csv"] = export_ranking_csv(self.ranking.csv_table(), f"{base}_ranking.csv", overwrite=overwrite)
-        paths["report"] = self._report(Path(f"{base}_report.html"), paths["png"], overwrite)
+        # without the PNG file the report draws the figure itself, or says in its place why it cannot
+        paths["report"] = self._report(Path(f"{base}_report.html"), paths.get("png", figure), overwrite)
+        if no_browser is not None:
+            self._show_message(f"Exported without PNG/SVG: {no_browser}")
         return paths
 
     def _downloads(self) -> list:
