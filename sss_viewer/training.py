@@ -21,12 +21,18 @@ from tqdm.auto import tqdm
 
 from sss_viewer import feature_memo
 from sss_viewer._validate import check_option, check_positive_int, check_range
+from sss_viewer.cache import SeriesCache
 from sss_viewer.calibration import make_calibrator
 from sss_viewer.checkpoint import ModelBundle
-from sss_viewer.cache import SeriesCache
 from sss_viewer.dataset import SeriesSet, build_series_set
 from sss_viewer.device import resolve_device
-from sss_viewer.early_stopping import EarlyStopping
+from sss_viewer.fitting import (
+    EpochPlan,
+    channel_means,
+    class_balanced_weights,
+    fit_epochs,
+    seeded_torch,
+)
 from sss_viewer.head_fit import fit_head_lbfgs, frozen_probs
 from sss_viewer.inference import predict_window_probs
 from sss_viewer.metrics import binary_auc, choose_threshold, evaluate_scores
@@ -113,8 +119,8 @@ class TrainConfig:
         (``preprocess.native_sfreqs``) and refuses to score any other.
     seed : int
     device : str
-    num_workers_threads : int or None
-        ``torch.set_num_threads`` value; ``None`` leaves torch's default.
+    num_threads : int or None
+        Torch threads during training (restored afterwards); ``None`` keeps the current count.
     """
 
     backbone: str = "patchtst"
@@ -281,19 +287,6 @@ def channel_loss(
     return loss
 
 
-def _seed_everything(seed: int) -> torch.Generator:
-    torch.manual_seed(seed)
-    np.random.seed(seed % (2**32))
-    return torch.Generator().manual_seed(seed)
-
-
-def _channel_means(p: np.ndarray, series: np.ndarray, n_series: int) -> np.ndarray:
-    counts = np.bincount(series, minlength=n_series)
-    sums = np.bincount(series, weights=p, minlength=n_series)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return sums / counts
-
-
 class _Subset:
     """Windows of one split, with their series numbers and absolute starts."""
 
@@ -349,11 +342,14 @@ def train(
         No labelled channel, a split without both classes, or (native rates) recordings sampled at
         different rates without ``config.mixed_native_rates``.
     """
-    started = time.perf_counter()
     device = resolve_device(config.device)
-    if config.num_threads:
-        torch.set_num_threads(config.num_threads)
-    generator = _seed_everything(config.seed)
+    with seeded_torch(config.seed, config.num_threads, device) as generator:
+        return _train(recordings, config, device, generator, progress=progress, series_set=series_set, cache=cache, split=split)
+
+
+def _train(recordings, config, device, generator, *, progress, series_set, cache, split) -> ModelBundle:
+    """:func:`train` inside its seeded torch state."""
+    started = time.perf_counter()
     if config.preprocess.target_sfreq is None and series_set is None:  # refuse before preprocessing
         native_rates([r.sfreq for r in recordings if r.soz is not None], allow_mixed=config.mixed_native_rates)
     if series_set is None:
@@ -406,10 +402,7 @@ def train(
     labels_t = torch.from_numpy(labels_np).to(device)
     series_weight = None
     if config.class_balanced_loss:
-        train_labels = labels_np[train_set.members]
-        n_pos, n_neg = train_labels.sum(), len(train_labels) - train_labels.sum()
-        weights = np.where(labels_np == 1, 0.5 / max(n_pos, 1), 0.5 / max(n_neg, 1)) * len(train_labels)
-        series_weight = torch.from_numpy(weights.astype(np.float32)).to(device)
+        series_weight = torch.from_numpy(class_balanced_weights(labels_np, train_set.members)).to(device)
     frozen = _frozen_features(model, series_set.store, (train_set.starts, val_set.starts), L, device)
     extra_info = {}
     if config.head_solver == "lbfgs":
@@ -486,24 +479,20 @@ def _train_epochs(
     whose weights ``model`` holds on return.
     """
     L = config.window_length
-    optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     n_epoch_windows = min(len(train_set), config.windows_per_epoch or len(train_set))
     n_batches = -(-n_epoch_windows // config.batch_size)
-    t_max = config.epochs * (n_batches if config.scheduler_step == "batch" else 1)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=t_max, eta_min=config.lr * config.lr_final_factor)
-
+    plan = EpochPlan(
+        epochs=config.epochs, lr=config.lr, weight_decay=config.weight_decay, lr_final_factor=config.lr_final_factor,
+        patience=config.patience, scheduler_step=config.scheduler_step, batches_per_epoch=n_batches,
+    )  # fmt: skip
     train_starts = train_set.starts
     train_series = torch.from_numpy(train_set.series)
 
-    history, stopper = [], EarlyStopping(config.patience, no_best_epoch=-1)
-    for epoch in range(config.epochs):
-        model.train()
-        t0 = time.perf_counter()
-        total, n_seen = 0.0, 0
+    def batch_losses(epoch: int):
         bar = tqdm(
             epoch_batches(len(train_set), config.batch_size, generator, limit=n_epoch_windows),
             total=n_batches, desc=f"epoch {epoch + 1}/{config.epochs}", unit="batch", disable=not progress or None,
-        )
+        )  # fmt: skip
         for idx in bar:
             if frozen is not None:
                 logits = model.classify(frozen[0][idx.to(device)])
@@ -514,39 +503,17 @@ def _train_epochs(
                 x = torch.from_numpy(series_set.store.windows(train_starts[idx.numpy()], L)).to(device, non_blocking=True)
                 logits = model(x)
             s = train_series[idx].to(device)
-            loss = channel_loss(logits, s, labels_t, series_weight, config.window_loss_weight)
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            optimiser.step()
-            if config.scheduler_step == "batch":
-                scheduler.step()
-            total += float(loss.detach()) * len(idx)
-            n_seen += len(idx)
-        if config.scheduler_step == "epoch":
-            scheduler.step()
-        train_seconds = time.perf_counter() - t0
+            yield channel_loss(logits, s, labels_t, series_weight, config.window_loss_weight), len(idx)
+
+    def validate() -> float:
         if frozen is not None:
             model.eval()
             p_val = frozen_probs(model, frozen[1])
         else:
             p_val = predict_window_probs(model, series_set.store, val_set.starts, L, device=device)
-        val_auc = _selection_auc(p_val, val_set, labels_np, config.calibrator)
-        record = {
-            "epoch": epoch + 1,
-            "train_loss": total / max(n_seen, 1),
-            "val_auc": val_auc,
-            "lr": optimiser.param_groups[0]["lr"],
-            "train_windows_per_s": n_seen / train_seconds,
-        }
-        history.append(record)
-        logger.info(
-            "epoch %d: loss %.4f, val channel AUC %.3f, %.0f windows/s",
-            epoch + 1, record["train_loss"], val_auc, record["train_windows_per_s"],
-        )
-        if stopper.update(val_auc, epoch + 1, model):
-            break
-    stopper.restore_best(model)
-    return history, stopper.best_epoch
+        return _selection_auc(p_val, val_set, labels_np, config.calibrator)
+
+    return fit_epochs(model, plan, batch_losses, validate, unit="windows", no_best_epoch=-1)
 
 
 def _frozen_features(model, store, start_sets, L, device) -> list[torch.Tensor] | None:
@@ -603,7 +570,7 @@ def _selection_auc(p_val: np.ndarray, val_set: _Subset, labels_np: np.ndarray, c
     window_labels = labels_np[val_set.series].astype(int)
     if calibrator != "none":
         p_val = make_calibrator("isotonic").fit(p_val, window_labels).transform(p_val)[0]
-    scores = _channel_means(p_val, val_set.series, len(labels_np))[val_set.members]
+    scores = channel_means(p_val, val_set.series, len(labels_np))[val_set.members]
     return binary_auc(scores, labels_np[val_set.members].astype(int))
 
 
@@ -623,7 +590,7 @@ def _calibrate(model, series_set, train_set, val_set, labels_np, config, device,
     calibrator = make_calibrator(config.calibrator).fit(fit_p, fit_y.astype(int))
     p_cal = calibrator.transform(p_val)[0]
     n_series = len(labels_np)
-    scores = _channel_means(p_cal, val_set.series, n_series)[val_set.members]
+    scores = channel_means(p_cal, val_set.series, n_series)[val_set.members]
     y = labels_np[val_set.members].astype(int)
     threshold = float(choose_threshold(scores, y, criterion=config.threshold_criterion))
     metrics = evaluate_scores(scores, y, threshold)

@@ -30,7 +30,6 @@ import copy
 import dataclasses
 import inspect
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,17 +38,20 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm.auto import tqdm
 
 from sss_viewer._validate import check_option, check_positive_int, check_range
 from sss_viewer.dataset import SeriesSet
 from sss_viewer.device import resolve_device
-from sss_viewer.early_stopping import EarlyStopping
+from sss_viewer.fitting import (
+    EpochPlan,
+    class_balanced_weights,
+    fit_epochs,
+    seeded_torch,
+)
 from sss_viewer.head_fit import frozen_probs
 from sss_viewer.metrics import binary_auc
 from sss_viewer.models.registry import (
     FINITE_CONTEXT,
-    INFINITE_CONTEXT,
     MODEL_REGISTRY,
     app_c_best,
     build_window_model,
@@ -192,8 +194,9 @@ class WholeChannelResult:
     val_probs, test_probs : ndarray, shapes (n_val,), (n_test,), float64
         SOZ probabilities of ``np.flatnonzero(split == "val")`` / ``== "test"``, in that order.
     history : list of dict
-        Per epoch: ``epoch`` (1-based), ``loss`` (mean training loss), ``val_auc``, ``lr`` (the rate
-        used during the epoch) and ``seconds`` (training plus validation).
+        Per epoch (:func:`sss_viewer.fitting.fit_epochs`): ``epoch`` (1-based), ``train_loss``,
+        ``val_auc``, ``lr`` (the rate the epoch started with), ``seconds`` (training plus
+        validation) and ``train_channels_per_s``.
     best_epoch : int
         1-based epoch whose weights ``model`` holds (0 if no epoch had a finite validation AUC; the
         last weights are kept then).
@@ -421,25 +424,21 @@ def fit_whole_channel(series_set: SeriesSet, split: Any, config: WholeChannelCon
     val_idx = np.flatnonzero(split == "val")
     test_idx = np.flatnonzero(split == "test")
     device = resolve_device(config.device)
+    with seeded_torch(config.seed, device=device):
+        return _fit(series_set, config, labels, train_idx, val_idx, test_idx, device, progress)
+
+
+def _fit(series_set, config, labels, train_idx, val_idx, test_idx, device, progress) -> WholeChannelResult:
+    """:func:`fit_whole_channel` inside its seeded torch state."""
     lr = config.resolved_lr()
     L = config.window_length
-
-    torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     model = build_window_model(config.backbone, L, **config.model_params).to(device)
     if hasattr(model, "initialise_from_data"):  # data-dependent set-up (MiniRocket's biases)
         model.initialise_from_data(torch.from_numpy(_initialisation_sample(series_set, train_idx, config, rng)).to(device))
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=config.weight_decay)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
-        optimiser, T_max=config.epochs, eta_min=lr * config.lr_final_factor
-    )
-
     y_train = labels[train_idx].astype(np.float32)
     if config.class_balanced_loss:
-        n_pos = float(y_train.sum())
-        n_neg = len(y_train) - n_pos
-        # Mean weight over the training set is 1; each class carries half the total weight.
-        w_train = np.where(y_train == 1, 0.5 / n_pos, 0.5 / n_neg).astype(np.float32) * len(y_train)
+        w_train = class_balanced_weights(labels, train_idx)[train_idx]
     else:
         w_train = np.ones_like(y_train)
     use_mask = config.finite_context and _accepts_mask(model)
@@ -469,42 +468,26 @@ def fit_whole_channel(series_set: SeriesSet, split: Any, config: WholeChannelCon
             x = _crop_batch([series_set.store.series(int(i)) for i in train_idx[pick]], config.max_length, rng)
         return model(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device))
 
-    history: list[dict[str, Any]] = []
-    stopper = EarlyStopping(config.patience)
-    for epoch in tqdm(range(config.epochs), desc=f"whole-channel {config.backbone}", unit="epoch",
-                      disable=not progress or None):
-        t0 = time.perf_counter()
-        model.train()
-        epoch_lr = optimiser.param_groups[0]["lr"]
+    def batch_losses(epoch: int):
         order = rng.permutation(len(train_idx))
-        total = 0.0
         for lo in range(0, len(order), batch_size):
             pick = order[lo : lo + batch_size]
             logits = logits_of(pick)
             y = torch.from_numpy(y_train[pick]).to(device)
             w = torch.from_numpy(w_train[pick]).to(device)
-            loss = (F.binary_cross_entropy_with_logits(logits.float(), y, reduction="none") * w).mean()
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            optimiser.step()
-            total += float(loss.detach()) * len(pick)
-        scheduler.step()
+            yield (F.binary_cross_entropy_with_logits(logits.float(), y, reduction="none") * w).mean(), len(pick)
+
+    def validate() -> float:
         val_probs = _frozen_probs(model, frozen, "val") if frozen else predict_channels(model, series_set, val_idx, config)
-        val_auc = binary_auc(val_probs, labels[val_idx])
-        record = {
-            "epoch": epoch + 1,
-            "loss": total / len(train_idx),
-            "val_auc": val_auc,
-            "lr": epoch_lr,
-            "seconds": time.perf_counter() - t0,
-        }
-        history.append(record)
-        logger.info("epoch %d: loss %.4f, val channel AUC %.3f, %.1f s",
-                    record["epoch"], record["loss"], val_auc, record["seconds"])
-        if stopper.update(val_auc, epoch + 1, model):
-            break
-    stopper.restore_best(model)
-    best_epoch = stopper.best_epoch
+        return binary_auc(val_probs, labels[val_idx])
+
+    plan = EpochPlan(
+        epochs=config.epochs, lr=lr, weight_decay=config.weight_decay, lr_final_factor=config.lr_final_factor,
+        patience=config.patience,
+    )  # fmt: skip
+    history, best_epoch = fit_epochs(
+        model, plan, batch_losses, validate, unit="channels", progress=progress, desc=f"whole-channel {config.backbone}"
+    )
     model.eval()
     if frozen is not None:
         val_probs, test_probs = _frozen_probs(model, frozen, "val"), _frozen_probs(model, frozen, "test")

@@ -157,7 +157,7 @@ def _check_result(result, split):
         assert np.all((p >= 0) & (p <= 1)) and np.all(np.isfinite(p))
     assert not result.model.training
     assert 1 <= len(result.history) <= result.config.epochs
-    assert set(result.history[0]) >= {"epoch", "loss", "val_auc", "seconds"}
+    assert set(result.history[0]) >= {"epoch", "train_loss", "val_auc", "seconds"}
     assert 1 <= result.best_epoch <= len(result.history)
     best = result.history[result.best_epoch - 1]["val_auc"]
     assert best == max(h["val_auc"] for h in result.history)
@@ -196,7 +196,7 @@ def test_deterministic_with_seed(toy_set, toy_split):
     b = fit_whole_channel(toy_set, toy_split, WholeChannelConfig(**DLINEAR, epochs=2, seed=3))
     np.testing.assert_array_equal(a.val_probs, b.val_probs)
     np.testing.assert_array_equal(a.test_probs, b.test_probs)
-    assert [h["loss"] for h in a.history] == [h["loss"] for h in b.history]
+    assert [h["train_loss"] for h in a.history] == [h["train_loss"] for h in b.history]
     c = fit_whole_channel(toy_set, toy_split, WholeChannelConfig(**DLINEAR, epochs=2, seed=4))
     assert not np.array_equal(a.test_probs, c.test_probs)
 
