@@ -106,11 +106,11 @@ def test_match_soz_empty_inputs():
     assert mask.shape == (0,) and unmatched == ["A1"]
 
 
-def test_match_soz_warns_when_a_name_hits_two_channels(caplog):
-    with caplog.at_level(logging.WARNING, logger="sss_viewer.io.soz_labels"):
-        mask, _ = match_soz(["A1", "A01", "B1"], ["a1"])
-    assert mask.tolist() == [True, True, False]
-    assert "matches several channels" in caplog.text
+def test_match_soz_refuses_a_name_that_hits_two_channels():
+    with pytest.raises(ValueError, match=r"labels\.tsv: SOZ label 'a1' is ambiguous: it matches 2 channels of sub-x \(A1, A01\)"):
+        match_soz(["A1", "A01", "B1"], ["a1"], source="labels.tsv", recording="sub-x")
+    mask, _ = match_soz(["A1", "A01", "B1"], ["b1"])  # channels that share a name but are not named: no error
+    assert mask.tolist() == [False, False, True]
 
 
 # ---------------------------------------------------------------------------- subject ids

@@ -198,7 +198,7 @@ class SozLabels:
         names = self.contacts.get(recording.subject)
         if names is None:
             return
-        mask, unmatched = match_soz(recording.ch_names, names)
+        mask, unmatched = match_soz(recording.ch_names, names, source=self.source, recording=recording.label)
         recording.soz = mask
         recording.info["soz_source"] = self.source
         recording.info["unmatched_soz"] = unmatched

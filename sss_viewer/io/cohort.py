@@ -77,13 +77,14 @@ def read_abnormal_intervals(root: str | Path) -> pd.DataFrame:
     return _read_table(path, ABNORMAL_COLUMNS, dtype=dtype)
 
 
-def soz_from_table(recording: Recording, labels: pd.DataFrame) -> np.ndarray | None:
+def soz_from_table(recording: Recording, labels: pd.DataFrame, source: str | Path | None = None) -> np.ndarray | None:
     """SOZ labels of ``recording``'s channels from its subject's label rows; None without rows.
 
-    The one channel-matching rule of every command (``train``, ``evaluate``, ``score --labels``):
-    :func:`sss_viewer.io.soz_labels.match_soz` (``channel_key``: ``G11`` labels ``POL G11``,
-    ``lpt7`` labels ``LPT07``). A recording without a subject (a plain clinical file) takes the
-    rows of a table that labels a single subject.
+    The one way a labels table labels channels, for every command (``train``, ``evaluate``,
+    ``score --labels``, a cohort's ``labels.tsv``): :func:`sss_viewer.io.soz_labels.match_soz`
+    (``channel_key``: ``G11`` labels ``POL G11``; ``lpt8``, ``LPT 8`` and ``LPT08`` label
+    ``LPT08``). A recording without a subject (a plain clinical file) takes the rows of a table
+    that labels a single subject.
 
     Parameters
     ----------
@@ -91,18 +92,27 @@ def soz_from_table(recording: Recording, labels: pd.DataFrame) -> np.ndarray | N
         Its ``info["unmatched_soz"]`` is set to the SOZ names matching no channel (logged).
     labels : DataFrame
         ``subject, channel, soz`` rows (:func:`read_labels`).
+    source : str or Path, optional
+        The table's file, named in errors.
 
     Returns
     -------
     soz : ndarray, shape (n_channels,), bool, or None
         None when the table has no row for the recording's subject.
+
+    Raises
+    ------
+    ValueError
+        A SOZ row matches several channels of the recording (the message names ``source``, the
+        recording and the channels).
     """
     subjects = labels["subject"].astype(str)
     single = not recording.subject and subjects.nunique() == 1
     rows = labels if single else labels[subjects == recording.subject]
     if rows.empty:
         return None
-    mask, unmatched = match_soz(recording.ch_names, rows.loc[rows["soz"], "channel"].astype(str))
+    names = rows.loc[rows["soz"], "channel"].astype(str)
+    mask, unmatched = match_soz(recording.ch_names, names, source=source, recording=recording.label)
     recording.info["unmatched_soz"] = unmatched
     if unmatched:
         logger.warning("%s: SOZ channels in the labels table match no channel of the recording: %s", recording.label, unmatched)
@@ -165,7 +175,7 @@ def load_cohort(root: str | Path, *, preload: bool = False) -> list[Recording]:
         recording.run = str(row.run)
         recording.centre = str(getattr(row, "centre", "") or "")
         if labels is not None:
-            recording.soz = soz_from_table(recording, labels)
+            recording.soz = soz_from_table(recording, labels, root / LABELS_FILE)
         recordings.append(recording)
     if not recordings:
         raise RecordingReadError(
@@ -217,7 +227,7 @@ def apply_labels(recordings: list[Recording], path: str | Path, *, fallback: boo
     table = read_labels(path)
     unnamed: dict[str, None] = {}
     for recording in recordings:
-        soz = soz_from_table(recording, table)
+        soz = soz_from_table(recording, table, path)
         if soz is not None:
             recording.soz = soz
             recording.info["soz_source"] = str(path)
@@ -262,6 +272,8 @@ def load_data(
         One element for a single file.
     """
     path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"Data not found: {path} (expected a BIDS root, a cohort folder or a recording file).")
     if is_bonn(path):
         recordings = load_bonn(path)
     elif path.is_dir():

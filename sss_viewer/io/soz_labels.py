@@ -29,6 +29,12 @@ suffixes (``POL G11``, ``EEG G11-Ref`` and ``G11 Ref`` read as ``G11``; see
 and dropping leading zeros of numbers (``att 01`` == ``ATT1``). Apostrophes of SEEG names are
 kept literally (``A'1`` matches ``A'1``, never ``A1``); typographic apostrophes (``’``) count as
 ``'``. Nothing fuzzier: ``PT3`` does not match ``PT3'`` and ``G11`` does not match ``$G11``.
+
+This is the one matching rule of the project: ``train``, ``evaluate``, ``score --labels``, the
+cohort ``labels.tsv`` and a BIDS dataset's labels (the viewer's included) all label channels
+through :func:`match_soz` (tables through :func:`sss_viewer.io.cohort.soz_from_table`). A SOZ name that
+matches two channels of one recording (``LPT8`` with channels ``LPT08`` and ``LPT8``) is an error
+naming the labels file and the channels, never a silent pick.
 """
 
 from __future__ import annotations
@@ -173,7 +179,9 @@ def channel_key(name: str) -> str:
     return re.sub(r"\d+", lambda m: str(int(m.group())), key)
 
 
-def match_soz(ch_names: Sequence[str], soz_names: Iterable[str]) -> tuple[np.ndarray, list[str]]:
+def match_soz(
+    ch_names: Sequence[str], soz_names: Iterable[str], *, source: str | Path | None = None, recording: str | None = None
+) -> tuple[np.ndarray, list[str]]:
     """Mark the channels named as SOZ.
 
     Parameters
@@ -182,6 +190,10 @@ def match_soz(ch_names: Sequence[str], soz_names: Iterable[str]) -> tuple[np.nda
         The recording's channel names.
     soz_names : iterable of str
         SOZ contact names, e.g. from :func:`expand_contacts`.
+    source : str or Path, optional
+        Where the names come from (the labels file), for the error message.
+    recording : str, optional
+        The recording's label, for the error message.
 
     Returns
     -------
@@ -190,6 +202,12 @@ def match_soz(ch_names: Sequence[str], soz_names: Iterable[str]) -> tuple[np.nda
     unmatched : list of str
         The SOZ names that match no channel, in the order given, without duplicates; the caller
         should report them.
+
+    Raises
+    ------
+    ValueError
+        A SOZ name matches several channels (``lpt8`` with channels ``LPT08`` and ``LPT8``): the
+        message names ``source``, the name and the channels.
     """
     by_key: dict[str, list[int]] = {}
     for index, name in enumerate(ch_names):
@@ -203,9 +221,19 @@ def match_soz(ch_names: Sequence[str], soz_names: Iterable[str]) -> tuple[np.nda
                 unmatched.append(name)
             continue
         if len(indices) > 1:
-            logger.warning("SOZ name %r matches several channels: %s", name, [ch_names[i] for i in indices])
+            raise ValueError(_ambiguous_message(name, [ch_names[i] for i in indices], source, recording))
         mask[indices] = True
     return mask, unmatched
+
+
+def _ambiguous_message(name: str, channels: list[str], source: str | Path | None, recording: str | None) -> str:
+    where = f" of {recording}" if recording else ""
+    origin = f"{source}: " if source else ""
+    return (
+        f"{origin}SOZ label {name!r} is ambiguous: it matches {len(channels)} channels{where} "
+        f"({', '.join(channels)}), which are one name once case, spaces, zero padding and vendor prefixes are "
+        "ignored; rename the recording's channels so that they differ."
+    )
 
 
 # ---------------------------------------------------------------------------- subject ids
