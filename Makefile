@@ -23,13 +23,14 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# Debian chromium + chromedriver for the browser tests and PNG export; needs root (as in CI). Without
-# it the browser tests skip with a reason and export falls back to the browser-free renderer.
+# Debian chromium for the browser tests and PNG/SVG export (driven by Playwright); needs root (as in
+# CI). Without it the browser tests skip with a reason and PNG/SVG export is refused with a reason
+# (HTML export needs no browser).
 $(BROWSER_STAMP): $(STAMP)
-	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	@if command -v chromium >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
-	else echo "note: chromium/chromedriver not installed (need root): browser tests will be skipped"; fi
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "note: chromium not installed (need root): browser tests will be skipped"; fi
 	@touch $(BROWSER_STAMP)
 
 browser: $(BROWSER_STAMP)

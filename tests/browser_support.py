@@ -19,7 +19,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 def chromium_missing() -> str | None:
     """Why the browser tests cannot run here, or None."""
     if not Path(CHROMIUM).exists():
-        return "Debian chromium is not installed (make test installs it as root: apt-get install chromium chromium-driver)"
+        return "Debian chromium is not installed (make test installs it as root: apt-get install chromium)"
     return None
 
 
