@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sss_viewer.fileio import pid_alive
 from sss_viewer.preprocess import PreprocessConfig
 from sss_viewer.preprocess_stream import preprocess_into
 from sss_viewer.recording import Recording
@@ -47,16 +48,6 @@ _SPARE_BYTES = 16 * 2**20
 
 def _size(n: int) -> str:
     return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _reserve(path: Path, size: int) -> None:
@@ -164,7 +155,7 @@ class SeriesCache:
         """Remove ``.tmp-<key>-<pid>`` / ``.discard-…`` folders whose process is gone (killed mid-build)."""
         for folder in [*self.root.glob(".tmp-*-*"), *self.root.glob(".discard-*-*")]:
             pid = folder.name.rsplit("-", 1)[1]
-            if folder.is_dir() and pid.isdigit() and not _pid_alive(int(pid)):
+            if folder.is_dir() and pid.isdigit() and not pid_alive(int(pid)):
                 logger.info("removing %s, left by an interrupted cache build (process %s)", folder, pid)
                 shutil.rmtree(folder, ignore_errors=True)
 

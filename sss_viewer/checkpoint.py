@@ -28,6 +28,7 @@ from safetensors.torch import save as save_weights
 
 from sss_viewer import __version__
 from sss_viewer.calibration import calibrator_from_state
+from sss_viewer.fileio import pid_alive
 from sss_viewer.models import model_from_config
 from sss_viewer.preprocess import PreprocessConfig
 
@@ -213,22 +214,12 @@ def check_model_destination(directory: str | Path) -> Path:
     return directory
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _remove_stale_siblings(directory: Path) -> None:
     """Remove temporary folders of earlier saves to ``directory`` whose process died (killed mid-save)."""
     siblings = [*directory.parent.glob(f".{directory.name}.tmp-*-*"), *directory.parent.glob(f".{directory.name}.old-*-*")]
     for sibling in siblings:
         pid = sibling.name[len(directory.name) + 2 :].split("-")[1]
-        if sibling.is_dir() and pid.isdigit() and not _pid_alive(int(pid)):
+        if sibling.is_dir() and pid.isdigit() and not pid_alive(int(pid)):
             logger.info("removing %s, left by an interrupted save (process %s)", sibling, pid)
             shutil.rmtree(sibling, ignore_errors=True)
 

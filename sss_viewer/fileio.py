@@ -96,6 +96,17 @@ def current_umask() -> int:
     return mask
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (on this machine): a writer that left a temporary file may still be writing it."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """:func:`atomic_write` of ``data``."""
     atomic_write(path, lambda tmp: Path(tmp).write_bytes(data))
