@@ -22,7 +22,8 @@ import torch
 
 from sss_viewer.checkpoint import ModelBundle
 from sss_viewer.inference import score_recording
-from sss_viewer.io.synthetic import SynthConfig, synthesise_recording
+from sss_viewer.synth.config import SynthConfig
+from sss_viewer.synth.run import synthesise_recording
 from sss_viewer.recording import Recording
 from sss_viewer.training import train, train_preset
 

@@ -2,7 +2,10 @@
 
 import logging
 
+from sss_viewer import _moved
 from sss_viewer.recording import Event, Recording
+
+_moved.install()  # old import paths of moved modules keep working for one release, with a DeprecationWarning
 
 __all__ = ["Event", "Recording", "__version__", "load_data", "load_recording", "read_recording"]
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from sss_viewer.io.bids import read_bids_run  # noqa: E402
 from sss_viewer.io.cohort import read_labels  # noqa: E402
-from sss_viewer.io.synthetic import write_recording_bids  # noqa: E402
+from sss_viewer.synth.bids import write_recording_bids
 from sss_viewer.recording import Recording  # noqa: E402
 from tests.conftest import toy_recording  # noqa: E402
 

@@ -28,7 +28,8 @@ import numpy as np
 
 from sss_viewer.checkpoint import ModelBundle
 from sss_viewer.inference import fine_heat_stride, score_recording
-from sss_viewer.io.synthetic import SynthConfig, synthesise_recording
+from sss_viewer.synth.config import SynthConfig
+from sss_viewer.synth.run import synthesise_recording
 from sss_viewer.metrics import binary_auc
 from sss_viewer.training import TRAIN_PRESETS, train, train_preset
 from sss_viewer.viewer.demo import (
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         bundle.info["description"] = DEMO_DESCRIPTION
         bundle.info["training_preset"] = args.preset
         bundle.info["training_data"] = {
-            "generator": "sss_viewer.io.synthetic.synthesise_recording",
+            "generator": "sss_viewer.synth.run.synthesise_recording",
             "seed": args.seed,
             "patients": args.patients,
             "synth_config": TRAIN_SYNTH,

@@ -1,9 +1,20 @@
-"""Reading recordings (MNE formats, BIDS datasets, cohort directories) and generating the synthetic cohort."""
+"""Reading recordings (MNE formats, BIDS datasets, cohort directories), SOZ labels and seizure events."""
 
 from sss_viewer.io.bids import load_bids_cohort, read_bids_run, summarise_bids
-from sss_viewer.io.cohort import load_cohort, load_data, load_recording, read_abnormal_intervals, read_labels
+from sss_viewer.io.cohort import (
+    load_cohort,
+    load_data,
+    load_recording,
+    read_abnormal_intervals,
+    read_labels,
+)
 from sss_viewer.io.readers import SUPPORTED_FORMATS, RecordingReadError, read_recording
-from sss_viewer.io.seizure_events import SeizureMarkers, classify_marker, find_seizure_markers, read_seizure_markers
+from sss_viewer.io.seizure_events import (
+    SeizureMarkers,
+    classify_marker,
+    find_seizure_markers,
+    read_seizure_markers,
+)
 from sss_viewer.io.soz_labels import (
     expand_contacts,
     match_soz,
@@ -12,17 +23,14 @@ from sss_viewer.io.soz_labels import (
     read_soz_table,
     write_clinical_summary,
 )
-from sss_viewer.io.synthetic import SynthConfig, generate_cohort, synthesise_recording
 
 __all__ = [
     "SUPPORTED_FORMATS",
     "RecordingReadError",
     "SeizureMarkers",
-    "SynthConfig",
     "classify_marker",
     "expand_contacts",
     "find_seizure_markers",
-    "generate_cohort",
     "load_bids_cohort",
     "load_cohort",
     "load_data",
@@ -37,6 +45,5 @@ __all__ = [
     "read_seizure_markers",
     "read_soz_table",
     "summarise_bids",
-    "synthesise_recording",
     "write_clinical_summary",
 ]

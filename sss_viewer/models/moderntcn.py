@@ -44,7 +44,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 

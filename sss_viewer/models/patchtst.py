@@ -37,7 +37,6 @@ differ.
 from __future__ import annotations
 
 import logging
-import math
 from typing import Any, ClassVar
 
 import numpy as np

@@ -35,7 +35,6 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar
 
-import torch
 from torch import Tensor, nn
 
 from sss_viewer._validate import check_option, check_positive_int, check_range

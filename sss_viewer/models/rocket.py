@@ -49,7 +49,6 @@ like every other baseline (Adam, binary cross-entropy), which the linear head re
 from __future__ import annotations
 
 import logging
-import math
 from typing import Any, ClassVar
 
 import torch

@@ -1,6 +1,6 @@
 """The viewer's demo: a synthetic recording, the bundled demo model and its precomputed scores.
 
-The demo recording is one deterministic synthetic SEEG run (``sss_viewer.io.synthetic``: patient
+The demo recording is one deterministic synthetic SEEG run (``sss_viewer.synth.config``: patient
 ``DEMO_PATIENT_INDEX`` of the cohort with seed ``DEMO_SEED``, 38 contacts on 6 shafts, ≈ 199 s at
 999.41 Hz, a seizure at ≈ 56 s, 6 SOZ contacts). It is written on first use as a one-subject
 BIDS-like BrainVision dataset into the cache folder, so the viewer exercises the real lazy reader::
@@ -37,12 +37,10 @@ import pandas as pd
 from sss_viewer import __version__
 from sss_viewer.cache import default_cache_dir
 from sss_viewer.inference import RecordingScores
-from sss_viewer.io.synthetic import (
-    SynthConfig,
-    synthesise_recording,
-    write_recording_bids,
-)
 from sss_viewer.recording import Recording
+from sss_viewer.synth.bids import write_recording_bids
+from sss_viewer.synth.config import SynthConfig
+from sss_viewer.synth.run import synthesise_recording
 from sss_viewer.viewer.demo_files import (
     BUNDLED_SCORES_DIR,
     DEMO_DATA_DIR,
