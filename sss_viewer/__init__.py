@@ -3,6 +3,7 @@
 import logging
 
 from sss_viewer import _moved
+from sss_viewer._version import __version__
 from sss_viewer.recording import Event, Recording
 
 _moved.install()  # old import paths of moved modules keep working for one release, with a DeprecationWarning
@@ -19,6 +20,5 @@ def __getattr__(name: str):
 
         return getattr(io, name)
     raise AttributeError(f"module 'sss_viewer' has no attribute {name!r}")
-__version__ = "0.1.0"
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())

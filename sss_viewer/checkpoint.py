@@ -26,7 +26,7 @@ import torch
 from safetensors.torch import load as load_weights
 from safetensors.torch import save as save_weights
 
-from sss_viewer import __version__
+from sss_viewer._version import __version__
 from sss_viewer.calibration import calibrator_from_state
 from sss_viewer.fileio import pid_alive
 from sss_viewer.models import model_from_config

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sss_viewer import __version__
+from sss_viewer._version import __version__
 from sss_viewer.cache import default_cache_dir
 from sss_viewer.inference import RecordingScores
 from sss_viewer.recording import Recording
