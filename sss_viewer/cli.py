@@ -8,12 +8,47 @@ import json
 import logging
 import math
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-TRAIN_PRESET_NAMES = ("default", "paper", "minirocket")
-"""``sss_viewer.training.TRAIN_PRESETS`` (repeated so ``--help`` does not import torch; a test keeps them equal)."""
-
 logger = logging.getLogger("sss_viewer")
+
+EXIT_ERROR = 1
+"""Exit status of a command that failed at run time (a missing or unreadable file, a bad model folder)."""
+EXIT_USAGE = 2
+"""Exit status of a command line that is wrong (unknown option, missing argument, invalid choice), as argparse's."""
+
+
+class UsageError(ValueError):
+    """The command line is wrong in a way argparse cannot see (checked after parsing); exits 2."""
+
+
+class _TrainingChoices(Sequence):
+    """``choices`` of a ``train`` option: the tuple ``name`` of :mod:`sss_viewer.training`, read on first use.
+
+    That module imports torch; reading its option names only when an option is parsed or its help
+    shown keeps ``sss-viewer --help`` and the torch-free commands fast without repeating them here.
+    """
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def _values(self) -> tuple[str, ...]:
+        from sss_viewer import training
+
+        return tuple(getattr(training, self._name))
+
+    def __getitem__(self, index):
+        return self._values()[index]
+
+    def __len__(self) -> int:
+        return len(self._values())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values())
+
+    def __contains__(self, value) -> bool:
+        return value in self._values()
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -59,10 +94,15 @@ def _cache(args):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one sub-command per job."""
+    from sss_viewer import __version__
+
     parser = argparse.ArgumentParser(
         prog="sss-viewer",
         description="Stochastic Sparse Sampling (SSS) for seizure-onset-zone localisation in intracranial EEG.",
+        epilog="Exit status: 0 success, 1 runtime error (a missing or unreadable file, a bad model folder), "
+        "2 usage error (unknown option, missing argument, invalid choice), 130 interrupted.",
     )
+    parser.add_argument("--version", action="version", version=f"sss-viewer {__version__}", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("synth", help="write a deterministic synthetic multi-centre iEEG cohort (BrainVision + labels)")
@@ -84,12 +124,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("data", type=Path, help=DATA_HELP)
     _add_labels(p, LABELS_HELP)
     p.add_argument("--out", required=True, type=Path, help="model directory to write")
-    p.add_argument("--preset", default="default", choices=TRAIN_PRESET_NAMES,
-                   help="training preset: default (PatchTST, CPU-sized), paper (App. C budget) or minirocket (the real-data recipe)")
-    p.add_argument("--backbone", help="local model (default: patchtst)")
-    p.add_argument("--epochs", type=int)
-    p.add_argument("--batch-size", type=int)
-    p.add_argument("--lr", type=float)
+    p.add_argument(
+        "--preset", default="default", choices=_TrainingChoices("TRAIN_PRESETS"), metavar="PRESET",
+        help="training preset, one of %(choices)s: default (PatchTST, CPU-sized), paper (App. C budget) or "
+        "minirocket (the real-data recipe); the options below override it (default: default)",
+    )  # fmt: skip
+    p.add_argument("--backbone", help="local model, e.g. patchtst or minirocket (default: the preset's)")
+    p.add_argument("--epochs", type=int, help="training epochs (default: the preset's)")
+    p.add_argument("--batch-size", type=int, help="windows per training batch (default: the preset's)")
+    p.add_argument("--lr", type=float, help="Adam learning rate (default: the preset's)")
     p.add_argument("--window-length", type=int, help="window length L in preprocessed samples")
     p.add_argument(
         "--target-sfreq", type=float,
@@ -97,16 +140,30 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("--train-stride", type=int, help="stride of the training windows")
     p.add_argument("--windows-per-epoch", type=int, help="train each epoch on a random draw of this many windows")
-    p.add_argument("--calibrator", choices=("isotonic", "venn-abers", "none"))
-    p.add_argument("--calibrate-on", choices=("val", "train+val"), help="windows the calibrator is fit on (default val)")
-    p.add_argument("--split", choices=("patient", "channel"), help="split by patient (default) or by channel (paper)")
-    p.add_argument("--balance", action="store_true", default=None, help="drop non-SOZ channels at random to 1:1 (paper)")
+    p.add_argument(
+        "--calibrator", choices=("isotonic", "venn-abers", "none"),
+        help="probability calibration of the window scores (default: the preset's, isotonic)",
+    )  # fmt: skip
+    p.add_argument(
+        "--calibrate-on", choices=_TrainingChoices("CALIBRATE_ON"), metavar="WINDOWS",
+        help="windows the calibrator is fit on, %(choices)s (default val)",
+    )  # fmt: skip
+    p.add_argument(
+        "--split", choices=_TrainingChoices("SPLIT_MODES"), metavar="MODE",
+        help="split by patient (default) or by channel (paper): %(choices)s",
+    )  # fmt: skip
+    p.add_argument(
+        "--balance", action=argparse.BooleanOptionalAction, default=None,
+        help="--balance drops non-SOZ channels at random to 1:1 (paper), --no-balance keeps them all "
+        "(default: the preset's, no balancing)",
+    )  # fmt: skip
     p.add_argument("--window-loss-weight", type=float, help="weight of the window-level BCE (default 0)")
     p.add_argument(
-        "--head-solver", choices=("adam", "lbfgs"),
-        help="lbfgs: fit a frozen-front-end model's head (minirocket, rocket) by full-batch L-BFGS, penalty chosen on validation",
+        "--head-solver", choices=_TrainingChoices("HEAD_SOLVERS"), metavar="SOLVER",
+        help="%(choices)s; lbfgs: fit a frozen-front-end model's head (minirocket, rocket) by full-batch L-BFGS, "
+        "penalty chosen on validation (default adam)",
     )  # fmt: skip
-    p.add_argument("--seed", type=int)
+    p.add_argument("--seed", type=int, help="random seed of the split, sampling and initialisation (default 0)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing model directory")
     _add_cache(p)
     _add_device(p)
@@ -127,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stride", type=int, help="window stride in preprocessed samples (default: the model's, a quarter window; a MiniRocket model reading windows within their channel scores any stride at the same cost)")
     _add_labels(p, "TSV/CSV with subject, channel, soz to add a label column")
     p.add_argument("--subject", help="subject id of the recording (default: from a BIDS file name)")
-    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--batch-size", type=int, default=1024, help="windows scored per batch (default 1024)")
     _add_cache(p)
     _add_device(p)
     _add_common(p)
@@ -157,8 +214,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="synthesise a cohort, train a small model, score a held-out patient, print the ranking")
     p.add_argument("--out", type=Path, default=Path("demo_output"), help="working folder (default ./demo_output)")
-    p.add_argument("--patients", type=int, default=12)
-    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--patients", type=int, default=12, help="patients of the synthetic cohort (default 12)")
+    p.add_argument(
+        "--duration-scale", type=float, default=0.5, help="scale the real ds003029 run durations (default 0.5)"
+    )  # fmt: skip
+    p.add_argument("--max-channels", type=int, default=64, help="cap channels per patient (default 64)")
+    p.add_argument("--epochs", type=int, default=None, help="training epochs (default: the default preset's)")
     _add_device(p)
     _add_common(p)
     return parser
@@ -171,7 +232,8 @@ def _setup_logging(args) -> bool:
 
 
 def _cmd_synth(args, progress: bool) -> int:
-    from sss_viewer.io.synthetic import SynthConfig, generate_cohort
+    from sss_viewer.synth.cohort import generate_cohort
+    from sss_viewer.synth.config import SynthConfig
 
     config = SynthConfig(duration_scale=args.duration_scale, max_channels=args.max_channels, runs_per_patient=args.runs)
     out = generate_cohort(args.out, args.patients, args.seed, config, progress=progress)
@@ -212,7 +274,7 @@ def _cmd_train(args, progress: bool) -> int:
     from sss_viewer.training import train, train_preset
 
     if args.out.exists() and args.out.is_dir() and any(args.out.iterdir()) and not args.overwrite:
-        raise SystemExit(f"error: model directory {args.out} exists and is not empty; pass --overwrite to replace it.")
+        raise ValueError(f"Model directory {args.out} exists and is not empty; pass --overwrite to replace it.")
     check_model_destination(args.out)  # before training: nothing else in it would be lost
     config = train_preset(args.preset, **_train_overrides(args))
     if args.target_sfreq is not None:
@@ -380,7 +442,7 @@ def _labels_for(recording, labels, source: Path):
     """
     from sss_viewer.io.cohort import soz_from_table
 
-    soz = soz_from_table(recording, labels)
+    soz = soz_from_table(recording, labels, source)
     if soz is not None:
         return soz
     if recording.subject:
@@ -427,12 +489,14 @@ def _cmd_evaluate(args, progress: bool) -> int:
 def _cmd_demo(args, progress: bool) -> int:
     from sss_viewer.inference import score_recording
     from sss_viewer.io.cohort import load_data
-    from sss_viewer.io.synthetic import SynthConfig, generate_cohort
+    from sss_viewer.synth.cohort import generate_cohort
+    from sss_viewer.synth.config import SynthConfig
     from sss_viewer.training import train, train_preset
 
     cohort = args.out / "cohort"
     if not (cohort / "cohort.tsv").is_file():
-        generate_cohort(cohort, args.patients, 0, SynthConfig(duration_scale=0.5, max_channels=64), progress=progress)
+        config = SynthConfig(duration_scale=args.duration_scale, max_channels=args.max_channels)
+        generate_cohort(cohort, args.patients, 0, config, progress=progress)
     recordings = load_data(cohort)
     overrides = {"device": args.device}
     if args.epochs:
@@ -487,14 +551,17 @@ def _cmd_experiment(args, progress: bool) -> int:
     from sss_viewer.io.cohort import load_data
 
     if args.protocol not in PROTOCOLS:
-        raise ValueError(f"Unknown protocol {args.protocol!r}: expected one of {', '.join(PROTOCOLS)} (see --list).")
+        raise UsageError(f"unknown protocol {args.protocol!r}: expected one of {', '.join(PROTOCOLS)} (see --list)")
     preset = args.preset or PROTOCOLS[args.protocol].default_preset
     if preset not in PRESETS:
-        raise ValueError(f"Unknown preset {preset!r}: expected one of {', '.join(PRESETS)}.")
+        raise UsageError(f"argument --preset: invalid choice {preset!r}: expected one of {', '.join(PRESETS)}")
     if args.models:
-        check_models(args.models)
+        try:
+            check_models(args.models)
+        except ValueError as err:
+            raise UsageError(f"argument --models: {err}") from None
     if args.data is None:
-        raise ValueError("--data is required: a BIDS root, a cohort folder or a recording file.")
+        raise UsageError("the following arguments are required: --data (a BIDS root, a cohort folder or a recording file)")
     recordings = load_data(args.data, labels=args.labels, labels_fallback=args.labels_fallback)
     recordings = [r for r in recordings if "labels_excluded" not in r.info]
     centres = sorted({r.centre for r in recordings if r.centre})
@@ -506,6 +573,12 @@ def _cmd_experiment(args, progress: bool) -> int:
     )  # fmt: skip
     print(f"{len(results)} runs; wrote {out / 'results.csv'} and {out / 'tables.md'}")
     return 0
+
+
+def _one_line(err: BaseException) -> str:
+    """``err``'s message on one line (a multi-line message's lines joined with "; ")."""
+    text = str(err) or type(err).__name__
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 COMMANDS = {
@@ -520,15 +593,36 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``sss-viewer`` console script."""
-    args = build_parser().parse_args(argv)
+    """Entry point of the ``sss-viewer`` console script (and ``python -m sss_viewer``).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    status : int
+        0 success (``--help`` and ``--version`` included); 1 (:data:`EXIT_ERROR`) a runtime error
+        (a missing or unreadable file, a bad model folder, an invalid value), reported as one
+        ``error:`` line on stderr without a traceback (``-vv`` logs it); 2 (:data:`EXIT_USAGE`) a
+        usage error (unknown option, missing argument, invalid choice), with argparse's message;
+        130 interrupted (Ctrl-C).
+    """
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help/--version (0) or a usage error (2), already printed
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
     progress = _setup_logging(args)
     try:
         return COMMANDS[args.command](args, progress)
-    except (ValueError, FileNotFoundError, OSError) as err:
+    except UsageError as err:
+        print(f"sss-viewer {args.command}: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except (ValueError, OSError, RuntimeError, MemoryError) as err:
         logger.debug("details", exc_info=True)
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+        return EXIT_ERROR
     except KeyboardInterrupt:  # Ctrl-C: every output is written whole or not at all, so nothing to clean up
         out = getattr(args, "out", None)
         where = f"; no partial model was written to {out}" if out is not None and args.command == "train" else ""

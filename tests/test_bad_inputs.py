@@ -182,8 +182,8 @@ def _cli(*args, timeout: float = 180) -> subprocess.CompletedProcess:
 
 
 def _one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> str:
-    """The process failed with exit 2 and one ``error:`` line containing every needle; returns it."""
-    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    """The process failed with exit 1 (a runtime error) and one ``error:`` line containing every needle; returns it."""
+    assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     for needle in needles:
