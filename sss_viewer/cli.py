@@ -102,7 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 success, 1 runtime error (a missing or unreadable file, a bad model folder), "
         "2 usage error (unknown option, missing argument, invalid choice), 130 interrupted.",
     )
-    parser.add_argument("--version", action="version", version=f"sss-viewer {__version__}", help="print the version and exit")
+    parser.add_argument(
+        "--version", action="version", version=f"sss-viewer {__version__}", help="print the version and exit"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("synth", help="write a deterministic synthetic multi-centre iEEG cohort (BrainVision + labels)")

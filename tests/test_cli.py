@@ -26,7 +26,7 @@ from tests.conftest import toy_recording
 DEMO_MODEL = Path(sss_viewer.__file__).parent / "data" / "demo" / "model"
 SYNTH = ["--patients", "4", "--duration-scale", "0.06", "--max-channels", "6"]
 """The smallest cohort the commands accept: a patient split needs 3 patients, the demo model a 4.1-s window."""
-TINY_TRAIN = ["--epochs", "1", "--window-length", "128", "--train-stride", "64", "--batch-size", "64", "--device", "cpu"]
+TINY_TRAIN = ["--epochs", "1", "--window-length", "128", "--train-stride", "64", "--batch-size", "64", "--device", "cpu"]  # fmt: skip
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:
@@ -89,7 +89,7 @@ def test_help_and_torch_free_commands_do_not_import_torch():
         "codes = [main(['--help']), main(['train', 'd', '--out', 'm', '--definitely-not-an-option'])]; "
         "print(codes, 'torch' in sys.modules)"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120)
     assert done.stdout.splitlines()[-1] == "[0, 2] False", done.stdout[-500:] + done.stderr[-2000:]
 
 
@@ -100,11 +100,15 @@ def test_the_training_choices_are_the_training_modules():
     for option, values in [("--preset", training.TRAIN_PRESETS), ("--split", training.SPLIT_MODES),
                            ("--calibrate-on", training.CALIBRATE_ON), ("--head-solver", training.HEAD_SOLVERS)]:  # fmt: skip
         for value in values:
-            assert getattr(parser.parse_args(["train", "d", "--out", "m", option, value]), option[2:].replace("-", "_")) == value
+            assert (
+                getattr(parser.parse_args(["train", "d", "--out", "m", option, value]), option[2:].replace("-", "_"))
+                == value
+            )
 
 
 def test_python_dash_m_runs_the_command():
-    done = subprocess.run([sys.executable, "-m", "sss_viewer", "--version"], capture_output=True, text=True, timeout=120)
+    argv = [sys.executable, "-m", "sss_viewer", "--version"]
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout == f"sss-viewer {sss_viewer.__version__}\n", done.stderr
 
 
@@ -125,7 +129,9 @@ def test_balance_can_be_turned_on_and_off_and_reaches_the_training_config(model)
     from sss_viewer.training import train_preset
 
     def config(*flags):
-        return train_preset("default", **_train_overrides(build_parser().parse_args(["train", "d", "--out", "m", *flags])))
+        return train_preset(
+            "default", **_train_overrides(build_parser().parse_args(["train", "d", "--out", "m", *flags]))
+        )
 
     assert config("--balance").balance is True
     assert config("--no-balance").balance is False
@@ -160,7 +166,9 @@ def test_train_saves_a_model(model):
 def test_score_one_recording_with_the_demo_model(capsys, cohort, tmp_path):
     table = pd.read_csv(cohort / "cohort.tsv", sep="\t")
     vhdr = cohort / table["path"][0]
-    code, out, _ = run(capsys, "score", DEMO_MODEL, vhdr, "--out", tmp_path / "out", "--device", "cpu", "--no-cache", "-q")
+    code, out, _ = run(
+        capsys, "score", DEMO_MODEL, vhdr, "--out", tmp_path / "out", "--device", "cpu", "--no-cache", "-q"
+    )
     assert code == 0, out
     channels = pd.read_csv(tmp_path / "out" / "channels.csv")
     assert len(channels) == 6 and channels["score"].between(0, 1).all()
@@ -173,7 +181,9 @@ def test_score_one_recording_with_the_demo_model(capsys, cohort, tmp_path):
 
 
 def test_score_a_cohort_folder_and_evaluate(capsys, cohort, model, tmp_path):
-    code, _, _ = run(capsys, "score", model, cohort, "--out", tmp_path / "scores", "--stride", "128", "--no-cache", "-q")
+    code, _, _ = run(
+        capsys, "score", model, cohort, "--out", tmp_path / "scores", "--stride", "128", "--no-cache", "-q"
+    )
     assert code == 0
     assert len(list((tmp_path / "scores").glob("*/channels.csv"))) == 4
     code, out, _ = run(capsys, "evaluate", model, cohort, "--all", "--json", "--no-cache", "-q")
@@ -274,7 +284,9 @@ def test_bad_model_folder_exits_1(capsys, cohort, tmp_path, damage):
     model = tmp_path / "model"
     model.mkdir()
     if damage != "empty":
-        (model / "config.json").write_text("{not json" if damage == "bad-json" else (DEMO_MODEL / "config.json").read_text())
+        (model / "config.json").write_text(
+            "{not json" if damage == "bad-json" else (DEMO_MODEL / "config.json").read_text()
+        )
     code, _, err = run(capsys, "evaluate", model, cohort, "-q")
     assert code == EXIT_ERROR
     one_error_line(err, model)
@@ -327,7 +339,9 @@ def test_score_and_train_label_the_same_channels(capsys, tmp_path, spelling):
     (recording,) = _labelled_data(argparse.Namespace(data=root, labels=labels, labels_fallback=False))
     assert recording.soz.tolist() == expected
     # score side: the single file with --labels
-    code, out, _ = run(capsys, "score", DEMO_MODEL, vhdr, "--labels", labels, "--out", tmp_path / "out", "--no-cache", "-q")
+    code, out, _ = run(
+        capsys, "score", DEMO_MODEL, vhdr, "--labels", labels, "--out", tmp_path / "out", "--no-cache", "-q"
+    )
     assert code == 0, out
     channels = pd.read_csv(tmp_path / "out" / "channels.csv").set_index("channel")
     assert channels.loc[names, "label"].astype(bool).tolist() == expected
