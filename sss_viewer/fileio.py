@@ -96,6 +96,20 @@ def current_umask() -> int:
     return mask
 
 
+def write_tsv(table, path: str | Path, *, na_rep: str = "") -> None:
+    """Write a DataFrame as a tab-separated file with ``\\n`` line ends, atomically.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Written without its index.
+    path : str or Path
+    na_rep : str
+        Text of missing values (BIDS sidecars use ``"n/a"``).
+    """
+    atomic_write(path, lambda tmp: table.to_csv(tmp, sep="\t", index=False, lineterminator="\n", na_rep=na_rep))
+
+
 def pid_alive(pid: int) -> bool:
     """Whether process ``pid`` exists (on this machine): a writer that left a temporary file may still be writing it."""
     try:

@@ -22,6 +22,7 @@ from sklearn.preprocessing import StandardScaler
 from sss_viewer.dataset import SeriesSet
 from sss_viewer.metrics import binary_auc
 from sss_viewer.models.minirocket_features import MiniRocketFeatures
+from sss_viewer.splits import SPLIT_NAMES
 from sss_viewer.whole_channel import INFINITE_EVAL_BATCH, _equal_length_batches
 
 logger = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ def fit_minirocket_logistic(
     """
     split = np.asarray(split)
     labels = series_set.labels()
-    train, val, test = (np.flatnonzero(split == name) for name in ("train", "val", "test"))
+    train, val, test = (np.flatnonzero(split == name) for name in SPLIT_NAMES)
     lengths = series_set.store.lengths[train]
     reference = int(lengths.min())
     transform = MiniRocketFeatures(reference, num_features, seed)

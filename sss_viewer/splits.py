@@ -13,6 +13,11 @@ logger = logging.getLogger(__name__)
 
 SPLIT_MODES = ("patient", "channel")
 SPLIT_NAMES = ("train", "val", "test")
+"""The splits a labelled series can belong to."""
+UNUSED = "unused"
+"""Split value of a series left out (dropped by balancing, unlabelled, or outside a protocol's split)."""
+SPLIT_VALUES = (*SPLIT_NAMES, UNUSED)
+"""Every value a split array may hold."""
 
 
 def _split_sizes(n: int, val_fraction: float, test_fraction: float, what: str) -> tuple[int, int, int]:
@@ -91,7 +96,7 @@ def split_by_channel(
     """
     labels = np.asarray(labels)
     rng = np.random.default_rng(seed)
-    split = np.full(len(labels), "unused", dtype=object)
+    split = np.full(len(labels), UNUSED, dtype=object)
     pos, neg = np.flatnonzero(labels == 1), np.flatnonzero(labels == 0)
     if len(pos) < 3 or len(neg) < 3:
         raise ValueError(f"Channel split needs at least 3 SOZ and 3 non-SOZ channels; got {len(pos)} and {len(neg)}.")
@@ -135,5 +140,5 @@ def _balance_within_splits(labels: np.ndarray, split: np.ndarray, seed: int) -> 
     train = split == "train"
     pos, neg = np.flatnonzero(train & (labels == 1)), np.flatnonzero(train & (labels == 0))
     if len(neg) > len(pos):
-        split[rng.choice(neg, size=len(neg) - len(pos), replace=False)] = "unused"
+        split[rng.choice(neg, size=len(neg) - len(pos), replace=False)] = UNUSED
     return split

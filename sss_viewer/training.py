@@ -39,7 +39,7 @@ from sss_viewer.metrics import binary_auc, choose_threshold, evaluate_scores
 from sss_viewer.models import MODEL_REGISTRY, build_window_model
 from sss_viewer.preprocess import PreprocessConfig, native_rates, preprocess_preset
 from sss_viewer.recording import Recording
-from sss_viewer.splits import SPLIT_MODES, assign_splits
+from sss_viewer.splits import SPLIT_MODES, SPLIT_NAMES, UNUSED, assign_splits
 from sss_viewer.windows import WindowIndex, epoch_batches
 
 logger = logging.getLogger(__name__)
@@ -361,7 +361,7 @@ def _train(recordings, config, device, generator, *, progress, series_set, cache
     if not labelled.any():
         raise ValueError("None of the training recordings has SOZ labels; training needs labelled channels.")
     if split is None:
-        split = np.full(len(meta), "unused", dtype=object)
+        split = np.full(len(meta), UNUSED, dtype=object)
         split[labelled] = assign_splits(
             meta[labelled],
             config.split,
@@ -374,7 +374,7 @@ def _train(recordings, config, device, generator, *, progress, series_set, cache
         split = np.asarray(split, dtype=object)
         if split.shape != (len(meta),):
             raise ValueError(f"split must give one entry per series ({len(meta)}); got shape {split.shape}.")
-        split = np.where(labelled, split, "unused")
+        split = np.where(labelled, split, UNUSED)
     labels_np = meta["label"].to_numpy().astype(np.float32)
     for name in ("train", "val"):
         classes = set(labels_np[split == name].astype(int))
@@ -601,7 +601,7 @@ def _calibrate(model, series_set, train_set, val_set, labels_np, config, device,
 def _split_record(meta, split, mode) -> dict:
     """Which subjects (patient split) or channels (channel split) went where."""
     record = {"mode": mode}
-    for name in ("train", "val", "test"):
+    for name in SPLIT_NAMES:
         rows = meta[split == name]
         record[name] = sorted(rows["subject"].unique().tolist())
         if mode == "channel":

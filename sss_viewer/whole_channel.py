@@ -56,12 +56,12 @@ from sss_viewer.models.registry import (
     app_c_best,
     build_window_model,
 )
+from sss_viewer.splits import SPLIT_VALUES
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
-    "SPLIT_NAMES",
     "WholeChannelConfig",
     "WholeChannelResult",
     "fit_whole_channel",
@@ -76,8 +76,6 @@ INITIALISATION_CHANNELS = 256
 INFINITE_EVAL_BATCH = 32
 """Infinite-context scoring: whole channels of equal length (those of one recording) per forward pass."""
 
-SPLIT_NAMES = ("train", "val", "test", "unused")
-"""Values accepted in the ``split`` array of :func:`fit_whole_channel`."""
 
 
 @dataclass
@@ -378,9 +376,9 @@ def _check_split(series_set: SeriesSet, split: Any) -> tuple[np.ndarray, np.ndar
     n_series = len(series_set.meta)
     if split.shape != (n_series,):
         raise ValueError(f"split must have shape ({n_series},) (one entry per series); got {split.shape}.")
-    bad = sorted({str(v) for v in np.unique(split.astype(str))} - set(SPLIT_NAMES))
+    bad = sorted({str(v) for v in np.unique(split.astype(str))} - set(SPLIT_VALUES))
     if bad:
-        raise ValueError(f"split holds unknown value(s) {bad}: expected only {list(SPLIT_NAMES)}.")
+        raise ValueError(f"split holds unknown value(s) {bad}: expected only {list(SPLIT_VALUES)}.")
     split = split.astype(str)
     labels = series_set.labels()
     for name in ("train", "val"):

@@ -44,7 +44,9 @@ from sss_viewer.dataset import build_series_set
 from sss_viewer.inference import score_recording
 from sss_viewer.io.cohort import load_cohort, load_data
 from sss_viewer.io.readers import RecordingReadError, read_recording
-from sss_viewer.io.synthetic import SynthConfig, synthesise_recording, write_recording_bids
+from sss_viewer.synth.config import SynthConfig
+from sss_viewer.synth.run import synthesise_recording
+from sss_viewer.synth.bids import write_recording_bids
 from sss_viewer.models import model_from_config
 from sss_viewer.preprocess import native_rates, preprocess_preset
 from sss_viewer.recording import Recording

@@ -16,7 +16,7 @@ import pandas as pd
 
 from sss_viewer._validate import check_option
 from sss_viewer.models import FINITE_CONTEXT, INFINITE_CONTEXT
-from sss_viewer.splits import assign_splits
+from sss_viewer.splits import SPLIT_NAMES, UNUSED, assign_splits
 
 SSS_MODEL = "sss"
 """SSS with its default local model (PatchTST); ``sss-<backbone>`` uses another registered backbone."""
@@ -181,7 +181,7 @@ def split_for_run(meta: pd.DataFrame, run: RunSpec) -> np.ndarray:
     -------
     split : ndarray of str, shape (n_series,)
     """
-    split = np.full(len(meta), "unused", dtype=object)
+    split = np.full(len(meta), UNUSED, dtype=object)
     labelled = meta["label"].to_numpy() >= 0
     in_train = meta["centre"].isin(run.train_centres).to_numpy() & labelled
     balance = True  # channel mode: the whole set 1:1 (paper); patient mode: the training split only
@@ -234,7 +234,7 @@ def _cv_split(meta: pd.DataFrame, folds: int, fold: int, seed: int, where: str) 
 
 def _check_classes(meta: pd.DataFrame, split: np.ndarray, run: RunSpec, where: str) -> np.ndarray:
     """``split``, after checking that train, validation and test each hold SOZ and non-SOZ series."""
-    for name in ("train", "val", "test"):
+    for name in SPLIT_NAMES:
         classes = set(meta["label"].to_numpy()[split == name])
         if classes != {0, 1}:
             centres = run.test_centre if name == "test" and run.test_centre else ", ".join(run.train_centres)

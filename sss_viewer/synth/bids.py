@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sss_viewer.fileio import write_tsv
 from sss_viewer.recording import Recording
 from sss_viewer.synth.config import ABNORMAL_COLUMNS, SynthConfig
 
@@ -19,10 +20,6 @@ logger = logging.getLogger(__name__)
 # --------------------------------------------------------------------------------------------
 # Writing (BIDS-like)
 # --------------------------------------------------------------------------------------------
-
-
-def _write_tsv(df: pd.DataFrame, path: Path) -> None:
-    df.to_csv(path, sep="\t", index=False, lineterminator="\n", na_rep="n/a")
 
 
 def _bids_base(subject: str, acquisition: str, run: str) -> str:
@@ -124,7 +121,7 @@ def write_recording_bids(recording: Recording, out_dir: Path, *, extra_channels:
             "status_description": "n/a",
         }
     )
-    _write_tsv(channels, folder / f"{base}_channels.tsv")
+    write_tsv(channels, folder / f"{base}_channels.tsv", na_rep="n/a")
     events = pd.DataFrame(
         {
             "onset": [e.onset for e in recording.events],
@@ -134,7 +131,7 @@ def write_recording_bids(recording: Recording, out_dir: Path, *, extra_channels:
             "sample": [m["onset"] for m in markers],
         }
     )
-    _write_tsv(events, folder / f"{base}_events.tsv")
+    write_tsv(events, folder / f"{base}_events.tsv", na_rep="n/a")
     sidecar = {
         "TaskName": "ictal",
         "Manufacturer": "sss-viewer synthetic generator",
@@ -182,12 +179,12 @@ def write_cohort_tables(out: Path, cohort: pd.DataFrame, labels: pd.DataFrame, a
     """Write ``participants.tsv``, ``cohort.tsv``, ``labels.tsv`` and ``abnormal.tsv`` under ``out``."""
     first_runs = cohort.drop_duplicates("subject")
     participants = pd.DataFrame({"participant_id": "sub-" + first_runs["subject"], "site": first_runs["centre"]})
-    _write_tsv(participants, out / "participants.tsv")
-    _write_tsv(cohort, out / "cohort.tsv")
-    _write_tsv(labels, out / "labels.tsv")
+    write_tsv(participants, out / "participants.tsv", na_rep="n/a")
+    write_tsv(cohort, out / "cohort.tsv", na_rep="n/a")
+    write_tsv(labels, out / "labels.tsv", na_rep="n/a")
     columns = ["subject", "run", *ABNORMAL_COLUMNS]
     frames = [frame[columns] for frame in abnormal if not frame.empty]
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
     table["onset_s"] = table["onset_s"].astype(float).round(4)
     table["offset_s"] = table["offset_s"].astype(float).round(4)
-    _write_tsv(table, out / "abnormal.tsv")
+    write_tsv(table, out / "abnormal.tsv", na_rep="n/a")

@@ -50,13 +50,13 @@ import param
 
 from sss_viewer.fileio import (
     append_line,
-    atomic_write,
     atomic_write_bytes,
     backup_file,
     file_lock,
     fingerprint,
     numbered_backups,
     same_files,
+    write_tsv,
 )
 from sss_viewer.io.readers import SUPPORTED_FORMATS
 
@@ -601,10 +601,6 @@ def _channels_frame(
     )
 
 
-def _write_tsv(df: pd.DataFrame, path: Path) -> None:
-    atomic_write(path, lambda tmp: df.to_csv(tmp, sep="\t", index=False, lineterminator="\n"))
-
-
 def _prepare_out_dir(out_dir, stem: str, source, allow_source_dir: bool) -> tuple[Path, tuple[Path, Path]]:
     if not stem or "/" in stem or "\\" in stem:
         raise ValueError(f"Invalid annotation stem={stem!r}: expected a file-name stem without folders.")
@@ -633,8 +629,8 @@ def _write_sidecars(annotations, out_dir, paths, channel_names, recorded_types) 
     """Back the current files up, then write both sidecars atomically (call with the lock held)."""
     for path in paths:
         backup_file(path, backup_dir(out_dir), keep=MAX_BACKUPS)
-    _write_tsv(_events_frame(sort_markers(annotations.markers)), paths[0])
-    _write_tsv(_channels_frame(annotations, channel_names, recorded_types), paths[1])
+    write_tsv(_events_frame(sort_markers(annotations.markers)), paths[0])
+    write_tsv(_channels_frame(annotations, channel_names, recorded_types), paths[1])
 
 
 def save_annotations(

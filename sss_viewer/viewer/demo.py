@@ -36,6 +36,7 @@ import pandas as pd
 
 from sss_viewer._version import __version__
 from sss_viewer.cache import default_cache_dir
+from sss_viewer.fileio import write_tsv
 from sss_viewer.inference import RecordingScores
 from sss_viewer.recording import Recording
 from sss_viewer.synth.bids import write_recording_bids
@@ -102,10 +103,6 @@ def _demo_root(cache_dir: str | Path | None) -> Path:
     return base / "demo" / f"recording-{_recording_key()}"
 
 
-def _write_tsv(table: pd.DataFrame, path: Path) -> None:
-    table.to_csv(path, sep="\t", index=False, lineterminator="\n")
-
-
 def _write_demo(out: Path) -> Path:
     """Synthesise the demo run and write the dataset into ``out`` (an empty folder).
 
@@ -127,12 +124,12 @@ def _write_demo(out: Path) -> Path:
         "SynthConfig": demo_synth_config().to_dict(),
     }
     (out / "dataset_description.json").write_text(json.dumps(description, indent=2) + "\n")
-    _write_tsv(pd.DataFrame({"participant_id": [f"sub-{DEMO_SUBJECT}"], "site": [recording.centre]}), out / "participants.tsv")
+    write_tsv(pd.DataFrame({"participant_id": [f"sub-{DEMO_SUBJECT}"], "site": [recording.centre]}), out / "participants.tsv")
     labels = pd.DataFrame({"subject": DEMO_SUBJECT, "channel": recording.ch_names, "soz": recording.soz.astype(int)})
-    _write_tsv(labels, out / "labels.tsv")
+    write_tsv(labels, out / "labels.tsv")
     abnormal = abnormal.assign(subject=DEMO_SUBJECT, run=recording.run)
     abnormal[["onset_s", "offset_s"]] = abnormal[["onset_s", "offset_s"]].round(4)
-    _write_tsv(abnormal[["subject", "run", "channel", "onset_s", "offset_s", "kind"]], out / "abnormal.tsv")
+    write_tsv(abnormal[["subject", "run", "channel", "onset_s", "offset_s", "kind"]], out / "abnormal.tsv")
     files = sorted(p for p in out.rglob("*") if p.is_file())
     manifest = {
         "vhdr": vhdr.relative_to(out).as_posix(),

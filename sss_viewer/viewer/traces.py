@@ -76,7 +76,6 @@ logger = logging.getLogger(__name__)
 READ_ONLY_HIDDEN_TYPES = ("stim", "misc")
 """Channel types not drawn even when a recording has no iEEG channel (triggers, spares, references)."""
 
-MARKER_KINDS = ("onset", "offset", "note", "event")
 MARKER_COLOURS = {"onset": "#c62828", "offset": "#212121", "note": "#616161", "event": "#1565c0"}
 """Seizure onset red, offset dark, notes grey, other events blue (lines and their labels)."""
 MARKER_LABEL_CHARS = 28
