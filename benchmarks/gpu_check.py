@@ -20,12 +20,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sss_viewer.checkpoint import ModelBundle
-from sss_viewer.inference import score_recording
+from sss_viewer.engine.bundle import ModelBundle
+from sss_viewer.engine.config import train_preset
+from sss_viewer.engine.inference import score_recording
+from sss_viewer.engine.training import train
+from sss_viewer.io.recording import Recording
 from sss_viewer.synth.config import SynthConfig
 from sss_viewer.synth.run import synthesise_recording
-from sss_viewer.recording import Recording
-from sss_viewer.training import train, train_preset
 
 DEMO_MODEL = Path(__file__).resolve().parents[1] / "sss_viewer" / "data" / "demo" / "model"
 AGREEMENT_GOAL = 1e-4

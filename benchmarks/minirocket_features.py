@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from sss_viewer.models import build_window_model, model_from_config
-from sss_viewer.windows import SeriesStore, WindowIndex
+from sss_viewer.windows.store import SeriesStore, WindowIndex
 
 ROOT = Path(__file__).resolve().parents[1]
 L, STRIDE, RATE = 1024, 256, 250.0

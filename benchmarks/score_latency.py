@@ -28,14 +28,14 @@ import time
 import numpy as np
 import torch
 
-from sss_viewer.calibration import make_calibrator
-from sss_viewer.checkpoint import ModelBundle
-from sss_viewer.dataset import build_series_set
-from sss_viewer.inference import predict_window_probs, score_recording
+from sss_viewer.engine.bundle import ModelBundle
+from sss_viewer.engine.calibration import make_calibrator
+from sss_viewer.engine.inference import predict_window_probs, score_recording
+from sss_viewer.io.recording import Recording
 from sss_viewer.models import build_model, model_from_config
-from sss_viewer.preprocess import preprocess_preset
-from sss_viewer.recording import Recording
-from sss_viewer.windows import WindowIndex
+from sss_viewer.preprocessing.config import preprocess_preset
+from sss_viewer.windows.series_set import build_series_set
+from sss_viewer.windows.store import WindowIndex
 
 
 class _NaiveWindows(torch.utils.data.Dataset):

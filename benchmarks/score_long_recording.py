@@ -46,8 +46,8 @@ def write_recording(path: Path, channels: int, minutes: float, sfreq: float) -> 
 
 def score_child(path: str, model: str, queue) -> None:
     """Read, preprocess and score the file; put (seconds, windows, peak RSS bytes) on ``queue``."""
-    from sss_viewer.checkpoint import ModelBundle
-    from sss_viewer.inference import score_recording
+    from sss_viewer.engine.bundle import ModelBundle
+    from sss_viewer.engine.inference import score_recording
     from sss_viewer.io.readers import read_recording
 
     bundle = ModelBundle.load(model)
@@ -60,8 +60,8 @@ def score_child(path: str, model: str, queue) -> None:
 
 def per_window_child(path: str, model: str, channels: int, queue) -> None:
     """The per-window path on the first ``channels`` channels: (seconds, windows)."""
-    from sss_viewer.checkpoint import ModelBundle
-    from sss_viewer.inference import score_recording
+    from sss_viewer.engine.bundle import ModelBundle
+    from sss_viewer.engine.inference import score_recording
     from sss_viewer.io.readers import read_recording
     from sss_viewer.models import model_from_config
 

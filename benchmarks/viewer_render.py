@@ -33,8 +33,8 @@ import holoviews as hv
 import numpy as np
 import pandas as pd
 
-from sss_viewer.inference import RecordingScores
-from sss_viewer.recording import Recording
+from sss_viewer.engine.inference import RecordingScores
+from sss_viewer.io.recording import Recording
 from sss_viewer.viewer.timecourse import ensure_bokeh
 from sss_viewer.viewer.traces import TraceView, rasterise_envelopes
 

@@ -1,7 +1,8 @@
 """Old import paths of modules that moved into the stage packages, kept for one release (as MNE does).
 
 ``import sss_viewer.training`` or ``from sss_viewer.io.synthetic import SynthConfig`` still work and
-emit a ``DeprecationWarning`` naming the new module. A moved module maps to one new module; a
+emit a ``DeprecationWarning`` naming the new module. (``sss_viewer.windows``, ``sss_viewer.evaluation``
+and ``sss_viewer.baselines`` became packages of the same name that re-export the old modules' names.) A moved module maps to one new module; a
 module split in several maps to all of them, and a name is looked up in each in turn.
 :func:`install` registers the finder; ``sss_viewer/__init__.py`` calls it.
 """
@@ -22,6 +23,22 @@ MOVED: dict[str, tuple[str, ...]] = {
         "sss_viewer.synth.config", "sss_viewer.synth.patients", "sss_viewer.synth.signals", "sss_viewer.synth.run",
         "sss_viewer.synth.bids", "sss_viewer.synth.cohort",
     ),
+    "sss_viewer.recording": ("sss_viewer.io.recording",),
+    "sss_viewer.preprocess": ("sss_viewer.preprocessing.config", "sss_viewer.preprocessing.filters"),
+    "sss_viewer.preprocess_stream": ("sss_viewer.preprocessing.streaming",),
+    "sss_viewer.cache": ("sss_viewer.preprocessing.cache",),
+    "sss_viewer.dataset": ("sss_viewer.windows.series_set",),
+    "sss_viewer.splits": ("sss_viewer.windows.splits",),
+    "sss_viewer.device": ("sss_viewer.engine.device",),
+    "sss_viewer.early_stopping": ("sss_viewer.engine.early_stopping",),
+    "sss_viewer.head_fit": ("sss_viewer.engine.head_fit",),
+    "sss_viewer.calibration": ("sss_viewer.engine.calibration",),
+    "sss_viewer.checkpoint": ("sss_viewer.engine.bundle",),
+    "sss_viewer.inference": ("sss_viewer.engine.inference",),
+    "sss_viewer.feature_memo": ("sss_viewer.engine.feature_memo",),
+    "sss_viewer.training": ("sss_viewer.engine.config", "sss_viewer.engine.training"),
+    "sss_viewer.minirocket_reference": ("sss_viewer.baselines.minirocket_reference",),
+    "sss_viewer.whole_channel": ("sss_viewer.baselines.whole_channel",),
 }  # fmt: skip
 """Old module → the module(s) that now hold its names (release 0.2; the old paths go in 0.3)."""
 

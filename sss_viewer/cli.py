@@ -24,7 +24,7 @@ class UsageError(ValueError):
 
 
 class _TrainingChoices(Sequence):
-    """``choices`` of a ``train`` option: the tuple ``name`` of :mod:`sss_viewer.training`, read on first use.
+    """``choices`` of a ``train`` option: the tuple ``name`` of :mod:`sss_viewer.engine.config`, read on first use.
 
     That module imports torch; reading its option names only when an option is parsed or its help
     shown keeps ``sss-viewer --help`` and the torch-free commands fast without repeating them here.
@@ -34,9 +34,9 @@ class _TrainingChoices(Sequence):
         self._name = name
 
     def _values(self) -> tuple[str, ...]:
-        from sss_viewer import training
+        from sss_viewer.engine import config
 
-        return tuple(getattr(training, self._name))
+        return tuple(getattr(config, self._name))
 
     def __getitem__(self, index):
         return self._values()[index]
@@ -85,7 +85,7 @@ LABELS_HELP = "TSV/CSV with subject, channel, soz: the only labels of the subjec
 
 def _cache(args):
     """The SeriesCache the command's options ask for, or None."""
-    from sss_viewer.cache import SeriesCache, default_cache_dir
+    from sss_viewer.preprocessing.cache import SeriesCache, default_cache_dir
 
     if args.no_cache:
         return None
@@ -94,7 +94,7 @@ def _cache(args):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one sub-command per job."""
-    from sss_viewer import __version__
+    from sss_viewer._version import __version__
 
     parser = argparse.ArgumentParser(
         prog="sss-viewer",
@@ -272,8 +272,9 @@ def _labelled_data(args) -> list:
 
 
 def _cmd_train(args, progress: bool) -> int:
-    from sss_viewer.checkpoint import check_model_destination
-    from sss_viewer.training import train, train_preset
+    from sss_viewer.engine.bundle import check_model_destination
+    from sss_viewer.engine.config import train_preset
+    from sss_viewer.engine.training import train
 
     if args.out.exists() and args.out.is_dir() and any(args.out.iterdir()) and not args.overwrite:
         raise ValueError(f"Model directory {args.out} exists and is not empty; pass --overwrite to replace it.")
@@ -297,7 +298,7 @@ def _cmd_train(args, progress: bool) -> int:
 
 
 def _write_csv(df, path: Path) -> None:
-    from sss_viewer.checkpoint import atomic_write
+    from sss_viewer.fileio import atomic_write
 
     atomic_write(path, lambda p: df.to_csv(p, index=False, float_format="%.6g"))
 
@@ -373,8 +374,8 @@ class ScoreOutput:
         return path
 
     def _write_manifest(self) -> None:
-        from sss_viewer import __version__
-        from sss_viewer.checkpoint import atomic_write
+        from sss_viewer._version import __version__
+        from sss_viewer.fileio import atomic_write
 
         text = json.dumps({"command": "score", "sss_viewer_version": __version__, "files": self.written}, indent=1)
         atomic_write(self.root / SCORE_MANIFEST, lambda p: Path(p).write_text(text, encoding="utf-8"))
@@ -385,7 +386,7 @@ class ScoreFailures(ValueError):
 
 
 def _cmd_score(args, progress: bool) -> int:
-    from sss_viewer.checkpoint import ModelBundle
+    from sss_viewer.engine.bundle import ModelBundle
     from sss_viewer.io.cohort import load_recording, read_labels
 
     bundle = ModelBundle.load(args.model)
@@ -419,7 +420,7 @@ def _cmd_score(args, progress: bool) -> int:
 
 def _score_one(args, bundle, recording, output: ScoreOutput, out: Path, progress: bool, top: int) -> None:
     """Score ``recording`` and write its CSVs into ``out`` (inside ``output``)."""
-    from sss_viewer.inference import score_recording
+    from sss_viewer.engine.inference import score_recording
 
     result = score_recording(
         bundle, recording, stride=args.stride, batch_size=args.batch_size, device=args.device, progress=progress,
@@ -464,8 +465,8 @@ def _ranking_text(channels, threshold: float, top: int = 15) -> str:
 
 
 def _cmd_evaluate(args, progress: bool) -> int:
-    from sss_viewer.checkpoint import ModelBundle
-    from sss_viewer.evaluation import evaluate_bundle
+    from sss_viewer.engine.bundle import ModelBundle
+    from sss_viewer.evaluation.held_out import evaluate_bundle
     from sss_viewer.io.cohort import read_abnormal_intervals
 
     bundle = ModelBundle.load(args.model)
@@ -489,11 +490,12 @@ def _cmd_evaluate(args, progress: bool) -> int:
 
 
 def _cmd_demo(args, progress: bool) -> int:
-    from sss_viewer.inference import score_recording
+    from sss_viewer.engine.config import train_preset
+    from sss_viewer.engine.inference import score_recording
+    from sss_viewer.engine.training import train
     from sss_viewer.io.cohort import load_data
     from sss_viewer.synth.cohort import generate_cohort
     from sss_viewer.synth.config import SynthConfig
-    from sss_viewer.training import train, train_preset
 
     cohort = args.out / "cohort"
     if not (cohort / "cohort.tsv").is_file():

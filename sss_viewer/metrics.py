@@ -182,7 +182,6 @@ def expected_calibration_error(p: Any, labels: Any, n_bins: int = 10) -> float:
     p, y = _check_pair(p, labels, scores_name="p")
     _check_probabilities("p", p)
     bins = np.minimum((p * n_bins).astype(np.int64), n_bins - 1)
-    count = np.bincount(bins, minlength=n_bins).astype(np.float64)
     sum_p = np.bincount(bins, weights=p, minlength=n_bins)
     sum_y = np.bincount(bins, weights=y.astype(np.float64), minlength=n_bins)
     return float(np.sum(np.abs(sum_y - sum_p)) / p.shape[0])

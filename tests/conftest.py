@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sss_viewer.recording import Event, Recording
+from sss_viewer.io.recording import Event, Recording
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 """Real signal data sets outside the repository (``../shared/data``); tests on them are marked ``realdata``."""

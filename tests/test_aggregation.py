@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sss_viewer.inference import aggregate_channels, window_heatmap
+from sss_viewer.engine.inference import aggregate_channels, window_heatmap
 
 
 def _windows(rng, channels=("A1", "A2", "B1"), n=50):

@@ -38,19 +38,20 @@ import pytest
 import scipy.io
 
 import sss_viewer
-from sss_viewer.cache import SeriesCache
-from sss_viewer.checkpoint import CONFIG_FILE, HASH_KEY, WEIGHTS_FILE, ModelBundle
-from sss_viewer.dataset import build_series_set
-from sss_viewer.inference import score_recording
+from sss_viewer.engine.bundle import CONFIG_FILE, HASH_KEY, WEIGHTS_FILE, ModelBundle
+from sss_viewer.engine.config import train_preset
+from sss_viewer.engine.inference import score_recording
+from sss_viewer.engine.training import train
 from sss_viewer.io.cohort import load_cohort, load_data
 from sss_viewer.io.readers import RecordingReadError, read_recording
+from sss_viewer.io.recording import Recording
+from sss_viewer.models import model_from_config
+from sss_viewer.preprocessing.cache import SeriesCache
+from sss_viewer.preprocessing.config import native_rates, preprocess_preset
+from sss_viewer.synth.bids import write_recording_bids
 from sss_viewer.synth.config import SynthConfig
 from sss_viewer.synth.run import synthesise_recording
-from sss_viewer.synth.bids import write_recording_bids
-from sss_viewer.models import model_from_config
-from sss_viewer.preprocess import native_rates, preprocess_preset
-from sss_viewer.recording import Recording
-from sss_viewer.training import train, train_preset
+from sss_viewer.windows.series_set import build_series_set
 from tests.conftest import toy_recording
 
 CLI = Path(sys.executable).with_name("sss-viewer")
@@ -465,7 +466,7 @@ def _(m: Material, tmp: Path, caplog):
         f.seek(4000)
         f.write(np.full(100, 7.0, np.float32).tobytes())
     os.utime(series, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    with caplog.at_level(logging.WARNING, logger="sss_viewer.cache"):
+    with caplog.at_level(logging.WARNING, logger="sss_viewer.preprocessing.cache"):
         again = SeriesCache(tmp / "cache").load_or_build(read_recording(m.toy_file), picks, config)
     assert f"Cache entry {series.parent} is damaged (series.f32 does not match the SHA-256" in caplog.text
     np.testing.assert_array_equal(again.data, expected)
@@ -594,7 +595,7 @@ def _(m: Material, tmp: Path, caplog):
     config = json.loads((model / CONFIG_FILE).read_text())
     del config[HASH_KEY]
     (model / CONFIG_FILE).write_text(json.dumps(config))
-    with caplog.at_level(logging.WARNING, logger="sss_viewer.checkpoint"):
+    with caplog.at_level(logging.WARNING, logger="sss_viewer.engine.bundle"):
         bundle = ModelBundle.load(model)
     assert bundle.threshold == m.bundle.threshold
     assert f"{model / CONFIG_FILE} records no {HASH_KEY}" in caplog.text
@@ -605,9 +606,9 @@ def _(m: Material, tmp: Path, caplog):
     demo = Path(sss_viewer.__file__).parent / "data" / "demo" / "model"
     config = json.loads((demo / CONFIG_FILE).read_text())
     assert config[HASH_KEY] == hashlib.sha256((demo / WEIGHTS_FILE).read_bytes()).hexdigest()
-    with caplog.at_level(logging.WARNING, logger="sss_viewer.checkpoint"):
+    with caplog.at_level(logging.WARNING, logger="sss_viewer.engine.bundle"):
         ModelBundle.load(demo)
-    assert [r.getMessage() for r in caplog.records if r.name == "sss_viewer.checkpoint"] == []
+    assert [r.getMessage() for r in caplog.records if r.name == "sss_viewer.engine.bundle"] == []
 
 
 @case("5-save-replaces-whole-directory-never-foreign-files")
@@ -625,7 +626,7 @@ def _(m: Material, tmp: Path, caplog):
 
 SAVER = """
 import copy, sys, dataclasses
-from sss_viewer.checkpoint import ModelBundle
+from sss_viewer.engine.bundle import ModelBundle
 a = ModelBundle.load(sys.argv[1])
 b = dataclasses.replace(a, threshold=0.125, model=copy.deepcopy(a.model))
 b.model.load_state_dict({k: v + 1 for k, v in a.model.state_dict().items()})
@@ -751,7 +752,7 @@ def _(m: Material, tmp: Path, caplog):
 @case("7-paper-preset-pools-mixed-rates-with-a-warning")
 def _(m: Material, tmp: Path, caplog):
     assert train_preset("paper").mixed_native_rates
-    with caplog.at_level(logging.WARNING, logger="sss_viewer.preprocess"):
+    with caplog.at_level(logging.WARNING, logger="sss_viewer.preprocessing.config"):
         assert native_rates([500.0, 1000.0, 999.41], allow_mixed=True) == (500.0, 999.41)
     assert "keep their native rates, which differ: 500 Hz (1), 999.41 Hz (2)" in caplog.text
 
@@ -772,7 +773,7 @@ def _(m: Material, tmp: Path, caplog):
 
 @case("7-viewer-check-fit-follows-the-engine")
 def _(m: Material, tmp: Path, caplog):
-    from sss_viewer.viewer.loader import check_fit
+    from sss_viewer.engine.inference import check_fit
 
     assert "trained on 250 Hz" in check_fit(m.bundle, toy_recording("fast", 6, duration_s=20.0, sfreq=500.0))
     assert check_fit(m.bundle, toy_recording("same", 6, duration_s=20.0, sfreq=250.0)) is None
@@ -906,7 +907,7 @@ def _(m: Material, tmp: Path, caplog):
 
 @case("11-cache-reservation-on-full-disk-is-enospc-not-sigbus")
 def _(m: Material, tmp: Path, caplog):
-    from sss_viewer.cache import _reserve
+    from sss_viewer.preprocessing.cache import _reserve
 
     with _tmpfs(tmp / "small", "1m") as small:
         with pytest.raises(OSError) as err:
@@ -954,9 +955,9 @@ def _(m: Material, tmp: Path, caplog):
 
 KILLED_BUILD = """
 import sys
-from sss_viewer.cache import SeriesCache
+from sss_viewer.preprocessing.cache import SeriesCache
 from sss_viewer.io.readers import read_recording
-from sss_viewer.preprocess import preprocess_preset
+from sss_viewer.preprocessing.config import preprocess_preset
 import numpy as np
 print("building", flush=True)
 SeriesCache(sys.argv[2]).load_or_build(read_recording(sys.argv[1]), np.arange(8), preprocess_preset("default", target_sfreq=None), chunk_seconds=1.0)
@@ -1055,7 +1056,7 @@ def _(m: Material, tmp: Path, caplog):
     expected = np.array(cache.load_or_build(read_recording(m.toy_file), picks, config).data)
     index = next((tmp / "cache").glob("*/index.json"))
     index.write_text(index.read_text().replace(",", " ", 1))
-    with caplog.at_level(logging.WARNING, logger="sss_viewer.cache"):
+    with caplog.at_level(logging.WARNING, logger="sss_viewer.preprocessing.cache"):
         again = SeriesCache(tmp / "cache").load_or_build(read_recording(m.toy_file), picks, config)
     assert f"({index} is not valid JSON: Expecting ',' delimiter" in caplog.text
     np.testing.assert_array_equal(again.data, expected)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from sss_viewer.baselines import FEATURE_NAMES, GlobalFeatureBaseline, global_features
+from sss_viewer.baselines.global_features import FEATURE_NAMES, GlobalFeatureBaseline, global_features
 from sss_viewer.metrics import binary_auc
 
 SFREQ = 256.0

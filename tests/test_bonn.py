@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sss_viewer.io.bonn import load_bonn, is_bonn
+from sss_viewer.io.bonn import is_bonn, load_bonn
 from sss_viewer.io.cohort import load_data
 
 from .conftest import SHARED_DATA
@@ -47,9 +47,9 @@ def test_reader_errors_name_the_file(tmp_path):
 
 
 def test_cv_folds_are_stratified_disjoint_and_the_same_for_every_model(tmp_path):
-    from sss_viewer.dataset import build_series_set
     from sss_viewer.experiments import plan_runs, split_for_run
-    from sss_viewer.preprocess import preprocess_preset
+    from sss_viewer.preprocessing.config import preprocess_preset
+    from sss_viewer.windows.series_set import build_series_set
 
     recs = load_bonn(_fake_bonn(tmp_path, n=20))
     series = build_series_set(recs, preprocess_preset("default", target_sfreq=None), min_length=64, progress=False)
@@ -84,12 +84,8 @@ def test_sss_reaches_auc_090_on_bonn_d_vs_c(tmp_path):
     recs = load_data(BONN)
     assert len(recs) == 200 and sum(bool(r.soz[0]) for r in recs) == 100
     base = runner.PRESETS["bonn"]
-    reduced = dataclasses.replace(base, sss={**base.sss, "model_params": {**base.sss["model_params"], "num_features": 840}})
-    runner.PRESETS["bonn-test"] = reduced
-    try:
-        results = runner.run_experiment("bonn", recs, tmp_path, preset="bonn-test", models=["sss"], seeds=[0],
-                                        progress=False, max_new_runs=2)
-    finally:
-        del runner.PRESETS["bonn-test"]
+    reduced = dataclasses.replace(base, name="bonn-test", sss={**base.sss, "model_params": {"num_features": 840, "revin": False}})
+    results = runner.run_experiment("bonn", recs, tmp_path, preset=reduced, models=["sss"], seeds=[0],
+                                    progress=False, max_new_runs=2)
     assert len(results) == 2
     assert results["auc"].mean() >= 0.90, results[["setting", "auc", "val_auc"]]

@@ -8,9 +8,8 @@ import re
 import time
 from pathlib import Path
 
-import pytest
-
 import pybv
+import pytest
 
 from .browser_support import CHROMIUM, chromium_missing, served_app
 from .conftest import toy_recording

@@ -7,11 +7,11 @@ import numpy as np
 import pybv
 import pytest
 
-from sss_viewer import cache as cache_module
-from sss_viewer.cache import SeriesCache, source_files
-from sss_viewer.dataset import build_series_set
 from sss_viewer.io.readers import read_recording
-from sss_viewer.preprocess import preprocess_preset
+from sss_viewer.preprocessing import cache as cache_module
+from sss_viewer.preprocessing.cache import SeriesCache, source_files
+from sss_viewer.preprocessing.config import preprocess_preset
+from sss_viewer.windows.series_set import build_series_set
 
 
 def _write_vhdr(folder, seed=0, n_channels=4, seconds=30.0, sfreq=1000.0):
@@ -72,7 +72,7 @@ def test_damaged_entry_is_reported_and_rebuilt(tmp_path, caplog):
     expected = np.array(entry.data)
     series = tmp_path / "cache" / entry.key / "series.f32"
     series.write_bytes(series.read_bytes()[:100])
-    with caplog.at_level("WARNING", logger="sss_viewer.cache"):
+    with caplog.at_level("WARNING", logger="sss_viewer.preprocessing.cache"):
         again = cache.load_or_build(recording, np.arange(4), preprocess_preset("default"))
     assert "is damaged" in caplog.text and "expected" in caplog.text
     np.testing.assert_array_equal(again.data, expected)

@@ -10,7 +10,7 @@ import pytest
 from sklearn.exceptions import NotFittedError
 from sklearn.isotonic import IsotonicRegression
 
-from sss_viewer.calibration import (
+from sss_viewer.engine.calibration import (
     CALIBRATORS,
     IdentityCalibrator,
     IsotonicCalibrator,
@@ -65,7 +65,7 @@ def test_transform_contract(name: str, cal_data: tuple[np.ndarray, np.ndarray]) 
 @pytest.mark.parametrize("name", NAMES)
 def test_out_of_range_inputs_are_clipped(name: str, cal_data, caplog: pytest.LogCaptureFixture) -> None:
     cal = make_calibrator(name).fit(*cal_data)
-    with caplog.at_level(logging.WARNING, logger="sss_viewer.calibration"):
+    with caplog.at_level(logging.WARNING, logger="sss_viewer.engine.calibration"):
         outside = cal.transform(np.array([-0.5, 1.5]))
     assert "Clipping 2 of 2" in caplog.text
     inside = cal.transform(np.array([0.0, 1.0]))

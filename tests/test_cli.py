@@ -94,7 +94,7 @@ def test_help_and_torch_free_commands_do_not_import_torch():
 
 
 def test_the_training_choices_are_the_training_modules():
-    from sss_viewer import training
+    from sss_viewer.engine import config as training
 
     parser = build_parser()
     for option, values in [("--preset", training.TRAIN_PRESETS), ("--split", training.SPLIT_MODES),
@@ -126,7 +126,7 @@ def test_every_option_has_help_text():
 
 def test_balance_can_be_turned_on_and_off_and_reaches_the_training_config(model):
     from sss_viewer.cli import _train_overrides
-    from sss_viewer.training import train_preset
+    from sss_viewer.engine.config import train_preset
 
     def config(*flags):
         return train_preset(

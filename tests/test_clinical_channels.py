@@ -21,16 +21,15 @@ from sss_viewer.io.channel_conventions import (
     CHANNEL_TYPES,
     NAME_RULES,
     apply_type_overrides,
-    display_name,
-    display_names,
     duplicate_channels,
     infer_type,
     resolve_channel_types,
     scalp_channels,
 )
+from sss_viewer.io.channel_names import channel_key, display_name, display_names
 from sss_viewer.io.cohort import load_data
-from sss_viewer.io.soz_labels import channel_key, match_soz
-from sss_viewer.recording import Recording
+from sss_viewer.io.recording import Recording
+from sss_viewer.io.soz_labels import match_soz
 
 from .clinical_files import write_clinical_edf
 
@@ -226,8 +225,8 @@ def clinical(tmp_path_factory):
 
 
 def test_api_scores_only_the_intracranial_contacts(clinical):
-    from sss_viewer.checkpoint import ModelBundle
-    from sss_viewer.inference import score_recording
+    from sss_viewer.engine.bundle import ModelBundle
+    from sss_viewer.engine.inference import score_recording
 
     written, _ = clinical
     bundle = ModelBundle.load(MODEL)
@@ -267,8 +266,9 @@ def test_train_and_score_read_one_labels_file_alike(clinical):
 
 
 def test_viewer_reads_and_fits_the_same_channels(clinical):
-    from sss_viewer.checkpoint import ModelBundle
-    from sss_viewer.viewer.loader import check_fit, load_selected
+    from sss_viewer.engine.bundle import ModelBundle
+    from sss_viewer.engine.inference import check_fit
+    from sss_viewer.viewer.loader import load_selected
 
     written, _ = clinical
     bundle = ModelBundle.load(MODEL)

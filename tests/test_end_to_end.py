@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sss_viewer.baselines import GlobalFeatureBaseline
+from sss_viewer.baselines.global_features import GlobalFeatureBaseline
 from sss_viewer.io.cohort import load_data
 from sss_viewer.metrics import binary_auc
 

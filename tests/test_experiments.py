@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sss_viewer.dataset import build_series_set
 from sss_viewer.experiments import PROTOCOLS, plan_runs, run_experiment, split_for_run
 from sss_viewer.experiments.protocols import BASELINES, MODELS, SSS_MODEL
-from sss_viewer.preprocess import preprocess_preset
+from sss_viewer.preprocessing.config import preprocess_preset
+from sss_viewer.windows.series_set import build_series_set
 
 from .conftest import toy_recording
 
@@ -117,12 +117,9 @@ def test_resuming_with_a_changed_preset_reruns_only_the_runs_it_changes(cohort, 
     assert len(first) == 2
     records = {p.name: json.loads(p.read_text()) for p in (tmp_path / "runs").iterdir()}
     original = runner.PRESETS["smoke"]
-    runner.PRESETS["smoke"] = dataclasses.replace(original, baseline={**original.baseline, "epochs": 2})
-    try:
-        with caplog.at_level("WARNING", logger="sss_viewer.experiments.runner"):
-            results = run_experiment("paper-table2", cohort, tmp_path, **kwargs)
-    finally:
-        runner.PRESETS["smoke"] = original
+    changed = dataclasses.replace(original, baseline={**original.baseline, "epochs": 2})
+    with caplog.at_level("WARNING", logger="sss_viewer.experiments.runner"):
+        results = run_experiment("paper-table2", cohort, tmp_path, **{**kwargs, "preset": changed})
     assert len(results) == 6
     rerun = [name for name, rec in records.items() if rec["model"] == "dlinear"]
     kept = [name for name, rec in records.items() if rec["model"] == "sss"]

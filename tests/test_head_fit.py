@@ -4,13 +4,14 @@ import numpy as np
 import pytest
 import torch
 
-from sss_viewer.checkpoint import ModelBundle
-from sss_viewer.head_fit import fit_head_lbfgs
-from sss_viewer.inference import score_recording
+from sss_viewer.engine.bundle import ModelBundle
+from sss_viewer.engine.config import TrainConfig, train_preset
+from sss_viewer.engine.head_fit import fit_head_lbfgs
+from sss_viewer.engine.inference import score_recording
+from sss_viewer.engine.training import train
 from sss_viewer.metrics import binary_auc
 from sss_viewer.models.minirocket import MiniRocketClassifier
 from sss_viewer.models.rocket import RunningStandardizer
-from sss_viewer.training import TrainConfig, train, train_preset
 
 
 def _linear_task(n: int, n_features: int, seed: int):
@@ -110,65 +111,64 @@ def test_unknown_head_solver_is_named():
 
 
 def test_frozen_features_are_reused_across_runs_that_share_the_front_end(toy_cohort, caplog):
-    """Runs differing only in head training/calibration reuse the features; another front end does not."""
-    from sss_viewer import feature_memo
+    """Runs given one memo and differing only in head training/calibration reuse the features; another
+    front end does not, and a run without a memo computes its own."""
+    from sss_viewer.engine.feature_memo import FeatureMemo
+    from sss_viewer.windows.series_set import build_series_set
 
-    feature_memo.forget_all()
     base = dict(
         backbone="minirocket", model_params={"num_features": 168}, window_length=128, train_stride=64, val_stride=64,
         epochs=1, device="cpu",
     )  # fmt: skip
-    from sss_viewer.dataset import build_series_set
-
     series_set = build_series_set(toy_cohort, train_preset("default", **base).preprocess, min_length=128, progress=False)
-    with caplog.at_level("INFO", logger="sss_viewer.training"):
-        first = train([], train_preset("default", **base), progress=False, series_set=series_set)
-        assert "reusing the frozen features" not in caplog.text
-        second = train([], train_preset("default", calibrator="none", **base), progress=False, series_set=series_set)
+    memo = FeatureMemo()
+    with caplog.at_level("INFO", logger="sss_viewer.engine.training"):
+        first = train([], train_preset("default", **base), progress=False, series_set=series_set, feature_memo=memo)
+        assert "reusing the frozen features" not in caplog.text and len(memo) == 2
+        second = train([], train_preset("default", calibrator="none", **base), progress=False, series_set=series_set,
+                       feature_memo=memo)  # fmt: skip
         assert caplog.text.count("reusing the frozen features") == 2  # training and validation windows
         caplog.clear()
         other = dict(base, model_params={"num_features": 168, "seed": 1})
-        train([], train_preset("default", **other), progress=False, series_set=series_set)
+        train([], train_preset("default", **other), progress=False, series_set=series_set, feature_memo=memo)
         assert "reusing the frozen features" not in caplog.text
+        train([], train_preset("default", **base), progress=False, series_set=series_set)
+        assert "reusing the frozen features" not in caplog.text  # no memo given: nothing shared behind the caller's back
     # Same data, same front end, same head training: the reused features give the same head.
     torch.testing.assert_close(first.model.head.weight, second.model.head.weight)
-    feature_memo.forget_all()
 
 
-def test_feature_memo_forgets_the_oldest_beyond_its_budget(monkeypatch):
-    from sss_viewer import feature_memo
-    from sss_viewer.windows import SeriesStore
+def test_feature_memo_forgets_the_oldest_beyond_its_budget():
+    import gc
 
-    feature_memo.forget_all()
-    monkeypatch.setattr(feature_memo, "FEATURE_MEMO_BYTES", 2 * 10 * 4 * 4)  # two (10, 4) float32 matrices
+    from sss_viewer.engine.feature_memo import FeatureMemo
+    from sss_viewer.windows.store import SeriesStore
+
+    memo = FeatureMemo(max_bytes=2 * 10 * 4 * 4)  # two (10, 4) float32 matrices
     store = SeriesStore.from_series([np.zeros(100, np.float32)])
     cpu = torch.device("cpu")
     for i in range(3):
-        feature_memo.remember(store, "front", np.array([i]), 8, cpu, torch.full((10, 4), float(i)))
-    assert feature_memo.recall(store, "front", np.array([0]), 8, cpu) is None
-    assert float(feature_memo.recall(store, "front", np.array([2]), 8, cpu)[0, 0]) == 2.0
-    assert feature_memo.recall(store, "other", np.array([2]), 8, cpu) is None
-    assert feature_memo.recall(store, "front", np.array([2]), 16, cpu) is None
+        memo.remember(store, "front", np.array([i]), 8, cpu, torch.full((10, 4), float(i)))
+    assert memo.recall(store, "front", np.array([0]), 8, cpu) is None
+    assert float(memo.recall(store, "front", np.array([2]), 8, cpu)[0, 0]) == 2.0
+    assert memo.recall(store, "other", np.array([2]), 8, cpu) is None
+    assert memo.recall(store, "front", np.array([2]), 16, cpu) is None
     del store  # the memo does not keep a store alive
-    import gc
-
     gc.collect()
-    assert len(feature_memo._memo) == 0
+    assert len(memo) == 0
 
 
 def test_minirocket_training_preset_is_the_real_data_recipe_and_a_cli_choice():
     from sss_viewer.cli import build_parser
+    from sss_viewer.engine.config import TRAIN_PRESETS
     from sss_viewer.experiments.runner import PRESETS
-    from sss_viewer.training import TRAIN_PRESETS
 
-    for name in TRAIN_PRESETS:  # the CLI reads its choices from sss_viewer.training
+    for name in TRAIN_PRESETS:  # the CLI reads its choices from sss_viewer.engine.config
         assert build_parser().parse_args(["train", "data", "--out", "m", "--preset", name]).preset == name
     config = train_preset("minirocket")
-    bonn = PRESETS["bonn"].sss
-    for name in ("backbone", "window_length", "train_stride", "val_stride", "inference_stride", "epochs", "batch_size",
-                 "lr", "weight_decay", "patience", "model_params"):  # fmt: skip
-        assert getattr(config, name) == bonn[name], name
-    assert config.calibrator == "isotonic" and bonn["calibrator"] == "none"
+    assert PRESETS["bonn"].sss == {"preset": "minirocket", "calibrator": "none"}  # the recipe, written once
+    assert config.backbone == "minirocket" and config.model_params == {"num_features": 9996, "revin": False}
+    assert config.calibrator == "isotonic"
     # Another backbone does not inherit MiniRocket's sizes.
     assert train_preset("minirocket", backbone="patchtst").model_params == {}
 

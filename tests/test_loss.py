@@ -3,7 +3,7 @@
 import torch
 import torch.nn.functional as F
 
-from sss_viewer.training import channel_loss
+from sss_viewer.engine.training import channel_loss
 
 
 def test_channel_loss_is_bce_of_mean_window_probability_per_series():

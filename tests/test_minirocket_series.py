@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from sss_viewer.checkpoint import ModelBundle
-from sss_viewer.inference import predict_window_probs
+from sss_viewer.engine.bundle import ModelBundle
+from sss_viewer.engine.inference import predict_window_probs
 from sss_viewer.models import build_window_model, model_from_config
 from sss_viewer.models.minirocket import MiniRocketClassifier
 from sss_viewer.models.minirocket_series import (
@@ -27,7 +27,7 @@ from sss_viewer.models.minirocket_series import (
     window_features,
     window_logits,
 )
-from sss_viewer.windows import SeriesStore, WindowIndex
+from sss_viewer.windows.store import SeriesStore, WindowIndex
 
 L = 256
 DEMO_MODEL = Path(__import__("sss_viewer").__file__).parent / "data" / "demo" / "model"
@@ -247,7 +247,7 @@ def test_without_numba_the_torch_paths_give_the_same_numbers(monkeypatch):
 
 
 def test_visible_channels_first_gives_the_same_scores_as_one_pass():
-    from sss_viewer.inference import score_recording
+    from sss_viewer.engine.inference import score_recording
     from tests.conftest import toy_recording
 
     bundle = ModelBundle.load(DEMO_MODEL)
@@ -268,7 +268,7 @@ def test_visible_channels_first_gives_the_same_scores_as_one_pass():
 
 
 def test_a_finer_heat_map_keeps_the_ranking_of_the_models_stride():
-    from sss_viewer.inference import score_recording
+    from sss_viewer.engine.inference import score_recording
     from tests.conftest import toy_recording
 
     bundle = ModelBundle.load(DEMO_MODEL)

@@ -4,12 +4,8 @@ import numpy as np
 import pytest
 from scipy import signal
 
-from sss_viewer.preprocess import (
-    PreprocessConfig,
-    average_pool,
-    preprocess_channel,
-    preprocess_preset,
-)
+from sss_viewer.preprocessing.config import PreprocessConfig, preprocess_preset
+from sss_viewer.preprocessing.filters import average_pool, preprocess_channel
 
 
 def _band_power(x, fs, lo, hi):

@@ -15,10 +15,10 @@ import scipy.io
 
 from sss_viewer.io.cohort import load_cohort, load_data, read_abnormal_intervals, read_labels
 from sss_viewer.io.readers import SUPPORTED_FORMATS, RecordingReadError, read_recording
-from sss_viewer.synth.config import SynthConfig
-from sss_viewer.synth.cohort import generate_cohort
-from sss_viewer.synth.run import synthesise_recording
 from sss_viewer.synth.bids import write_recording_bids
+from sss_viewer.synth.cohort import generate_cohort
+from sss_viewer.synth.config import SynthConfig
+from sss_viewer.synth.run import synthesise_recording
 
 TINY = SynthConfig(duration_scale=0.05, max_channels=8)
 

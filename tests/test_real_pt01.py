@@ -7,8 +7,9 @@ import pytest
 
 from sss_viewer import read_recording
 from sss_viewer.cli import main
-from sss_viewer.inference import score_recording
-from sss_viewer.training import train, train_preset
+from sss_viewer.engine.config import train_preset
+from sss_viewer.engine.inference import score_recording
+from sss_viewer.engine.training import train
 
 from .conftest import SHARED_DATA
 

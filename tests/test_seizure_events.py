@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from sss_viewer.io.recording import Event
 from sss_viewer.io.seizure_events import (
     SeizureMarkers,
     classify_marker,
@@ -17,7 +18,6 @@ from sss_viewer.io.seizure_events import (
     normalise_marker,
     read_seizure_markers,
 )
-from sss_viewer.recording import Event
 
 from .conftest import DS003029_META
 

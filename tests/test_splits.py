@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sss_viewer.splits import assign_splits, split_by_channel, split_by_patient
+from sss_viewer.windows.splits import assign_splits, split_by_channel, split_by_patient
 
 
 def _meta(n_patients=12, channels=10):

@@ -230,10 +230,11 @@ def test_line_freq_override():
 @pytest.mark.slow
 def test_global_features_fail_where_local_spikes_succeed():
     """The benchmark's point: whole-channel statistics barely separate SOZ, 4-s spike morphology does."""
-    baselines = pytest.importorskip("sss_viewer.baselines")
+    baselines = pytest.importorskip("sss_viewer.baselines.global_features")
     from sklearn.metrics import roc_auc_score
 
-    from sss_viewer.preprocess import preprocess_channel, preprocess_preset
+    from sss_viewer.preprocessing.config import preprocess_preset
+    from sss_viewer.preprocessing.filters import preprocess_channel
 
     config = SynthConfig(duration_scale=0.3, max_channels=40)
     prep = preprocess_preset("default", zscore=False)

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from sss_viewer.checkpoint import ModelBundle
-from sss_viewer.inference import score_recording
-from sss_viewer.training import TrainConfig, train, train_preset
+from sss_viewer.engine.bundle import ModelBundle
+from sss_viewer.engine.config import TrainConfig, train_preset
+from sss_viewer.engine.inference import score_recording
+from sss_viewer.engine.training import train
 
 from .conftest import toy_recording
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sss_viewer.recording import Event
+from sss_viewer.io.recording import Event
 from sss_viewer.viewer.annotations import (
     MAX_BACKUPS,
     AnnotationFileError,
@@ -553,9 +553,9 @@ def test_explicit_save_replaces_an_unreadable_file_but_keeps_it(tmp_path):
 
 
 def test_poll_merges_another_sessions_save_and_is_quiet_otherwise(tmp_path):
-    from sss_viewer.recording import Recording
-
     import numpy as np
+
+    from sss_viewer.io.recording import Recording
 
     rec = Recording(np.zeros((3, 500), dtype=np.float32), 250.0, ["A1", "A2", "A3"], ["seeg"] * 3)
     first = AnnotationPanel.from_recording(rec, tmp_path)

@@ -7,7 +7,7 @@ import time
 import pandas as pd
 import pytest
 
-from sss_viewer.checkpoint import ModelBundle
+from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.io.lazy import LazySignals
 from sss_viewer.viewer import demo
 
@@ -71,7 +71,7 @@ def test_bundled_model_loads_and_says_it_is_a_synthetic_demo():
 
 def test_bundled_model_is_the_real_data_recipe():
     """Issue 6: what the clinician sees comes from the recipe that held up on real EEG (``--preset minirocket``)."""
-    from sss_viewer.training import train_preset
+    from sss_viewer.engine.config import train_preset
 
     recipe = train_preset("minirocket")
     bundle = ModelBundle.load(demo.DEMO_MODEL_DIR)

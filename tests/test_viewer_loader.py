@@ -6,14 +6,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sss_viewer.engine.inference import check_fit
 from sss_viewer.io.lazy import LazySignals
-from sss_viewer.recording import Recording
+from sss_viewer.io.recording import Recording
 from sss_viewer.viewer.loader import (
     CHOOSE_PROMPT,
     ModelPicker,
     RecordingBrowser,
     UploadError,
-    check_fit,
     list_folder,
     load_selected,
     resolve_folder_inside,
@@ -297,7 +297,7 @@ def test_bids_picker_is_hidden_outside_a_bids_folder(data_root):
 
 @pytest.fixture(scope="module")
 def demo_bundle():
-    from sss_viewer.checkpoint import ModelBundle
+    from sss_viewer.engine.bundle import ModelBundle
     from sss_viewer.viewer.demo import DEMO_MODEL_DIR
 
     return ModelBundle.load(DEMO_MODEL_DIR)
@@ -346,7 +346,7 @@ def test_check_fit_says_a_short_recording_is_too_short(demo_bundle):
 def test_check_fit_on_the_real_3_s_pt01_epoch(demo_bundle):
     if not PT01.is_file():
         pytest.skip(f"{PT01} not found")
-    reason = ModelPicker.check_fit(demo_bundle, load_selected(PT01))
+    reason = check_fit(demo_bundle, load_selected(PT01))
     assert reason is not None and "lasts 3.00 s" in reason and "shorter than one window" in reason
 
 

@@ -13,10 +13,11 @@ import pandas as pd
 import pytest
 from bokeh.models import BoxAnnotation, HoverTool, Image, ImageRGBA, Line, Plot, RangeTool, Span
 
-from sss_viewer.inference import RecordingScores, score_recording
-from sss_viewer.training import train, train_preset
-from sss_viewer.viewer.timecourse import SozTimeCourse, infer_bin_s
+from sss_viewer.engine.config import train_preset
+from sss_viewer.engine.inference import RecordingScores, score_recording
+from sss_viewer.engine.training import train
 from sss_viewer.viewer.display import display_amplitude, robust_scale, top_k_mean
+from sss_viewer.viewer.timecourse import SozTimeCourse, infer_bin_s
 from sss_viewer.viewer.traces import (
     CLIP_ROWS,
     MARKER_COLOURS,

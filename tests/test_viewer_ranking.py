@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sss_viewer.inference import RecordingScores, aggregate_channels
+from sss_viewer.engine.inference import RecordingScores, aggregate_channels
 from sss_viewer.metrics import binary_auc
 from sss_viewer.viewer.ranking import (
     NO_LABELS_TEXT,

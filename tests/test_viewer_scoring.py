@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from panel.io.state import set_curdoc
 
+from sss_viewer.engine.config import train_preset
+from sss_viewer.engine.training import train
 from sss_viewer.io.readers import read_recording
-from sss_viewer.recording import Recording
-from sss_viewer.training import train, train_preset
+from sss_viewer.io.recording import Recording
 from sss_viewer.viewer.scoring import BackgroundScorer, ScoringProgress, model_key, recording_key
 from tests.conftest import toy_recording
 

@@ -5,18 +5,18 @@ import pandas as pd
 import pytest
 import torch
 
-from sss_viewer.dataset import SeriesSet, build_series_set
-from sss_viewer.metrics import binary_auc
-from sss_viewer.models.registry import app_c_best, build_window_model
-from sss_viewer.preprocess import preprocess_preset
-from sss_viewer.whole_channel import (
+from sss_viewer.baselines.whole_channel import (
     WholeChannelConfig,
     _accepts_mask,
     fit_whole_channel,
     pad_or_truncate,
     predict_channels,
 )
-from sss_viewer.windows import SeriesStore
+from sss_viewer.metrics import binary_auc
+from sss_viewer.models.registry import app_c_best, build_window_model
+from sss_viewer.preprocessing.config import preprocess_preset
+from sss_viewer.windows.series_set import SeriesSet, build_series_set
+from sss_viewer.windows.store import SeriesStore
 
 L = 256
 DLINEAR = {"backbone": "dlinear", "window_length": L, "lr": 1e-2, "device": "cpu"}
@@ -120,7 +120,7 @@ def test_equal_length_channels_are_scored_together_with_the_same_result():
 
 
 def test_crop_batches_share_one_length():
-    from sss_viewer.whole_channel import _crop_batch, _equal_length_batches
+    from sss_viewer.baselines.whole_channel import _crop_batch, _equal_length_batches
 
     rng = np.random.default_rng(0)
     x = _crop_batch([np.arange(900.0), np.arange(400.0), np.arange(2000.0)], 512, rng)

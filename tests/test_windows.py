@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from sss_viewer.windows import SeriesStore, WindowIndex, epoch_batches
+from sss_viewer.windows.sampler import epoch_batches
+from sss_viewer.windows.store import SeriesStore, WindowIndex
 
 
 def test_window_counts_follow_the_paper():

@@ -1,6 +1,6 @@
 """Train the small demo model bundled with the viewer, and precompute its scores of the demo recording.
 
-The model is trained with the project's own training code (``sss_viewer.training.train``, split by
+The model is trained with the project's own training code (``sss_viewer.engine.training.train``, split by
 patient) with the ``minirocket`` preset — the recipe that works on real intracranial EEG (Bonn D
 vs C, ``docs/results.md`` §2), so what the viewer shows comes from the recipe that held up on
 real data; ``--preset default`` builds the PatchTST model instead — on a synthetic cohort drawn
@@ -26,12 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
-from sss_viewer.checkpoint import ModelBundle
-from sss_viewer.inference import fine_heat_stride, score_recording
+from sss_viewer.engine.bundle import ModelBundle
+from sss_viewer.engine.config import TRAIN_PRESETS, train_preset
+from sss_viewer.engine.inference import fine_heat_stride, score_recording
+from sss_viewer.engine.training import train
+from sss_viewer.metrics import binary_auc
 from sss_viewer.synth.config import SynthConfig
 from sss_viewer.synth.run import synthesise_recording
-from sss_viewer.metrics import binary_auc
-from sss_viewer.training import TRAIN_PRESETS, train, train_preset
 from sss_viewer.viewer.demo import (
     DEMO_DESCRIPTION,
     DEMO_PATIENT_INDEX,

@@ -14,8 +14,8 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from sss_viewer.preprocess import PreprocessConfig
-from sss_viewer.recording import Recording
+from sss_viewer.io.recording import Recording
+from sss_viewer.preprocessing.config import PreprocessConfig
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def estimate_run_bytes(recordings: Sequence[Recording], preprocess: PreprocessCo
         features = (n_train_windows + n_val_windows) * int(config.model_params.get("num_features", 9996)) * 4
     elif config.backbone == "rocket":
         features = (n_train_windows + n_val_windows) * 2 * int(config.model_params.get("num_kernels", 10_000)) * 4
-    from sss_viewer.training import FEATURE_CACHE_BYTES
+    from sss_viewer.engine.training import FEATURE_CACHE_BYTES
 
     features = features if features <= FEATURE_CACHE_BYTES else 0  # larger caches are not built
     parts = {

@@ -16,7 +16,7 @@ import pandas as pd
 
 from sss_viewer._validate import check_option
 from sss_viewer.models import FINITE_CONTEXT, INFINITE_CONTEXT
-from sss_viewer.splits import SPLIT_NAMES, UNUSED, assign_splits
+from sss_viewer.windows.splits import SPLIT_NAMES, UNUSED, assign_splits
 
 SSS_MODEL = "sss"
 """SSS with its default local model (PatchTST); ``sss-<backbone>`` uses another registered backbone."""

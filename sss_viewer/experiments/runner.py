@@ -24,9 +24,12 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from sss_viewer._validate import check_option
-from sss_viewer.cache import SeriesCache
-from sss_viewer.checkpoint import atomic_write
-from sss_viewer.dataset import SeriesSet, build_series_set
+from sss_viewer.engine.config import train_preset
+from sss_viewer.engine.feature_memo import FeatureMemo
+from sss_viewer.engine.fit import channel_means
+from sss_viewer.engine.inference import predict_window_probs
+from sss_viewer.engine.training import train
+from sss_viewer.experiments.memory import check_fits_in_memory
 from sss_viewer.experiments.protocols import (
     BASELINES,
     MINIROCKET_LR,
@@ -36,14 +39,14 @@ from sss_viewer.experiments.protocols import (
     plan_runs,
     split_for_run,
 )
-from sss_viewer.experiments.memory import check_fits_in_memory
 from sss_viewer.experiments.tables import markdown_tables
-from sss_viewer.inference import predict_window_probs
+from sss_viewer.fileio import atomic_write
+from sss_viewer.io.recording import Recording
 from sss_viewer.metrics import binary_auc, choose_threshold, evaluate_scores
-from sss_viewer.preprocess import preprocess_preset
-from sss_viewer.recording import Recording
-from sss_viewer.training import train, train_preset
-from sss_viewer.windows import WindowIndex
+from sss_viewer.preprocessing.cache import SeriesCache
+from sss_viewer.preprocessing.config import preprocess_preset
+from sss_viewer.windows.series_set import SeriesSet, build_series_set
+from sss_viewer.windows.store import WindowIndex
 
 logger = logging.getLogger(__name__)
 
@@ -90,10 +93,7 @@ PRESETS = {
     ),
     "bonn": ExperimentPreset(
         "bonn",
-        sss={"preset": "default", "backbone": "minirocket", "window_length": 1024, "train_stride": 256,
-             "val_stride": 256, "inference_stride": 256, "epochs": 20, "batch_size": 64, "lr": 1e-3,
-             "weight_decay": 1e-4, "patience": 10, "calibrator": "none",
-             "model_params": {"num_features": 9996, "revin": False}},
+        sss={"preset": "minirocket", "calibrator": "none"},  # the recipe; 32 validation segments are too few for isotonic
         baseline={"epochs": 30, "window_length": 4096, "patience": 10, "batch_size": 16, "small": True},
         seeds=(0, 1, 2),
         split_modes=("cv",),
@@ -130,8 +130,9 @@ def _sss_config(preset: ExperimentPreset, run: RunSpec):
     every batch size above it would train identically).
     """
     params = dict(preset.sss)
-    params["model_params"] = dict(params.get("model_params", {}))
     name = params.pop("preset", "default")
+    # the training preset's own model sizes unless the experiment preset or the run says otherwise
+    params["model_params"] = dict(params.get("model_params", train_preset(name).model_params))
     overrides = dict(run.overrides)
     backbone = overrides.pop("backbone", run.model[len(SSS_MODEL) + 1 :] if run.model != SSS_MODEL else None)
     if backbone is not None:
@@ -153,7 +154,7 @@ def _sss_config(preset: ExperimentPreset, run: RunSpec):
 
 def _baseline_config(preset: ExperimentPreset, run: RunSpec):
     """The whole-channel training configuration of a baseline run."""
-    from sss_viewer.whole_channel import WholeChannelConfig
+    from sss_viewer.baselines.whole_channel import WholeChannelConfig
 
     params = dict(preset.baseline)
     if params.pop("small", False):
@@ -183,12 +184,10 @@ def _sss_test_probs(bundle, series_set: SeriesSet, members: np.ndarray) -> np.nd
     index = WindowIndex.build(lengths, bundle.window_length, bundle.inference_stride, cover_end=True)
     p = predict_window_probs(bundle.model, series_set.store, index.absolute_starts(series_set.store), bundle.window_length)
     p_cal = bundle.calibrator.transform(p)[0]
-    sums = np.bincount(index.series, weights=p_cal, minlength=series_set.store.n_series)
-    counts = np.bincount(index.series, minlength=series_set.store.n_series)
-    return sums[members] / np.maximum(counts[members], 1)
+    return channel_means(p_cal, index.series, series_set.store.n_series)[members]
 
 
-def _execute(run: RunSpec, series_set: SeriesSet, preset: ExperimentPreset) -> dict:
+def _execute(run: RunSpec, series_set: SeriesSet, preset: ExperimentPreset, memo: FeatureMemo) -> dict:
     """Train and test one run; return its record (metrics on the test channels)."""
     split = split_for_run(series_set.meta, run)
     labels = series_set.meta["label"].to_numpy()
@@ -197,19 +196,19 @@ def _execute(run: RunSpec, series_set: SeriesSet, preset: ExperimentPreset) -> d
     started = time.perf_counter()
     extra = {}
     if run.model.startswith(SSS_MODEL):
-        bundle = train([], _sss_config(preset, run), progress=False, series_set=series_set, split=split)
+        bundle = train([], _sss_config(preset, run), progress=False, series_set=series_set, split=split, feature_memo=memo)
         val_probs, test_probs = _sss_test_probs(bundle, series_set, val), _sss_test_probs(bundle, series_set, test)
         extra["best_epoch"] = int(bundle.info["best_epoch"])
         if "head_l2" in bundle.info:
             extra["head_l2"] = float(bundle.info["head_l2"])
     elif run.model == MINIROCKET_LR:
-        from sss_viewer.minirocket_reference import fit_minirocket_logistic
+        from sss_viewer.baselines.minirocket_reference import fit_minirocket_logistic
 
         reference = fit_minirocket_logistic(series_set, split, seed=run.seed)
         val_probs, test_probs = reference.val_probs, reference.test_probs
         extra["C"] = reference.C
     else:
-        from sss_viewer.whole_channel import fit_whole_channel
+        from sss_viewer.baselines.whole_channel import fit_whole_channel
 
         result = fit_whole_channel(series_set, split, _baseline_config(preset, run))
         val_probs, test_probs = result.val_probs, result.test_probs
@@ -238,7 +237,7 @@ def run_experiment(
     recordings: Sequence[Recording],
     out_dir: str | Path,
     *,
-    preset: str | None = None,
+    preset: str | ExperimentPreset | None = None,
     models: Sequence[str] | None = None,
     seeds: Sequence[int] | None = None,
     split_modes: Sequence[str] | None = None,
@@ -255,8 +254,9 @@ def run_experiment(
     recordings : sequence of Recording
         Labelled recordings with ``centre`` set.
     out_dir : str or Path
-    preset : str, optional
-        A key of :data:`PRESETS`; default the protocol's (``cpu``; ``bonn`` for the Bonn protocols).
+    preset : str or ExperimentPreset, optional
+        A key of :data:`PRESETS` or a preset of one's own (e.g. ``dataclasses.replace`` of one);
+        default the protocol's (``cpu``; ``bonn`` for the Bonn protocols).
     models, seeds, split_modes : sequences, optional
         Default: the protocol's models (SSS and every baseline), the preset's seeds and split modes.
     progress : bool
@@ -271,9 +271,12 @@ def run_experiment(
         One row per finished run, in plan order.
     """
     check_option("protocol", protocol, sorted(PROTOCOLS))
-    preset = preset or PROTOCOLS[protocol].default_preset
-    check_option("experiment preset", preset, sorted(PRESETS))
-    spec = PRESETS[preset]
+    if isinstance(preset, ExperimentPreset):
+        spec, preset = preset, preset.name
+    else:
+        preset = preset or PROTOCOLS[protocol].default_preset
+        check_option("experiment preset", preset, sorted(PRESETS))
+        spec = PRESETS[preset]
     models = list(models or PROTOCOLS[protocol].models or (SSS_MODEL, *BASELINES))
     centres = sorted({r.centre for r in recordings if r.centre})
     runs = plan_runs(protocol, centres, models, seeds or spec.seeds, split_modes or spec.split_modes)
@@ -303,10 +306,11 @@ def run_experiment(
     logger.info("%s: %d runs planned, %d finished, %d to do", protocol, len(runs), len(runs) - len(todo), len(todo))
     if todo:
         series_set = build_series_set(recordings, preprocess, min_length=min_length, progress=progress, cache=cache)
+        memo = FeatureMemo()  # ablation rows that share a front end share its window features
         for n, run in enumerate(tqdm(todo, desc=protocol, unit="run", disable=not progress or None)):
             if max_new_runs is not None and n >= max_new_runs:
                 break
-            record = _execute(run, series_set, spec)
+            record = _execute(run, series_set, spec, memo)
             atomic_write(out_dir / "runs" / f"{run.key}.json", lambda p, r=record: Path(p).write_text(json.dumps(r, indent=1)))
     results = collect_results(out_dir, runs)
     atomic_write(out_dir / "results.csv", lambda p: results.to_csv(p, index=False, float_format="%.6g"))

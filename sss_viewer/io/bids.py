@@ -32,9 +32,9 @@ import pandas as pd
 
 from sss_viewer.io.channel_conventions import duplicate_channels
 from sss_viewer.io.readers import SUPPORTED_FORMATS, RecordingReadError, bids_entities, read_recording
+from sss_viewer.io.recording import IEEG_CH_TYPES, Event, Recording
 from sss_viewer.io.seizure_events import find_seizure_markers
 from sss_viewer.io.soz_labels import match_soz, read_clinical_summary, read_soz_table
-from sss_viewer.recording import IEEG_CH_TYPES, Event, Recording
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ real SOZ-vs-not task, one label per segment. The copy here is one ``.npz`` with 
 (int16, shape (100, 4097), row ``i`` = file number ``i + 1``) and ``fs``, beside a
 ``manifest.csv`` (see the data folder's ``PROVENANCE.md``).
 
-Each segment becomes a :class:`~sss_viewer.recording.Recording` with one ``seeg`` channel named
+Each segment becomes a :class:`~sss_viewer.io.recording.Recording` with one ``seeg`` channel named
 ``depth`` (the same name for every set, so the name says nothing about the label), ``subject``
 = the original file stem (``F001``, ``N042``…), ``centre`` = ``Bonn`` and ``soz`` = whether its set
 is one of ``soz_sets``. The recordings carry no patient identity (the data set does not give it),
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sss_viewer.recording import Recording
+from sss_viewer.io.recording import Recording
 
 logger = logging.getLogger(__name__)
 

@@ -55,8 +55,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from sss_viewer.io.channel_names import channel_key, display_name
+from sss_viewer.io.recording import IEEG_CH_TYPES
+
 if TYPE_CHECKING:
-    from sss_viewer.recording import Recording
+    from sss_viewer.io.recording import Recording
 
 logger = logging.getLogger(__name__)
 
@@ -71,8 +74,6 @@ CHANNEL_TYPES = (
 TYPE_ALIASES = {"ekg": "ecg", "trig": "stim", "ref": "misc", "other": "misc", "audio": "misc", "pupil": "misc"}
 """BIDS channel types (lower-cased) whose MNE name differs."""
 
-_VENDOR_PREFIX = re.compile(r"^(?:POL|EEG|SEEG|ECOG|IEEG)\s+(?=\S)", re.IGNORECASE)
-_REF_SUFFIX = re.compile(r"(?<=\S)(?:\s*-\s*|\s+|_)(?:REF|ORG)$", re.IGNORECASE)
 
 
 class NameRule(NamedTuple):
@@ -124,55 +125,6 @@ SCALP_LATERAL = {
 """10-20 lateral electrodes by letters (T7/T8, P7/P8 are the 10-10 names of T3/T4, T5/T6; A/M: ears, mastoids)."""
 _SCALP_REGION = {"FP": "FP", "F": "F", "C": "C", "T": "T", "P": "P", "O": "O", "A": "EAR", "M": "EAR"}
 _CONTACT = re.compile(r"^([A-Z']+?)(\d+)$")
-
-
-# ---------------------------------------------------------------------------- display names
-
-
-def display_name(name: str) -> str:
-    """A channel name as a clinician reads it: vendor prefix and reference suffix removed.
-
-    Parameters
-    ----------
-    name : str
-        The name stored in the file (``"POL G11"``, ``"EEG G11-Ref"``, ``"G11 Ref"``).
-
-    Returns
-    -------
-    name : str
-        ``"G11"`` for all three; surrounding whitespace removed; a name that would become empty
-        (``"POL"``, ``"Ref"``) is returned stripped but otherwise unchanged. ``$`` is kept.
-    """
-    text = str(name).strip()
-    stripped = _REF_SUFFIX.sub("", _VENDOR_PREFIX.sub("", text)).strip()
-    return stripped or text
-
-
-def display_names(names: Sequence[str]) -> list[str]:
-    """:func:`display_name` of each channel, keeping the original names where two would collide.
-
-    Parameters
-    ----------
-    names : sequence of str, length n_channels
-
-    Returns
-    -------
-    display : list of str, length n_channels
-        Same order. Channels whose display names coincide (ignoring case), such as ``POL G11`` and
-        ``EEG G11-Ref`` in one file, keep their original names so that no two rows read the same.
-    """
-    shown = [display_name(n) for n in names]
-    folded = [s.casefold() for s in shown]
-    counts: dict[str, int] = {}
-    for key in folded:
-        counts[key] = counts.get(key, 0) + 1
-    result = [str(n) if counts[key] > 1 else s for n, s, key in zip(names, shown, folded, strict=True)]
-    if len({r.casefold() for r in result}) < len(result):
-        return [str(n) for n in names]
-    return result
-
-
-# ---------------------------------------------------------------------------- types from names
 
 
 def rule_for(name: str) -> NameRule | None:
@@ -254,8 +206,6 @@ def duplicate_channels(names: Sequence[str], listed: Iterable[str] = ()) -> list
     duplicates : list of str
         In file order; other ``$`` channels are kept.
     """
-    from sss_viewer.io.soz_labels import channel_key
-
     listed = set(listed)
     plain = {channel_key(n) for n in names if not display_name(n).startswith("$")}
     return [
@@ -308,8 +258,6 @@ def resolve_channel_types(
         applies. Then, when no channel is ecog/seeg/dbs, the ``eeg`` channels that no rule typed
         become ``seeg`` (clinical exports type every channel ``eeg``).
     """
-    from sss_viewer.recording import IEEG_CH_TYPES
-
     names = [str(n) for n in names]
     types = [str(t).lower() for t in types]
     stated = [False] * len(names) if stated is None else list(stated)

@@ -15,11 +15,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sss_viewer.io.bids import find_bids_root, is_bids_root, load_bids_cohort, read_bids_run, read_soz_labels
 from sss_viewer.io.bonn import is_bonn, load_bonn
-from sss_viewer.io.bids import find_bids_root, is_bids_root, load_bids_cohort, read_bids_run
 from sss_viewer.io.readers import LENGTH_TOLERANCE_S, RecordingReadError, bids_entities, read_recording
+from sss_viewer.io.recording import Recording
+from sss_viewer.io.seizure_events import with_seizure_times
 from sss_viewer.io.soz_labels import match_soz, read_soz_table
-from sss_viewer.recording import Recording
 
 logger = logging.getLogger(__name__)
 
@@ -185,23 +186,35 @@ def load_cohort(root: str | Path, *, preload: bool = False) -> list[Recording]:
     return recordings
 
 
-def load_recording(path: str | Path, *, preload: bool = False) -> Recording:
+def load_recording(path: str | Path, *, preload: bool = False, require_ieeg: bool = True) -> Recording:
     """Read one recording file; inside a BIDS dataset, with its sidecars, participant data and SOZ labels.
+
+    The one way a single recording is opened (the CLI, the viewer, the cohort loader). A BIDS run
+    (``sub-…`` file under a folder with ``dataset_description.json``) is read with
+    :func:`sss_viewer.io.bids.read_bids_run`: events, seizure times, centre, and SOZ labels from
+    ``labels.tsv`` at the BIDS root when there is one (a synthetic cohort's or the demo's), else from
+    the dataset's clinical spreadsheet. Any other file is read with ``read_recording``, its seizure
+    times taken from its own annotations (:func:`sss_viewer.io.seizure_events.with_seizure_times`).
 
     Parameters
     ----------
     path : str or Path
         A file ``read_recording`` accepts.
     preload : bool
+    require_ieeg : bool
+        Refuse a file without iEEG channels (False opens it for reading, as the viewer does).
 
     Returns
     -------
     Recording
     """
     path = Path(path)
-    if path.is_file() and "subject" in bids_entities(path) and find_bids_root(path) is not None:
-        return read_bids_run(path, preload=preload)
-    return read_recording(path, preload=preload)
+    root = find_bids_root(path) if path.is_file() and "subject" in bids_entities(path) else None
+    if root is None:
+        return with_seizure_times(read_recording(path, preload=preload, require_ieeg=require_ieeg))
+    labels = root / LABELS_FILE
+    soz = read_soz_labels(root, labels=labels if labels.is_file() else None)
+    return read_bids_run(path, root=root, soz=soz, preload=preload)
 
 
 def apply_labels(recordings: list[Recording], path: str | Path, *, fallback: bool = False) -> list[str]:

@@ -37,7 +37,7 @@ import pandas as pd
 
 from sss_viewer.io.channel_conventions import TYPE_ALIASES, duplicate_channels, resolve_channel_types
 from sss_viewer.io.lazy import OFFSET_LIMIT_UV, LazySignals, array_levels, dc_offsets, probe_levels
-from sss_viewer.recording import IEEG_CH_TYPES, Event, Recording
+from sss_viewer.io.recording import IEEG_CH_TYPES, Event, Recording
 
 logger = logging.getLogger(__name__)
 

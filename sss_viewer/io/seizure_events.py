@@ -71,7 +71,7 @@ from typing import Literal, NamedTuple
 
 import pandas as pd
 
-from sss_viewer.recording import Event
+from sss_viewer.io.recording import Event, Recording
 
 logger = logging.getLogger(__name__)
 
@@ -343,3 +343,20 @@ def read_seizure_markers(path: str | Path) -> SeizureMarkers:
             f"(expected a tab-separated BIDS events file with {list(EVENTS_COLUMNS)})."
         )
     return find_seizure_markers(table, source=path.name)
+
+
+def with_seizure_times(recording: Recording) -> Recording:
+    """Fill ``seizure_onset_s``/``seizure_offset_s`` from the file's own annotations when not known.
+
+    A plain EDF/BrainVision/FIF file carries its seizure markers as free-text annotations
+    (``EEG SZ START``, ``sz onset`` …); they are recognised by the same rules as a BIDS
+    ``events.tsv`` (:func:`sss_viewer.io.seizure_events.find_seizure_markers`).
+    """
+    if recording.seizure_onset_s is not None or not recording.events:
+        return recording
+    source = recording.source.name if recording.source is not None else recording.label
+    markers = find_seizure_markers(recording.events, source=source)
+    recording.seizure_onset_s, recording.seizure_offset_s = markers.onset_s, markers.offset_s
+    recording.info["seizure_onset_text"] = markers.onset_text
+    recording.info["seizure_offset_text"] = markers.offset_text
+    return recording

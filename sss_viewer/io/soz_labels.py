@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sss_viewer.io.channel_conventions import display_name
+from sss_viewer.io.channel_names import APOSTROPHES, channel_key
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,6 @@ _SINGLE = re.compile(rf"^(?P<name>{_NAME})(?P<num>\d+)$")
 _RANGE = re.compile(rf"^(?P<name>{_NAME})(?P<start>\d+)-(?P<name2>{_NAME})?(?P<stop>\d+)$")
 _CONTINUATION = re.compile(r"^(?P<start>\d+)(?:-(?P<stop>\d+))?$")
 _LITERAL = re.compile(r"^[A-Za-z$'][A-Za-z0-9$'_.]*$")
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u2032": "'", "`": "'"})
 _SOZ_TRUE = {"1", "true"}
 _SOZ_FALSE = {"0", "false"}
 
@@ -93,7 +92,7 @@ def _numbered(name: str, start: str, stop: str | None, text: str, token: str) ->
 
 def _tokens(text: str) -> list[str]:
     """Split shorthand into tokens, joining ``NAME 1-4`` and ``X1 - X4`` first."""
-    text = text.translate(_APOSTROPHES).strip()
+    text = text.translate(APOSTROPHES).strip()
     text = re.sub(r"\s*-\s*", "-", text)
     text = re.sub(rf"(?<![A-Za-z0-9$'_.])({_NAME})[ \t]+(?=\d)", r"\1", text)
     return [t for t in _SEPARATORS.split(text) if t]
@@ -158,25 +157,6 @@ def expand_contacts(text: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- channel matching
-
-
-def channel_key(name: str) -> str:
-    """The form in which SOZ names and channel names are compared.
-
-    Parameters
-    ----------
-    name : str
-        A channel or contact name.
-
-    Returns
-    -------
-    key : str
-        Without vendor prefix and reference suffix (``display_name``), whitespace and leading zeros
-        of numbers, upper-case, typographic apostrophes as ``'`` (``" att 01"`` -> ``"ATT1"``,
-        ``"a’1"`` -> ``"A'1"``, ``"POL G11"`` and ``"EEG G11-Ref"`` -> ``"G11"``).
-    """
-    key = re.sub(r"\s+", "", display_name(name.translate(_APOSTROPHES))).upper()
-    return re.sub(r"\d+", lambda m: str(int(m.group())), key)
 
 
 def match_soz(

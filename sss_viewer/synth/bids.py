@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from sss_viewer.fileio import write_tsv
-from sss_viewer.recording import Recording
+from sss_viewer.io.recording import Recording
 from sss_viewer.synth.config import ABNORMAL_COLUMNS, SynthConfig
 
 logger = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ import logging
 import numpy as np
 import pandas as pd
 
-from sss_viewer.recording import Event, Recording
+from sss_viewer.io.recording import Event, Recording
 from sss_viewer.synth.config import ABNORMAL_COLUMNS, SynthConfig, centre_table
 from sss_viewer.synth.patients import SynthPatient, sample_patient
 from sss_viewer.synth.signals import (

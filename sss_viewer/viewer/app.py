@@ -15,10 +15,10 @@ from pathlib import Path
 import panel as pn
 import param
 
-from sss_viewer.checkpoint import ModelBundle
-from sss_viewer.inference import RecordingScores, fine_heat_stride
-from sss_viewer.recording import Recording
+from sss_viewer.engine.bundle import ModelBundle
+from sss_viewer.engine.inference import RecordingScores, check_fit, fine_heat_stride
 from sss_viewer.io.channel_conventions import apply_type_overrides
+from sss_viewer.io.recording import Recording
 from sss_viewer.viewer.access import refusal
 from sss_viewer.viewer.annotations import AnnotationPanel, recording_stem
 from sss_viewer.viewer.channel_types import ChannelTypeEditor
@@ -32,7 +32,7 @@ from sss_viewer.viewer.export import (
     export_report_html,
     figure_bytes,
 )
-from sss_viewer.viewer.loader import ModelPicker, RecordingBrowser, check_fit, load_selected
+from sss_viewer.viewer.loader import ModelPicker, RecordingBrowser, load_selected
 from sss_viewer.viewer.ranking import RankingTable
 from sss_viewer.viewer.scoring import BackgroundScorer, ScoringProgress
 from sss_viewer.viewer.timecourse import SozTimeCourse

@@ -11,7 +11,7 @@ from __future__ import annotations
 import panel as pn
 import param
 
-from sss_viewer.recording import IEEG_CH_TYPES
+from sss_viewer.io.recording import IEEG_CH_TYPES
 
 EDITABLE_TYPES = ("seeg", "ecog", "dbs", "eeg", "ecg", "emg", "eog", "misc", "stim", "resp", "bio")
 """Types a clinician can choose (MNE names); the first three are scored."""

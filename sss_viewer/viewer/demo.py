@@ -11,7 +11,7 @@ BIDS-like BrainVision dataset into the cache folder, so the viewer exercises the
                                 manifest.json    sha256 of every file (written last: marks it complete)
                                 sub-demo/ses-presurgery/ieeg/sub-demo_…_run-01_ieeg.vhdr|.vmrk|.eeg + sidecars
 
-``CACHE`` is :func:`sss_viewer.cache.default_cache_dir` unless a folder is given. The files are
+``CACHE`` is :func:`sss_viewer.preprocessing.cache.default_cache_dir` unless a folder is given. The files are
 byte-identical on every machine with the same numpy (the generator is seeded; nothing written
 holds a date).
 
@@ -35,10 +35,10 @@ from pathlib import Path
 import pandas as pd
 
 from sss_viewer._version import __version__
-from sss_viewer.cache import default_cache_dir
+from sss_viewer.engine.inference import RecordingScores
 from sss_viewer.fileio import write_tsv
-from sss_viewer.inference import RecordingScores
-from sss_viewer.recording import Recording
+from sss_viewer.io.recording import Recording
+from sss_viewer.preprocessing.cache import default_cache_dir
 from sss_viewer.synth.bids import write_recording_bids
 from sss_viewer.synth.config import SynthConfig
 from sss_viewer.synth.run import synthesise_recording
@@ -157,7 +157,7 @@ def demo_recording(cache_dir: str | Path | None = None) -> Path:
     Parameters
     ----------
     cache_dir : str or Path, optional
-        Base cache folder; default :func:`sss_viewer.cache.default_cache_dir`. The dataset lives in
+        Base cache folder; default :func:`sss_viewer.preprocessing.cache.default_cache_dir`. The dataset lives in
         ``cache_dir/demo/recording-<hash>/``.
 
     Returns
@@ -226,8 +226,8 @@ def demo_abnormal(cache_dir: str | Path | None = None) -> pd.DataFrame:
 def demo_scores_key(model_dir: str | Path = DEMO_MODEL_DIR, cache_dir: str | Path | None = None) -> str:
     """SHA-256 over the model's ``config.json`` and weights, the demo recording's file bytes and the
     preprocessing code's version (``cache.CACHE_VERSION``: scores made with other filters are stale)."""
-    from sss_viewer.cache import CACHE_VERSION
-    from sss_viewer.checkpoint import CONFIG_FILE, WEIGHTS_FILE
+    from sss_viewer.engine.bundle import CONFIG_FILE, WEIGHTS_FILE
+    from sss_viewer.preprocessing.cache import CACHE_VERSION
 
     model_dir = Path(model_dir)
     root = demo_recording(cache_dir).parents[3]
@@ -324,8 +324,8 @@ def demo_scores(
         if scores is not None:
             logger.info("demo scores read from %s", candidate)
             return scores
-    from sss_viewer.checkpoint import ModelBundle
-    from sss_viewer.inference import fine_heat_stride, score_recording
+    from sss_viewer.engine.bundle import ModelBundle
+    from sss_viewer.engine.inference import fine_heat_stride, score_recording
 
     logger.info("scoring the demo recording with %s (once; cached in %s)", model_dir, folder)
     bundle = ModelBundle.load(model_dir)

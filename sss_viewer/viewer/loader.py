@@ -12,7 +12,7 @@ Components (``pn.viewable.Viewer`` subclasses, usable in Jupyter and in ``panel 
     subject/run picker; emits ``selected`` (Path) or a readable ``error``.
 ``ModelPicker``
     a model directory inside a models root (default: the bundled demo model), loaded as
-    ``bundle``; :func:`check_fit` says why a model cannot score a recording.
+    ``bundle``; :func:`sss_viewer.engine.inference.check_fit` says why a model cannot score a recording.
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ from pathlib import Path
 import panel as pn
 import param
 
-from sss_viewer.checkpoint import CONFIG_FILE, WEIGHTS_FILE, ModelBundle
+from sss_viewer.engine.bundle import CONFIG_FILE, WEIGHTS_FILE, ModelBundle
+from sss_viewer.io.cohort import load_recording
 from sss_viewer.io.readers import SUPPORTED_FORMATS
-from sss_viewer.recording import IEEG_CH_TYPES, Recording
+from sss_viewer.io.recording import Recording
 from sss_viewer.viewer.demo_files import DEMO_MODEL_DIR
 
 logger = logging.getLogger(__name__)
@@ -42,7 +43,6 @@ MODELS_ROOT_ENV = "SSS_VIEWER_MODELS_ROOT"
 """Environment variable giving the default models root (else the folder of the bundled demo model)."""
 MODEL_ENV = "SSS_VIEWER_MODEL"
 """Environment variable naming one model directory: its parent becomes the models root, it the choice."""
-LABELS_FILE = "labels.tsv"
 """A ``subject, channel, soz`` table at a BIDS root; overrides the dataset's clinical spreadsheet."""
 
 COMPANION_EXTENSIONS = {".vmrk": ".vhdr", ".eeg": ".vhdr", ".fdt": ".set"}
@@ -321,57 +321,10 @@ def save_upload(files: Mapping[str, bytes | str], upload_dir: str | Path, max_mb
 # --------------------------------------------------------------------------------------------
 
 
-def with_seizure_times(recording: Recording) -> Recording:
-    """Fill ``seizure_onset_s``/``seizure_offset_s`` from the file's own annotations when not known.
-
-    A plain EDF/BrainVision/FIF file carries its seizure markers as free-text annotations
-    (``EEG SZ START``, ``sz onset`` …); they are recognised by the same rules as a BIDS
-    ``events.tsv`` (:func:`sss_viewer.io.seizure_events.find_seizure_markers`).
-    """
-    from sss_viewer.io.seizure_events import find_seizure_markers
-
-    if recording.seizure_onset_s is not None or not recording.events:
-        return recording
-    source = recording.source.name if recording.source is not None else recording.label
-    markers = find_seizure_markers(recording.events, source=source)
-    recording.seizure_onset_s, recording.seizure_offset_s = markers.onset_s, markers.offset_s
-    recording.info["seizure_onset_text"] = markers.onset_text
-    recording.info["seizure_offset_text"] = markers.offset_text
-    return recording
-
-
 def load_selected(path: str | Path, *, preload: bool = False) -> Recording:
-    """Read a chosen recording lazily; inside a BIDS dataset with its sidecars and SOZ labels.
-
-    A BIDS run (``sub-…`` file under a folder with ``dataset_description.json``) is read with
-    :func:`sss_viewer.io.bids.read_bids_run`: events, seizure times, centre, and SOZ labels from
-    ``labels.tsv`` at the BIDS root when there is one (a synthetic cohort's or the demo's), else
-    from the dataset's clinical spreadsheet. Any other file is read with ``read_recording``.
-
-    Parameters
-    ----------
-    path : str or Path
-    preload : bool
-
-    Returns
-    -------
-    Recording
-
-    Raises
-    ------
-    FileNotFoundError, ValueError (RecordingReadError)
-        With messages naming the file.
-    """
-    from sss_viewer.io.bids import find_bids_root, read_bids_run, read_soz_labels
-    from sss_viewer.io.readers import bids_entities, read_recording
-
-    path = Path(path)  # a file without iEEG channels opens for reading (check_fit then says why it is not scored)
-    root = find_bids_root(path) if "subject" in bids_entities(path) else None
-    if root is None:
-        return with_seizure_times(read_recording(path, preload=preload, require_ieeg=False))
-    labels = root / LABELS_FILE
-    soz = read_soz_labels(root, labels=labels if labels.is_file() else None)
-    return read_bids_run(path, root=root, soz=soz, preload=preload)
+    """Read a chosen recording for viewing: :func:`sss_viewer.io.cohort.load_recording` with a file
+    that has no iEEG channel opened too (the viewer then says why it is not scored)."""
+    return load_recording(path, preload=preload, require_ieeg=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -628,40 +581,6 @@ class RecordingBrowser(pn.viewable.Viewer):
 # --------------------------------------------------------------------------------------------
 
 
-def check_fit(bundle: ModelBundle, recording: Recording) -> str | None:
-    """Why ``bundle`` cannot score ``recording``, or None when it can.
-
-    Checks, in order: the sampling rate reaches the model's preprocessing rate; one window fits in
-    the recording (both durations given in seconds); there is a good iEEG channel.
-
-    Returns
-    -------
-    reason : str or None
-    """
-    label = recording.label
-    try:
-        bundle.preprocess.check_sfreq(recording.sfreq, what=f"recording {label}")
-    except ValueError as exc:
-        return str(exc)
-    n_out = bundle.preprocess.output_length(recording.n_times, recording.sfreq)
-    if n_out < bundle.window_length:
-        rate = bundle.preprocess.output_sfreq(recording.sfreq)
-        window_s = bundle.window_length / rate
-        return (
-            f"Recording {label} lasts {recording.duration_s:.2f} s, shorter than one window of this model "
-            f"({window_s:.2f} s = {bundle.window_length} samples at {rate:g} Hz); choose a longer recording or a "
-            "model trained on shorter windows."
-        )
-    if len(recording.ieeg_picks()) == 0:
-        types = ", ".join(sorted(set(recording.ch_types))) or "none"
-        bads = f"; marked bad: {', '.join(recording.bads)}" if recording.bads else ""
-        return (
-            f"Recording {label} has no good iEEG channel to score: the model scores {'/'.join(IEEG_CH_TYPES)} "
-            f"channels and the recording has channel types {types}{bads}."
-        )
-    return None
-
-
 def is_model_dir(path: Path) -> bool:
     """True when ``path`` holds ``model.safetensors`` and ``config.json``."""
     return (path / WEIGHTS_FILE).is_file() and (path / CONFIG_FILE).is_file()
@@ -683,8 +602,6 @@ class ModelPicker(pn.viewable.Viewer):
     bundle = param.ClassSelector(class_=ModelBundle, default=None, allow_None=True, doc="The loaded model.")
     model_dir = param.ClassSelector(class_=Path, default=None, allow_None=True, doc="Directory of the loaded model.")
     error = param.String(default="", doc="Why the chosen model could not be loaded.")
-
-    check_fit = staticmethod(check_fit)
 
     def __init__(self, **params):
         chosen = params.pop("model", None)

@@ -18,7 +18,7 @@ import pandas as pd
 import panel as pn
 import param
 
-from sss_viewer.inference import RecordingScores
+from sss_viewer.engine.inference import RecordingScores
 from sss_viewer.metrics import binary_auc
 from sss_viewer.viewer.display import shaft_name
 

@@ -1,6 +1,6 @@
 """Scoring a recording in the background so the viewer stays responsive.
 
-``BackgroundScorer`` runs :func:`sss_viewer.inference.score_recording` on a worker thread (one
+``BackgroundScorer`` runs :func:`sss_viewer.engine.inference.score_recording` on a worker thread (one
 ``ThreadPoolExecutor(max_workers=1)`` per scorer, so each browser session has its own) and
 reports through param parameters: ``progress`` (0–1), ``status``, ``running``, ``result`` and
 ``error``. In a served Panel session the worker never touches the parameters itself: each update
@@ -27,8 +27,8 @@ import panel as pn
 import param
 from panel.io.state import set_curdoc
 
-from sss_viewer.inference import RecordingScores, score_recording
-from sss_viewer.recording import Recording
+from sss_viewer.engine.inference import RecordingScores, score_recording
+from sss_viewer.io.recording import Recording
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def recording_key(recording: Recording) -> tuple | None:
 
     Returns None for a recording held only in memory (such results are not cached).
     """
-    from sss_viewer.cache import source_files
+    from sss_viewer.preprocessing.cache import source_files
 
     if recording.source is None:
         return None

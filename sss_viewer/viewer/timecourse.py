@@ -16,7 +16,7 @@ import pandas as pd
 import panel as pn
 import param
 
-from sss_viewer.inference import RecordingScores
+from sss_viewer.engine.inference import RecordingScores
 
 logger = logging.getLogger(__name__)
 

@@ -47,8 +47,8 @@ import param
 from bokeh.models import CustomJSHover, FixedTicker, RangeTool
 from panel.io.state import set_curdoc
 
-from sss_viewer.inference import RecordingScores, window_heatmap
-from sss_viewer.recording import Recording
+from sss_viewer.engine.inference import RecordingScores, window_heatmap
+from sss_viewer.io.recording import Recording
 from sss_viewer.viewer.display import (
     MONTAGES,
     MontageRows,

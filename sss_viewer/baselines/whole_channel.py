@@ -40,15 +40,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from sss_viewer._validate import check_option, check_positive_int, check_range
-from sss_viewer.dataset import SeriesSet
-from sss_viewer.device import resolve_device
-from sss_viewer.fitting import (
-    EpochPlan,
-    class_balanced_weights,
-    fit_epochs,
-    seeded_torch,
-)
-from sss_viewer.head_fit import frozen_probs
+from sss_viewer.engine.device import resolve_device
+from sss_viewer.engine.fit import EpochPlan, class_balanced_weights, fit_epochs, seeded_torch
+from sss_viewer.engine.head_fit import frozen_probs
 from sss_viewer.metrics import binary_auc
 from sss_viewer.models.registry import (
     FINITE_CONTEXT,
@@ -56,7 +50,8 @@ from sss_viewer.models.registry import (
     app_c_best,
     build_window_model,
 )
-from sss_viewer.splits import SPLIT_VALUES
+from sss_viewer.windows.series_set import SeriesSet
+from sss_viewer.windows.splits import SPLIT_VALUES
 
 logger = logging.getLogger(__name__)
 
@@ -192,7 +187,7 @@ class WholeChannelResult:
     val_probs, test_probs : ndarray, shapes (n_val,), (n_test,), float64
         SOZ probabilities of ``np.flatnonzero(split == "val")`` / ``== "test"``, in that order.
     history : list of dict
-        Per epoch (:func:`sss_viewer.fitting.fit_epochs`): ``epoch`` (1-based), ``train_loss``,
+        Per epoch (:func:`sss_viewer.engine.fit.fit_epochs`): ``epoch`` (1-based), ``train_loss``,
         ``val_auc``, ``lr`` (the rate the epoch started with), ``seconds`` (training plus
         validation) and ``train_channels_per_s``.
     best_epoch : int
@@ -348,27 +343,48 @@ def _initialisation_sample(series_set: SeriesSet, train_idx: np.ndarray, config:
     return _crop_batch(series, config.max_length, rng)
 
 
-def _whole_channel_features(model: nn.Module, series_set: SeriesSet, members: np.ndarray) -> torch.Tensor:
-    """Frozen front-end features of whole channels (equal lengths batched), (n, n_features), model's device."""
-    device = next(model.buffers()).device
-    out = torch.empty(len(members), model.n_features, device=device)
-    was_training = model.training
-    model.eval()
+def whole_channel_features(
+    extract, series_set: SeriesSet, members: np.ndarray, *, n_features: int, device: torch.device | str = "cpu"
+) -> torch.Tensor:
+    """Features of whole channels under a fixed transform, channels of equal length batched together.
+
+    Parameters
+    ----------
+    extract : callable
+        ``(B, T)`` float32 tensor on ``device`` → ``(B, n_features)`` (a frozen front end's
+        ``frozen_features``, or a ``MiniRocketFeatures`` transform).
+    series_set : SeriesSet
+    members : ndarray, shape (n,), int
+        Series numbers.
+    n_features : int
+    device : torch.device or str
+
+    Returns
+    -------
+    features : Tensor, shape (n, n_features), on ``device``
+    """
+    out = torch.empty(len(members), n_features, device=device)
     with torch.no_grad():
         for rows in _equal_length_batches(series_set.store.lengths[members], INFINITE_EVAL_BATCH):
             x = np.stack([series_set.store.series(int(i)) for i in members[rows]]).astype(np.float32, copy=False)
-            out[torch.from_numpy(rows).to(device)] = model.frozen_features(torch.from_numpy(x).to(device))
-    model.train(was_training)
+            out[torch.from_numpy(rows).to(device)] = extract(torch.from_numpy(x).to(device))
     return out
 
 
-def _frozen_probs(model: nn.Module, frozen: dict, name: str) -> np.ndarray:
-    """Probabilities of the cached ``name`` channels' features under the current head (eval mode)."""
+def _whole_channel_features(model: nn.Module, series_set: SeriesSet, members: np.ndarray) -> torch.Tensor:
+    """Frozen front-end features of whole channels, (n, n_features), on the model's device (eval mode)."""
     was_training = model.training
     model.eval()
-    p = frozen_probs(model, frozen[name]).astype(np.float64)
-    model.train(was_training)
-    return p
+    try:
+        device = next(model.buffers()).device
+        return whole_channel_features(model.frozen_features, series_set, members, n_features=model.n_features, device=device)
+    finally:
+        model.train(was_training)
+
+
+def _frozen_probs(model: nn.Module, frozen: dict, name: str) -> np.ndarray:
+    """Probabilities of the cached ``name`` channels' features under the current head."""
+    return frozen_probs(model, frozen[name]).astype(np.float64)
 
 
 def _check_split(series_set: SeriesSet, split: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,6 @@ import dataclasses
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -19,228 +18,33 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from sss_viewer import feature_memo
-from sss_viewer._validate import check_option, check_positive_int, check_range
-from sss_viewer.cache import SeriesCache
-from sss_viewer.calibration import make_calibrator
-from sss_viewer.checkpoint import ModelBundle
-from sss_viewer.dataset import SeriesSet, build_series_set
-from sss_viewer.device import resolve_device
-from sss_viewer.fitting import (
-    EpochPlan,
-    channel_means,
-    class_balanced_weights,
-    fit_epochs,
-    seeded_torch,
-)
-from sss_viewer.head_fit import fit_head_lbfgs, frozen_probs
-from sss_viewer.inference import predict_window_probs
+from sss_viewer.engine.bundle import ModelBundle
+from sss_viewer.engine.calibration import make_calibrator
+from sss_viewer.engine.config import TrainConfig
+from sss_viewer.engine.device import resolve_device
+from sss_viewer.engine.feature_memo import FeatureMemo, front_end_digest
+from sss_viewer.engine.fit import EpochPlan, channel_means, class_balanced_weights, fit_epochs, seeded_torch
+from sss_viewer.engine.head_fit import fit_head_lbfgs, frozen_probs
+from sss_viewer.engine.inference import predict_window_probs
+from sss_viewer.io.recording import Recording
 from sss_viewer.metrics import binary_auc, choose_threshold, evaluate_scores
-from sss_viewer.models import MODEL_REGISTRY, build_window_model
-from sss_viewer.preprocess import PreprocessConfig, native_rates, preprocess_preset
-from sss_viewer.recording import Recording
-from sss_viewer.splits import SPLIT_MODES, SPLIT_NAMES, UNUSED, assign_splits
-from sss_viewer.windows import WindowIndex, epoch_batches
+from sss_viewer.models import build_window_model
+from sss_viewer.preprocessing.cache import SeriesCache
+from sss_viewer.preprocessing.config import PreprocessConfig, native_rates
+from sss_viewer.windows.sampler import epoch_batches
+from sss_viewer.windows.series_set import SeriesSet, build_series_set
+from sss_viewer.windows.splits import SPLIT_NAMES, UNUSED, assign_splits
+from sss_viewer.windows.store import WindowIndex
 
 logger = logging.getLogger(__name__)
 
-TRAIN_PRESETS = ("default", "paper", "minirocket")
-CALIBRATE_ON = ("val", "train+val")
-HEAD_SOLVERS = ("adam", "lbfgs")
+
 FEATURE_CACHE_BYTES = 2 << 30
 """Largest feature matrix (bytes) kept for a local model with a frozen front end (see ``_frozen_features``)."""
+
+
 INITIALISATION_WINDOWS = 1024
 """Training windows shown to a local model's ``initialise_from_data`` (MiniRocket's bias quantiles)."""
-
-
-@dataclass
-class TrainConfig:
-    """Everything that defines a training run (JSON-serialisable through :meth:`to_dict`).
-
-    Parameters
-    ----------
-    backbone : str
-        Registered local model name.
-    model_params : dict
-        Keyword arguments of the backbone (``window_length`` is filled in).
-    preprocess : PreprocessConfig
-    window_length : int
-        L in preprocessed samples.
-    train_stride : int
-        Stride of the training window index (the paper's authors used 5 pooled samples).
-    val_stride : int
-        Stride of the validation index used for early stopping and calibration.
-    inference_stride : int or None
-        Default scoring stride; ``None`` means a quarter window.
-    batch_size : int
-    epochs : int
-    windows_per_epoch : int or None
-        Train each epoch on this many windows drawn without replacement from all training
-        windows (a fresh draw per epoch), for cohorts too large to sweep every epoch; ``None``
-        sweeps every training window once per epoch (Algorithm 1).
-    lr, weight_decay : float
-        Adam parameters.
-    head_solver : {"adam", "lbfgs"}
-        ``"lbfgs"`` (local models with a frozen front end only: MiniRocket, ROCKET): instead of the
-        epoch loop, fit the head by full-batch L-BFGS on the channel loss over every training
-        window, once per penalty in ``head_l2``, and keep the one with the best validation channel
-        AUC (see :mod:`sss_viewer.head_fit`). ``epochs``, ``batch_size``, ``lr`` and
-        ``windows_per_epoch`` do not apply then.
-    head_l2 : tuple of float
-        L2 penalties on the head's weights tried by ``head_solver="lbfgs"``, strongest first (ties
-        go to the stronger penalty).
-    head_max_iter : int
-        L-BFGS iterations per penalty.
-    lr_final_factor : float
-        Cosine annealing ends at ``lr * lr_final_factor`` (two orders of magnitude by default).
-    scheduler_step : {"epoch", "batch"}
-        ``"batch"`` reproduces the authors' code, which stepped the per-epoch schedule every batch.
-    patience : int
-        Early-stopping patience in epochs on the validation channel AUC.
-    window_loss_weight : float
-        Weight of an extra window-level BCE (the paper uses 0: the channel loss alone).
-    class_balanced_loss : bool
-        Weight each series in the channel loss by the inverse frequency of its class among the
-        training series, so a 1:5 SOZ imbalance does not teach the model to say "not SOZ".
-    calibrator : {"isotonic", "venn-abers", "none"}
-    calibrate_on : {"val", "train+val"}
-        ``"train+val"`` reproduces the authors' leak (the calibrator sees the model's own training
-        windows).
-    split : {"patient", "channel"}
-    balance : bool
-        Drop non-SOZ channels at random to 1:1 (the paper's App. B; whole data set for the channel
-        split, training split only for the patient split).
-    val_fraction, test_fraction : float
-    threshold_criterion : {"f1", "youden"}
-    mixed_native_rates : bool
-        With native rates (``preprocess.target_sfreq`` None): accept training recordings sampled
-        at different rates (a warning; the ``paper`` preset, as the paper pools them). False
-        (default): refused with the rates found. The model records the rate(s) it was trained on
-        (``preprocess.native_sfreqs``) and refuses to score any other.
-    seed : int
-    device : str
-    num_threads : int or None
-        Torch threads during training (restored afterwards); ``None`` keeps the current count.
-    """
-
-    backbone: str = "patchtst"
-    model_params: dict = field(default_factory=dict)
-    preprocess: PreprocessConfig = field(default_factory=PreprocessConfig)
-    window_length: int = 1024
-    train_stride: int = 1024
-    val_stride: int = 512
-    inference_stride: int | None = None
-    batch_size: int = 128
-    epochs: int = 5
-    windows_per_epoch: int | None = None
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
-    lr_final_factor: float = 0.01
-    head_solver: str = "adam"
-    head_l2: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4)
-    head_max_iter: int = 300
-    scheduler_step: str = "epoch"
-    patience: int = 15
-    window_loss_weight: float = 0.0
-    class_balanced_loss: bool = True
-    calibrator: str = "isotonic"
-    calibrate_on: str = "val"
-    split: str = "patient"
-    balance: bool = False
-    val_fraction: float = 0.15
-    test_fraction: float = 0.25
-    threshold_criterion: str = "f1"
-    mixed_native_rates: bool = False
-    seed: int = 0
-    device: str = "auto"
-    num_threads: int | None = None
-
-    def __post_init__(self) -> None:
-        check_option("backbone", self.backbone, sorted(MODEL_REGISTRY))
-        check_option("calibrator", self.calibrator, ("isotonic", "venn-abers", "none"))
-        check_option("calibrate_on", self.calibrate_on, CALIBRATE_ON)
-        check_option("split", self.split, SPLIT_MODES)
-        check_option("scheduler_step", self.scheduler_step, ("epoch", "batch"))
-        check_option("threshold_criterion", self.threshold_criterion, ("f1", "youden"))
-        check_option("head_solver", self.head_solver, HEAD_SOLVERS)
-        try:
-            penalties = tuple(float(v) for v in np.atleast_1d(self.head_l2))
-        except (TypeError, ValueError):
-            penalties = ()
-        if not penalties or any(not np.isfinite(v) or v < 0 for v in penalties):
-            raise ValueError(f"Invalid head_l2={self.head_l2!r}: expected one or more finite penalties >= 0.")
-        self.head_l2 = penalties
-        for name in ("window_length", "train_stride", "val_stride", "batch_size", "epochs", "patience", "head_max_iter"):
-            check_positive_int(name, getattr(self, name))
-        if self.windows_per_epoch is not None:
-            check_positive_int("windows_per_epoch", self.windows_per_epoch)
-        check_range("lr", self.lr, 0, None, low_inclusive=False)
-        check_range("lr_final_factor", self.lr_final_factor, 0, 1)
-        check_range("window_loss_weight", self.window_loss_weight, 0, None)
-        if self.inference_stride is None:
-            self.inference_stride = max(1, self.window_length // 4)
-
-    def to_dict(self) -> dict:
-        """JSON-serialisable parameters (``mixed_native_rates`` only when True, so older records compare equal)."""
-        out = dataclasses.asdict(self)
-        out["preprocess"] = self.preprocess.to_dict()
-        if not self.mixed_native_rates:
-            del out["mixed_native_rates"]
-        return out
-
-
-def train_preset(name: str, **overrides) -> TrainConfig:
-    """The named training preset with parameter overrides.
-
-    ``default``
-        CPU-sized: the paper's PatchTST sizes, L = 1024 at 250 Hz (4.1 s), non-overlapping
-        training windows, batch 128, Adam lr 1e-3 for 5 epochs with per-epoch cosine annealing, class-balanced
-        channel loss, isotonic calibration on validation windows, split by patient.
-    ``paper``
-        The paper's budget and choices: average pooling 24/12 on the native rate, L = 1024,
-        stride 5, batch 8192, Adam lr 1e-4 / wd 1e-4, 50 epochs, patience 15, isotonic calibration.
-        The data-leaking choices of the authors' code (calibration on train+val, channel split) are
-        separate options, not part of the preset.
-    ``minirocket``
-        The recipe that works on real intracranial EEG (the ``bonn`` experiment preset, see
-        ``docs/results.md``): a MiniRocket local model (9,996 PPV features of each L = 1024 window,
-        no per-window normalisation: the per-channel z-score keeps amplitude differences between
-        windows), training/validation/scoring stride 256, a standardised logistic head trained by
-        the channel loss on features computed once (Adam 1e-3, wd 1e-4, 20 epochs, patience 10),
-        isotonic calibration (the Bonn experiment turns calibration off: its 32 validation segments
-        are too few for isotonic regression).
-    """
-    check_option("training preset", name, TRAIN_PRESETS)
-    if name == "paper":
-        base = TrainConfig(
-            preprocess=preprocess_preset("paper"),
-            train_stride=5,
-            val_stride=5,
-            batch_size=8192,
-            epochs=50,
-            lr=1e-4,
-            class_balanced_loss=False,
-            mixed_native_rates=True,
-        )
-    elif name == "minirocket":
-        base = TrainConfig(
-            backbone="minirocket",
-            model_params={"num_features": 9996, "revin": False},
-            window_length=1024,
-            train_stride=256,
-            val_stride=256,
-            inference_stride=256,
-            batch_size=64,
-            epochs=20,
-            patience=10,
-        )
-    else:
-        base = TrainConfig()
-    if overrides.get("backbone", base.backbone) != base.backbone and "model_params" not in overrides:
-        overrides["model_params"] = {}  # the preset's sizes belong to its own backbone
-    if "preprocess" in overrides and isinstance(overrides["preprocess"], dict):
-        overrides["preprocess"] = dataclasses.replace(base.preprocess, **overrides["preprocess"])
-    return dataclasses.replace(base, **overrides)
 
 
 def channel_loss(
@@ -309,6 +113,7 @@ def train(
     series_set: SeriesSet | None = None,
     cache: SeriesCache | None = None,
     split: np.ndarray | None = None,
+    feature_memo: FeatureMemo | None = None,
 ) -> ModelBundle:
     """Train an SSS model on labelled recordings.
 
@@ -328,6 +133,9 @@ def train(
         A given assignment of every series of ``series_set`` to ``"train"``, ``"val"``, ``"test"`` or
         ``"unused"`` (experiment protocols such as leave-one-centre-out); ``config.split`` decides
         it otherwise.
+    feature_memo : FeatureMemo, optional
+        Frozen-front-end features shared by runs on the same ``series_set`` (an experiment's
+        ablation rows); None computes them for this run only.
 
     Returns
     -------
@@ -344,10 +152,13 @@ def train(
     """
     device = resolve_device(config.device)
     with seeded_torch(config.seed, config.num_threads, device) as generator:
-        return _train(recordings, config, device, generator, progress=progress, series_set=series_set, cache=cache, split=split)
+        return _train(
+            recordings, config, device, generator, progress=progress, series_set=series_set, cache=cache, split=split,
+            feature_memo=feature_memo,
+        )  # fmt: skip
 
 
-def _train(recordings, config, device, generator, *, progress, series_set, cache, split) -> ModelBundle:
+def _train(recordings, config, device, generator, *, progress, series_set, cache, split, feature_memo) -> ModelBundle:
     """:func:`train` inside its seeded torch state."""
     started = time.perf_counter()
     if config.preprocess.target_sfreq is None and series_set is None:  # refuse before preprocessing
@@ -403,7 +214,7 @@ def _train(recordings, config, device, generator, *, progress, series_set, cache
     series_weight = None
     if config.class_balanced_loss:
         series_weight = torch.from_numpy(class_balanced_weights(labels_np, train_set.members)).to(device)
-    frozen = _frozen_features(model, series_set.store, (train_set.starts, val_set.starts), L, device)
+    frozen = _frozen_features(model, series_set.store, (train_set.starts, val_set.starts), L, device, feature_memo)
     extra_info = {}
     if config.head_solver == "lbfgs":
         if frozen is None:
@@ -507,7 +318,6 @@ def _train_epochs(
 
     def validate() -> float:
         if frozen is not None:
-            model.eval()
             p_val = frozen_probs(model, frozen[1])
         else:
             p_val = predict_window_probs(model, series_set.store, val_set.starts, L, device=device)
@@ -516,14 +326,14 @@ def _train_epochs(
     return fit_epochs(model, plan, batch_losses, validate, unit="windows", no_best_epoch=-1)
 
 
-def _frozen_features(model, store, start_sets, L, device) -> list[torch.Tensor] | None:
+def _frozen_features(model, store, start_sets, L, device, memo: FeatureMemo | None) -> list[torch.Tensor] | None:
     """Features of fixed window sets under a model's frozen front end, computed once; None if not applicable.
 
     A local model whose front end is not trained (MiniRocket: fixed kernels and fitted biases)
     exposes ``frozen_features(x)`` and ``classify(features)``; its features are computed once per
     window here, so each epoch trains only the head. Skipped (None) when the model has no frozen
     front end or the features would take more than :data:`FEATURE_CACHE_BYTES`. Features of the same
-    windows under the same (untrained) model are reused from earlier runs (:mod:`sss_viewer.feature_memo`).
+    windows under the same (untrained) model are reused from earlier runs when a ``memo`` is given.
     """
     if not getattr(model, "has_frozen_front_end", False):
         return None
@@ -533,14 +343,15 @@ def _frozen_features(model, store, start_sets, L, device) -> list[torch.Tensor] 
         logger.info("frozen features of %d windows would need %.1f GB: computing them per batch", n_windows, needed / 1e9)
         return None
     out, n_computed = [], 0
-    digest = feature_memo.front_end_digest(model)
+    digest = front_end_digest(model) if memo is not None else ""
     model.eval()
     with torch.no_grad():
         for starts in start_sets:
-            feats = feature_memo.recall(store, digest, starts, L, device)
+            feats = memo.recall(store, digest, starts, L, device) if memo is not None else None
             if feats is None and getattr(model, "reads_series", False):
                 feats = model.store_window_features(store, starts, L).to(device)
-                feature_memo.remember(store, digest, starts, L, device, feats)
+                if memo is not None:
+                    memo.remember(store, digest, starts, L, device, feats)
                 n_computed += len(starts)
             elif feats is None:
                 parts = [
@@ -548,7 +359,8 @@ def _frozen_features(model, store, start_sets, L, device) -> list[torch.Tensor] 
                     for lo in range(0, len(starts), 256)
                 ]
                 feats = torch.cat(parts) if parts else torch.empty(0, model.n_features, device=device)
-                feature_memo.remember(store, digest, starts, L, device, feats)
+                if memo is not None:
+                    memo.remember(store, digest, starts, L, device, feats)
                 n_computed += len(starts)
             else:
                 logger.info("reusing the frozen features of %d windows from an earlier run", len(starts))

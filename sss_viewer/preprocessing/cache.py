@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from sss_viewer.fileio import pid_alive
-from sss_viewer.preprocess import PreprocessConfig
-from sss_viewer.preprocess_stream import preprocess_into
-from sss_viewer.recording import Recording
+from sss_viewer.io.recording import Recording
+from sss_viewer.preprocessing.config import PreprocessConfig
+from sss_viewer.preprocessing.streaming import preprocess_into
 
 logger = logging.getLogger(__name__)
 

@@ -19,11 +19,11 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sss_viewer.dataset import SeriesSet
+from sss_viewer.baselines.whole_channel import whole_channel_features
 from sss_viewer.metrics import binary_auc
 from sss_viewer.models.minirocket_features import MiniRocketFeatures
-from sss_viewer.splits import SPLIT_NAMES
-from sss_viewer.whole_channel import INFINITE_EVAL_BATCH, _equal_length_batches
+from sss_viewer.windows.series_set import SeriesSet
+from sss_viewer.windows.splits import SPLIT_NAMES
 
 logger = logging.getLogger(__name__)
 
@@ -44,13 +44,8 @@ class ReferenceResult:
 
 
 def _features(transform: MiniRocketFeatures, series_set: SeriesSet, members: np.ndarray) -> np.ndarray:
-    """MiniRocket features of whole channels, (n, n_features); channels of equal length go together."""
-    out = np.empty((len(members), transform.n_features), dtype=np.float32)
-    with torch.no_grad():
-        for rows in _equal_length_batches(series_set.store.lengths[members], INFINITE_EVAL_BATCH):
-            x = np.stack([series_set.store.series(int(i)) for i in members[rows]]).astype(np.float32)
-            out[rows] = transform(torch.from_numpy(x)).numpy()
-    return out
+    """MiniRocket features of whole channels, (n, n_features)."""
+    return whole_channel_features(transform, series_set, members, n_features=transform.n_features).numpy()
 
 
 def fit_minirocket_logistic(

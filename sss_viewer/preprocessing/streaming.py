@@ -29,8 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
-from sss_viewer.preprocess import PreprocessConfig, average_pool, filter_block
-from sss_viewer.recording import Recording
+from sss_viewer.io.recording import Recording
+from sss_viewer.preprocessing.config import PreprocessConfig
+from sss_viewer.preprocessing.filters import average_pool, filter_block
 
 logger = logging.getLogger(__name__)
 

@@ -17,11 +17,11 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from sss_viewer.cache import SeriesCache
-from sss_viewer.dataset import build_series_set
-from sss_viewer.device import resolve_device
-from sss_viewer.recording import Recording
-from sss_viewer.windows import SeriesStore, WindowIndex
+from sss_viewer.engine.device import resolve_device
+from sss_viewer.io.recording import IEEG_CH_TYPES, Recording
+from sss_viewer.preprocessing.cache import SeriesCache
+from sss_viewer.windows.series_set import build_series_set
+from sss_viewer.windows.store import SeriesStore, WindowIndex
 
 logger = logging.getLogger(__name__)
 
@@ -238,6 +238,40 @@ def fine_heat_stride(bundle) -> int | None:
     return stride or None
 
 
+def check_fit(bundle, recording: Recording) -> str | None:
+    """Why ``bundle`` cannot score ``recording``, or None when it can (before any preprocessing).
+
+    Checks, in order: the sampling rate reaches the model's preprocessing rate; one window fits in
+    the recording (both durations given in seconds); there is a good iEEG channel. The viewer shows
+    the reason and disables scoring; :func:`score_recording` raises it.
+
+    Returns
+    -------
+    reason : str or None
+    """
+    label = recording.label
+    try:
+        bundle.preprocess.check_sfreq(recording.sfreq, what=f"recording {label}")
+    except ValueError as exc:
+        return str(exc)
+    n_out = bundle.preprocess.output_length(recording.n_times, recording.sfreq)
+    if n_out < bundle.window_length:
+        rate = bundle.preprocess.output_sfreq(recording.sfreq)
+        return (
+            f"Recording {label} ({recording.source or 'in memory'}) lasts {recording.duration_s:.2f} s, shorter than one "
+            f"window of this model ({bundle.window_length} samples = {bundle.window_length / rate:.2f} s at {rate:g} Hz); "
+            "choose a longer recording or a model trained on shorter windows (sss-viewer train --window-length N)."
+        )
+    if len(recording.ieeg_picks()) == 0:
+        types = ", ".join(sorted(set(recording.ch_types))) or "none"
+        bads = f"; marked bad: {', '.join(recording.bads)}" if recording.bads else ""
+        return (
+            f"Recording {label} has no good iEEG channel to score: the model scores {'/'.join(IEEG_CH_TYPES)} "
+            f"channels and the recording has channel types {types}{bads}."
+        )
+    return None
+
+
 def score_recording(
     bundle,
     recording: Recording,
@@ -293,6 +327,9 @@ def score_recording(
         When no channel is long enough for one window, or the sampling rate cannot reach the
         model's preprocessing rate.
     """
+    reason = check_fit(bundle, recording)
+    if reason is not None:
+        raise ValueError(reason)
     heat_stride = _usable_heat_stride(bundle, recording, stride or bundle.inference_stride, heat_stride)
     options = {
         "stride": stride, "batch_size": batch_size, "device": device, "progress": progress, "cache": cache,

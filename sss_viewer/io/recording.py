@@ -13,6 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from sss_viewer.io.channel_names import display_names
+
 IEEG_CH_TYPES = ("ecog", "seeg", "dbs")
 """Channel types that SSS scores. Others (eeg, ecg, misc, stim …) are carried but not scored."""
 
@@ -172,8 +174,6 @@ class Recording:
         -------
         names : list of str, length n_channels
         """
-        from sss_viewer.io.channel_conventions import display_names
-
         return display_names(self.ch_names)
 
     @property

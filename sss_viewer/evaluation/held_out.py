@@ -8,11 +8,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from sss_viewer.checkpoint import ModelBundle
-from sss_viewer.cache import SeriesCache
-from sss_viewer.inference import RecordingScores, score_recording
+from sss_viewer.engine.bundle import ModelBundle
+from sss_viewer.engine.inference import RecordingScores, score_recording
+from sss_viewer.io.recording import Recording
 from sss_viewer.metrics import binary_auc, evaluate_scores
-from sss_viewer.recording import Recording
+from sss_viewer.preprocessing.cache import SeriesCache
 
 logger = logging.getLogger(__name__)
 

@@ -27,10 +27,10 @@ from safetensors.torch import load as load_weights
 from safetensors.torch import save as save_weights
 
 from sss_viewer._version import __version__
-from sss_viewer.calibration import calibrator_from_state
+from sss_viewer.engine.calibration import calibrator_from_state
 from sss_viewer.fileio import pid_alive
 from sss_viewer.models import model_from_config
-from sss_viewer.preprocess import PreprocessConfig
+from sss_viewer.preprocessing.config import PreprocessConfig
 
 logger = logging.getLogger(__name__)
 
@@ -271,17 +271,6 @@ def _swap_into_place(tmp: Path, directory: Path) -> None:
         os.rename(aside, directory)
         raise
     shutil.rmtree(aside, ignore_errors=True)
-
-
-def atomic_write(path: Path, write) -> None:
-    """Write through a temporary file in the same folder, then rename over ``path``.
-
-    :func:`sss_viewer.fileio.atomic_write`: the file gets the usual permissions (umask), and a
-    failed write (a full disk) raises an OSError naming ``path``.
-    """
-    from sss_viewer.fileio import atomic_write as _atomic_write
-
-    _atomic_write(path, write)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from sss_viewer.early_stopping import EarlyStopping
+from sss_viewer.engine.early_stopping import EarlyStopping
 from sss_viewer.models.rocket import RunningStandardizer
 
 logger = logging.getLogger(__name__)
@@ -107,6 +107,14 @@ def fit_head_lbfgs(
 
 
 def frozen_probs(model: torch.nn.Module, features: torch.Tensor) -> np.ndarray:
-    """Window probabilities ``(N,)`` from frozen features ``(N, F)`` through the model's head (``classify``)."""
-    with torch.no_grad():
-        return torch.sigmoid(model.classify(features).float()).cpu().numpy()
+    """Probabilities ``(N,)`` from frozen features ``(N, F)`` through the model's head (``classify``), in eval mode.
+
+    The model's training/eval mode is restored afterwards.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            return torch.sigmoid(model.classify(features).float()).cpu().numpy()
+    finally:
+        model.train(was_training)
