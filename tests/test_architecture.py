@@ -212,3 +212,19 @@ def test_the_front_door_names_resolve_and_importing_it_stays_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, check=True).stdout
     assert out.split() == ["False", "False", "True"]
+
+
+def test_the_engine_runs_without_the_viewer_extras_and_the_viewer_says_what_is_missing(tmp_path):
+    blocked = ", ".join(repr(n) for n in VIEWER_LIBRARIES)
+    code = (
+        f"import sys\nfor name in ({blocked},):\n    sys.modules[name] = None  # as if not installed\n"
+        "from sss_viewer.cli import main\n"
+        "from sss_viewer.engine.inference import score_recording\n"
+        "from sss_viewer.experiments.runner import run_experiment\n"
+        "print('cli', main(['--version']))\n"
+        "try:\n    import sss_viewer.viewer.app\nexcept ImportError as exc:\n    print('viewer:', exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True).stdout
+    assert "cli 0" in out
+    assert "viewer: The sss-viewer viewer needs panel, holoviews, bokeh, datashader, param" in out
+    assert "pip install 'sss-viewer[viewer]'" in out

@@ -104,7 +104,8 @@ PRESETS = {
         strides_follow_window=False,
     ),
 }  # fmt: skip
-"""``cpu``: minutes on 2 cores with small models; ``smoke``: one epoch, one seed (tests); ``paper``: App. C sizes,
+"""``cpu``: minutes on 2 cores with small models; ``smoke``: one epoch, one seed, tiny models — a minute-long check that an
+installation or a new protocol runs end to end (the tests use it too); ``paper``: App. C sizes,
 for a GPU and a real ds003029 copy."""
 
 SMALL_BASELINE_PARAMS = {
