@@ -213,7 +213,7 @@ def load_recording(path: str | Path, *, preload: bool = False, require_ieeg: boo
     if root is None:
         return with_seizure_times(read_recording(path, preload=preload, require_ieeg=require_ieeg))
     labels = root / LABELS_FILE
-    soz = read_soz_labels(root, labels=labels if labels.is_file() else None)
+    soz = read_soz_labels(root, labels=labels) if labels.is_file() else None  # None: the clinical sheet, ids reconciled
     return read_bids_run(path, root=root, soz=soz, preload=preload)
 
 
