@@ -7,6 +7,16 @@ One row per montage row of the page's contacts, first row at the top. Under the 
 aligned row-for-row with the traces and second-for-second with the time axis. Below, a datashaded
 overview of the page over the whole recording with a range tool that moves the main view.
 
+Where what is
+-------------
+* This module: the Panel component — its parameters, which rows and pages there are, what is read
+  from the recording (and cached), the figure's DynamicMaps and streams, the reactions to parameter
+  changes and the widgets.
+* :mod:`sss_viewer.viewer.envelope`: the arithmetic on what was read (sample ranges, filter
+  margins, min/max envelopes, row offsets and scales, the datashaded raster); numpy only.
+* :mod:`sss_viewer.viewer.trace_elements`: the HoloViews elements made of it (curves, heat-map
+  image, markers, overview) and the Bokeh hooks that set what changes with the page.
+
 How it stays fast
 -----------------
 * Only the visible block (plus a filter margin) is read with ``Recording.get_data``; long blocks
@@ -44,7 +54,6 @@ import numpy as np
 import pandas as pd
 import panel as pn
 import param
-from bokeh.models import CustomJSHover, FixedTicker, RangeTool
 from panel.io.state import set_curdoc
 
 from sss_viewer.engine.inference import RecordingScores, window_heatmap
@@ -67,49 +76,61 @@ from sss_viewer.viewer.display import (
     shaft_name,
     top_k_mean,
 )
+from sss_viewer.viewer.envelope import (
+    SCALE_MIN_S,
+    bin_centres,
+    chunked_envelope,
+    clip_limits,
+    filter_margin_samples,
+    nice_scale,
+    rasterise_envelopes,
+    rebin_envelope,
+    row_units,
+    sample_range,
+    scale_rows,
+    scale_window,
+)
 from sss_viewer.viewer.export import register_static_copy
 from sss_viewer.viewer.inplace import LayerPlots, data_only_freeze
 from sss_viewer.viewer.timecourse import PLOT_BACKEND_OPTS, SozTimeCourse, ensure_bokeh, infer_bin_s
+from sss_viewer.viewer.trace_elements import (
+    FOCUS_COLOUR,
+    OVERVIEW_HEIGHT,
+    OVERVIEW_TRACE_COLOUR,
+    TRACE_COLOUR,
+    add_range_tool,
+    amplitude_dimension,
+    curve_template,
+    decorate_page,
+    focus_band_template,
+    heat_template,
+    main_overlay_template,
+    marker_elements,
+    marker_label_data,
+    marker_label_template,
+    overview_overlay,
+    scale_bar_templates,
+    set_changed,
+    traces_template,
+)
 
 logger = logging.getLogger(__name__)
 
 READ_ONLY_HIDDEN_TYPES = ("stim", "misc")
 """Channel types not drawn even when a recording has no iEEG channel (triggers, spares, references)."""
-
-MARKER_COLOURS = {"onset": "#c62828", "offset": "#212121", "note": "#616161", "event": "#1565c0"}
-"""Seizure onset red, offset dark, notes grey, other events blue (lines and their labels)."""
-MARKER_LABEL_CHARS = 28
-"""Marker labels longer than this are shortened with an ellipsis (the full text is in the annotations)."""
-RANGE_BOX_COLOUR = "#1565c0"
 OVERVIEW_TOP_K = 3
 """The overview's colour is the mean p(SOZ) of the ``OVERVIEW_TOP_K`` highest channels per bin."""
-OVERVIEW_HEIGHT = 110
-CLIP_ROWS = 0.75
-"""With clipping on, a row shows at most ±``CLIP_ROWS`` row spacings (±2·CLIP_ROWS × its half-row amplitude)."""
-SCALE_MAX_ROWS = 64
-"""Rows (evenly spaced over the montage) read to set the automatic amplitude."""
-SCALE_MIN_S = 10.0
-"""The automatic amplitude is measured over at least this much of the recording from the view's start."""
 SPAN_CHOICES_S = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 3600.0)
-TRACE_COLOUR = "#202020"
-OVERVIEW_TRACE_COLOUR = "#455a64"
-OVERVIEW_INK_CMAP = ["#ffffff00", OVERVIEW_TRACE_COLOUR]
-"""Overview trace raster colours: 0 transparent, 1 the trace colour."""
-FOCUS_COLOUR = "#c2185b"
-HEAT_CMAP = "YlOrRd"
-CHUNK_VALUES = 1 << 24
-"""Samples × channels read per block when reducing a long range to its envelope (64 MB float32)."""
-MAX_FILTER_MARGIN_S = 10.0
 OVERVIEW_BINS_PER_PX = 8
 """Resolution of the cached whole-recording envelope (bins per pixel of plot width): zoomed-out
 views whose span needs at most 1/4 of it (with no display filter) are drawn from it without reading."""
 OVERVIEW_CACHE_PAGES = 8
+"""Pages whose whole-recording envelope is kept (paging back and forth reads each page once)."""
 OVERVIEW_INK_PAGES = 32  # overview rasters kept (OVERVIEW_HEIGHT x plot_width bytes each)
 OVERVIEW_READ_BUDGET = {"memory": 2e8, "file": 5e7}
 """Most values the overview reads to summarise a page's traces over the whole recording. From a file
 read lazily every channel is read (multiplexed formats store all channels of a time range together),
 in memory only the page's. Above the budget the overview shows p(SOZ) and markers without traces."""
-"""Pages whose whole-recording envelope is kept (paging back and forth reads each page once)."""
 
 _ViewEvent = hv.streams.Stream.define("TraceWindow", window=(0.0, 10.0), version=0)
 """Per-figure stream: the visible window set from the widgets, and a counter bumped on display and page changes."""
@@ -117,48 +138,9 @@ _OverviewEvent = hv.streams.Stream.define("OverviewPage", version=0)
 """Per-figure stream of the overview: a counter bumped on page and display changes."""
 
 
-def range_tool(x_range) -> RangeTool:
-    """The overview's RangeTool driving ``x_range`` (the main plot's): a blue box with handles, nothing greyed.
-
-    Added by :meth:`TraceView._decorate_overview` to the overview plot's own toolbar, and only there.
-    (HoloViews' ``RangeToolLink`` also appends its tool to the first ``Toolbar`` found under the
-    *root* model; under Panel that root is the whole page, so the tool landed in an arbitrary plot's
-    toolbar on every rebuild: the time course's, greyed over once more per page, or the overview's own
-    a second time, which bokeh refuses with "RangeTool … already registered" and the page or a
-    PNG/SVG export of it fails to render.)
-    """
-    tool = RangeTool(x_range=x_range, start_gesture="pan")
-    box = tool.overlay
-    box.inverted = False
-    box.fill_color, box.fill_alpha = RANGE_BOX_COLOUR, 0.12
-    box.line_color, box.line_alpha, box.line_width, box.line_dash = RANGE_BOX_COLOUR, 1.0, 2.5, "solid"
-    box.handles.all.fill_alpha, box.handles.all.line_alpha = 0.25, 0.6
-    return tool
-
-
 # --------------------------------------------------------------------------------------------
-# Plain helpers (arrays in, arrays out)
+# Plain helpers
 # --------------------------------------------------------------------------------------------
-
-_SLOT_PREFIX = "row "
-_LABEL_COLOUR = "label_colour"
-"""Column of the marker labels' data source holding each label's colour."""
-
-
-CURVE_TOOLTIPS = [("channel", "$name"), ("time (s)", "@{time}{0.000}"), ("amplitude (µV)", "@{amplitude}{0.0}")]
-"""Hover text of a trace row; ``$name`` is the row's renderer name, set per page by ``_decorate_curve``."""
-
-
-def _slot_label(slot: int) -> str:
-    """The HoloViews label of curve slot ``slot`` (stable across pages; the row's name is set by the hook)."""
-    return f"{_SLOT_PREFIX}{slot:03d}"
-
-
-def _set(model, **values) -> None:
-    """Set bokeh model properties that differ (an unchanged value sends nothing to the browser)."""
-    for name, value in values.items():
-        if getattr(model, name) != value:
-            setattr(model, name, value)
 
 
 def _lru_get(cache: dict, key):
@@ -192,16 +174,7 @@ def _one_message():
     return pn.io.unlocked() if _session_document() is not None else nullcontext()
 
 
-def short_text(text: str, limit: int = MARKER_LABEL_CHARS) -> str:
-    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-
-def binned_interval(
-    scores: RecordingScores, bin_s: float, channels: list[str]
-) -> tuple[np.ndarray, np.ndarray]:
+def binned_interval(scores: RecordingScores, bin_s: float, channels: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Bin-average the Venn–Abers bounds ``p0``/``p1`` exactly as ``RecordingScores.heatmap`` does ``p_cal``.
 
     Parameters
@@ -232,27 +205,6 @@ def binned_interval(
     return out[0], out[1]
 
 
-def nice_scale(value: float) -> float:
-    """The largest 1, 2 or 5 × 10^k not above ``value`` (a scale-bar length)."""
-    if not np.isfinite(value) or value <= 0:
-        return 1.0
-    exponent = math.floor(math.log10(value))
-    for mantissa in (5.0, 2.0, 1.0):
-        if mantissa * 10**exponent <= value * (1 + 1e-9):
-            return mantissa * 10**exponent
-    return 10.0 ** (exponent - 1) * 5
-
-
-def scale_rows(rows: MontageRows, max_rows: int = SCALE_MAX_ROWS) -> MontageRows:
-    """At most ``max_rows`` rows of ``rows``, evenly spaced (what the automatic amplitude is measured on)."""
-    if len(rows) <= max_rows:
-        return rows
-    keep = np.unique(np.linspace(0, len(rows) - 1, max_rows).round().astype(int))
-    return MontageRows(
-        [rows.labels[i] for i in keep], [rows.members[i] for i in keep], [rows.shafts[i] for i in keep], rows.kind
-    )
-
-
 def auto_amplitude(recording: Recording, picks: np.ndarray, seconds: float = SCALE_MIN_S) -> float:
     """Display amplitude (µV per half row) of the monopolar channels ``picks`` over the first ``seconds``.
 
@@ -276,110 +228,6 @@ def auto_amplitude(recording: Recording, picks: np.ndarray, seconds: float = SCA
         return 100.0
     stop = min(recording.n_times, max(2, int(seconds * recording.sfreq)))
     return display_amplitude(robust_scale(recording.get_data(picks, 0, stop)))
-
-
-def minmax_envelope(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-bin minimum and maximum of each row.
-
-    Parameters
-    ----------
-    data : ndarray, shape (n_rows, n_times)
-    offsets : ndarray of int, shape (n_bins,)
-        Start sample of each bin (increasing, first 0, all < n_times); a bin runs to the next start.
-
-    Returns
-    -------
-    lo, hi : ndarray, shape (n_rows, n_bins), same dtype as ``data``
-    """
-    return np.minimum.reduceat(data, offsets, axis=1), np.maximum.reduceat(data, offsets, axis=1)
-
-
-def rebin_envelope(
-    edges: np.ndarray, lo: np.ndarray, hi: np.ndarray, start: int, stop: int, n_bins: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Coarsen a cached min/max envelope to ``n_bins`` bins over samples ``[start, stop)``.
-
-    Uses the cached bins that lie inside the range (the partial bins at its ends are dropped,
-    less than one cached bin each).
-
-    Parameters
-    ----------
-    edges : ndarray, shape (n_cached + 1,), int
-        Cached bin edges in samples.
-    lo, hi : ndarray, shape (n_rows, n_cached)
-    start, stop : int
-    n_bins : int
-
-    Returns
-    -------
-    (edges, lo, hi) with ``n_bins`` bins or fewer, or None when the cache holds fewer bins than
-    ``n_bins`` over the range (too coarse: read the signals instead).
-    """
-    j0 = int(np.searchsorted(edges, start, side="left"))
-    j1 = int(np.searchsorted(edges, stop, side="right")) - 1
-    if j1 - j0 < n_bins:
-        return None
-    groups = np.unique(np.linspace(j0, j1, n_bins + 1).round().astype(np.int64))
-    return (
-        edges[groups],
-        np.minimum.reduceat(lo[:, j0:j1], groups[:-1] - j0, axis=1),
-        np.maximum.reduceat(hi[:, j0:j1], groups[:-1] - j0, axis=1),
-    )
-
-
-def rasterise_envelopes(
-    centres: np.ndarray,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    x_range: tuple[float, float],
-    n_rows: int,
-    width: int,
-    height: int,
-    colours: list[str],
-) -> np.ndarray:
-    """Draw per-row min/max envelopes as lines with ``datashader.Canvas.line``.
-
-    Parameters
-    ----------
-    centres : ndarray, shape (n_bins,)
-        Bin centres (s).
-    lo, hi : ndarray, shape (n_rows, n_bins)
-        Envelopes already in row units (row ``k`` centred on ``y = k``, 0 at the bottom).
-    x_range : (float, float)
-    n_rows : int
-        The canvas spans ``y`` ∈ [−0.5, n_rows − 0.5].
-    width, height : int
-        Pixels.
-    colours : list of str, length n_rows
-        Hex colour per row; rows sharing a colour are drawn in one pass.
-
-    Returns
-    -------
-    rgba : ndarray, shape (height, width, 4), uint8
-        Image row 0 at the top (as ``hv.RGB`` expects); transparent where no line passes.
-    """
-    import datashader as ds
-
-    pixels = np.zeros((height, width), dtype=np.uint32)  # RGBA bytes seen as one uint32 per pixel
-    if lo.size == 0:
-        return pixels.view(np.uint8).reshape(height, width, 4)
-    canvas = ds.Canvas(plot_width=width, plot_height=height, x_range=x_range, y_range=(-0.5, n_rows - 0.5))
-    n_bins = lo.shape[1]
-    x = np.empty(2 * n_bins + 1)
-    x[0 : 2 * n_bins : 2] = centres
-    x[1 : 2 * n_bins : 2] = centres
-    x[-1] = np.nan  # breaks the line between rows
-    for colour in dict.fromkeys(colours):
-        idx = [i for i, c in enumerate(colours) if c == colour]
-        y = np.empty((len(idx), 2 * n_bins + 1))
-        y[:, 0 : 2 * n_bins : 2] = lo[idx]
-        y[:, 1 : 2 * n_bins : 2] = hi[idx]
-        y[:, -1] = np.nan
-        frame = pd.DataFrame({"x": np.tile(x, len(idx)), "y": y.ravel()})
-        hit = canvas.line(frame, "x", "y", agg=ds.any()).to_numpy()[::-1]
-        rgba = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)] + [255], dtype=np.uint8)
-        pixels[hit] = rgba.view(np.uint32)[0]
-    return pixels.view(np.uint8).reshape(height, width, 4)
 
 
 @dataclass(frozen=True)
@@ -428,7 +276,8 @@ class TraceView(pn.viewable.Viewer):
         "Set by hand, it is kept when the montage changes; set to None to go back to automatic.",
     )
     clip_traces = param.Boolean(
-        default=True, doc="Clip each row to ±CLIP_ROWS row spacings, so large spikes do not cross the neighbouring rows."
+        default=True,
+        doc="Clip each row to ±CLIP_ROWS row spacings, so large spikes do not cross the neighbouring rows.",
     )
     amplitude_warning = param.String(
         default="",
@@ -442,7 +291,9 @@ class TraceView(pn.viewable.Viewer):
     show_heatmap = param.Boolean(default=True, doc="Draw the p(SOZ) heat map under the traces.")
     bad_channels = param.List(default=[], item_type=str, doc="Channels hidden (and left out of the average).")
     markers = param.List(
-        default=[], item_type=dict, doc="Annotations {onset, duration, description, kind}; kind in onset/offset/note/event."
+        default=[],
+        item_type=dict,
+        doc="Annotations {onset, duration, description, kind}; kind in onset/offset/note/event.",
     )
     focus_channel = param.String(default=None, allow_None=True, doc="Channel to show and highlight.")
     bin_s = param.Number(
@@ -460,7 +311,10 @@ class TraceView(pn.viewable.Viewer):
     row_height = param.Integer(default=30, bounds=(4, None), doc="Height per row (px), within 240–900 px in all.")
     show_overview = param.Boolean(default=True, doc="Draw the whole-recording overview with its range tool.")
     timecourse = param.ClassSelector(
-        class_=SozTimeCourse, default=None, allow_None=True, doc="A time course drawn under the traces on the same time axis."
+        class_=SozTimeCourse,
+        default=None,
+        allow_None=True,
+        doc="A time course drawn under the traces on the same time axis.",
     )
 
     _STRUCTURE = (
@@ -554,12 +408,7 @@ class TraceView(pn.viewable.Viewer):
         rows = montage_rows(self.contacts(), montage or self.montage)
         if not len(rows):
             return float("nan")
-        rec = self.recording
-        t0, t1 = self.window()
-        seconds = max(t1 - t0, SCALE_MIN_S)
-        length = max(2, math.ceil(seconds * rec.sfreq))
-        stop = int(min(rec.n_times, max(0, math.floor(t0 * rec.sfreq)) + length))
-        start = max(0, stop - length)  # near the end: the last stretch of that length
+        start, stop = scale_window(*self.window(), self.recording.sfreq, self.recording.n_times)
         plan = self.read_plan(scale_rows(rows))
         return robust_scale(self.read_rows(plan, start, stop, filtered=False))
 
@@ -636,12 +485,23 @@ class TraceView(pn.viewable.Viewer):
         rec = self.recording
         if rec is None:
             return np.zeros(0, dtype=int), [], montage_rows([], self.montage), []
-        key = (id(rec), tuple(rec.ch_names), tuple(rec.ch_types), tuple(rec.bads), tuple(self.bad_channels), self.montage)
+        key = (
+            id(rec),
+            tuple(rec.ch_names),
+            tuple(rec.ch_types),
+            tuple(rec.bads),
+            tuple(self.bad_channels),
+            self.montage,
+        )
         if self._layout_cache is None or self._layout_cache[0] != key:
             bad = set(self.bad_channels)
             shown = rec.ieeg_picks()
             if len(shown) == 0:  # nothing scorable (a scalp or polygraphy file): show its signals for reading
-                shown = [i for i, t in enumerate(rec.ch_types) if t not in READ_ONLY_HIDDEN_TYPES and rec.ch_names[i] not in rec.bads]
+                shown = [
+                    i
+                    for i, t in enumerate(rec.ch_types)
+                    if t not in READ_ONLY_HIDDEN_TYPES and rec.ch_names[i] not in rec.bads
+                ]
             picks = [int(i) for i in shown if rec.ch_names[i] not in bad]
             names = [rec.ch_names[i] for i in picks]
             ordered = np.array([picks[i] for idx in group_by_shaft(names).values() for i in idx], dtype=int)
@@ -713,7 +573,9 @@ class TraceView(pn.viewable.Viewer):
         if row is None:
             if self.focus_channel:
                 logger.warning("Focus channel %r is not a shown iEEG channel of this recording.", self.focus_channel)
-                self._notice = f"Channel {self.focus_channel!r} is not shown (not a good iEEG channel of this recording)."
+                self._notice = (
+                    f"Channel {self.focus_channel!r} is not shown (not a good iEEG channel of this recording)."
+                )
                 self._show_error(self._notice)
             return
         page = row // self.page_size
@@ -744,14 +606,7 @@ class TraceView(pn.viewable.Viewer):
         return cached[1]
 
     def _margin_samples(self) -> int:
-        seconds = 0.0
-        if self.highpass_hz:
-            seconds = max(seconds, 3.0 / self.highpass_hz)
-        if self.lowpass_hz:
-            seconds = max(seconds, 20.0 / self.lowpass_hz)
-        if self.notch_hz:
-            seconds = max(seconds, 1.0)
-        return int(math.ceil(min(seconds, MAX_FILTER_MARGIN_S) * self.recording.sfreq))
+        return filter_margin_samples(self.recording.sfreq, self.highpass_hz, self.lowpass_hz, self.notch_hz)
 
     # ---------------------------------------------------------------- reading
 
@@ -763,7 +618,9 @@ class TraceView(pn.viewable.Viewer):
             return ReadPlan(picks, rows, True)
         needed = list(dict.fromkeys(m for members in rows.members for m in members))
         local = {m: i for i, m in enumerate(needed)}
-        local_rows = MontageRows(rows.labels, [tuple(local[m] for m in ms) for ms in rows.members], rows.shafts, rows.kind)
+        local_rows = MontageRows(
+            rows.labels, [tuple(local[m] for m in ms) for ms in rows.members], rows.shafts, rows.kind
+        )
         return ReadPlan(picks[needed] if needed else picks[:0], local_rows, False)
 
     def read_rows(self, plan: ReadPlan, start: int, stop: int, *, filtered: bool = True) -> np.ndarray:
@@ -803,21 +660,8 @@ class TraceView(pn.viewable.Viewer):
             Bin edges in samples (at most ``stop - start`` bins).
         lo, hi : ndarray, shape (n_rows, n_bins), float32 µV
         """
-        n_bins = max(1, min(int(n_bins), stop - start))
-        edges = np.unique(np.linspace(start, stop, n_bins + 1).round().astype(np.int64))
-        n_bins = len(edges) - 1
-        n_rows = len(plan.rows)
-        lo = np.empty((n_rows, n_bins), dtype=np.float32)
-        hi = np.empty((n_rows, n_bins), dtype=np.float32)
-        per_block = max(1, CHUNK_VALUES // max(1, len(plan.picks)))
-        j = 0
-        while j < n_bins:
-            j1 = int(np.searchsorted(edges, edges[j] + per_block, side="right")) - 1
-            j1 = min(max(j1, j + 1), n_bins)
-            block = self.read_rows(plan, int(edges[j]), int(edges[j1]), filtered=filtered)
-            lo[:, j:j1], hi[:, j:j1] = minmax_envelope(block, edges[j:j1] - edges[j])
-            j = j1
-        return edges, lo, hi
+        read = partial(self.read_rows, plan, filtered=filtered)
+        return chunked_envelope(read, start, stop, n_bins, n_rows=len(plan.rows), n_channels=len(plan.picks))
 
     def page_envelope(self, rows: MontageRows | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Unfiltered min/max envelope of ``rows`` over the whole recording (cached).
@@ -961,14 +805,19 @@ class TraceView(pn.viewable.Viewer):
 
     def _clip_limits(self, amplitudes: np.ndarray) -> np.ndarray | None:
         """Largest excursion drawn per row (µV): ``CLIP_ROWS`` row spacings, or None with clipping off."""
-        return CLIP_ROWS * 2.0 * amplitudes if self.clip_traces else None
+        return clip_limits(amplitudes) if self.clip_traces else None
 
     def main_element(self, t0: float, t1: float) -> hv.Overlay:
         """The main overlay for the window ``[t0, t1]`` (what the DynamicMap callback returns).
 
         See :meth:`main_layers` for the layers.
         """
-        overlay = self._template("overlay", lambda: hv.Overlay([]).opts(*self._main_options()))
+        overlay = self._template(
+            "overlay",
+            lambda: main_overlay_template(
+                self.plot_width, self._plot_height(self.n_slots()), self._title(), self._decorate_main
+            ),
+        )
         return overlay.clone(self.main_layers(t0, t1))
 
     def main_layers(self, t0: float, t1: float, *, raw_curves: bool = False) -> list:
@@ -997,8 +846,7 @@ class TraceView(pn.viewable.Viewer):
         curves_enabled = self._curves_enabled(slots)
         zoomed_in = curves_enabled and (t1 - t0) <= self.datashade_above_s
         rec = self.recording
-        start = int(np.clip(math.floor(t0 * rec.sfreq), 0, rec.n_times - 1))
-        stop = int(np.clip(math.ceil(t1 * rec.sfreq) + 1, start + 1, rec.n_times))
+        start, stop = sample_range(t0, t1, rec.sfreq, rec.n_times)
         plan = self.read_plan(rows)
 
         layers = [self._heat_image(t0, t1, T, Y, m)]
@@ -1012,30 +860,24 @@ class TraceView(pn.viewable.Viewer):
                 curves[r] = (t[idx], data[r, idx].astype(np.float32))  # half the bytes to the browser
         elif n:
             edges, lo, hi = self.visible_envelope(plan, start, stop)
-            lo, hi = clip_envelope(lo, hi, limits)
-            centres = (edges[:-1] + edges[1:] - 1) / 2.0 / rec.sfreq
-            k = (m - 1 - np.arange(n))[:, None]
-            scale = 1.0 / (2.0 * amplitudes[:, None])
+            lo, hi = row_units(*clip_envelope(lo, hi, limits), amplitudes, m)
             colours = [FOCUS_COLOUR if r == focus else TRACE_COLOUR for r in range(n)]
             rgba = rasterise_envelopes(
-                centres, k + lo * scale, k + hi * scale, (t0, t1), m, self.plot_width, self._plot_height(slots), colours
+                bin_centres(edges, rec.sfreq), lo, hi, (t0, t1), m, self.plot_width, self._plot_height(slots), colours
             )
-        rgb = self._template("rgb", lambda: hv.RGB(np.zeros((1, 1, 4), dtype=np.uint8), label="traces").opts(framewise=True))
+        rgb = self._template("rgb", traces_template)
         layers.append(rgb.clone(rgba, bounds=(t0, -0.5, t1, m - 0.5), kdims=[T, Y]))
         if curves_enabled:
             base = float(self.amplitude_uv or 100.0)
             # subcoordinate_y puts curve k at y = k (bottom up): add the page's last slot first.
             for r in reversed(range(slots)):
                 a = float(amplitudes[r]) if r < n else base
-                # HoloViews merges value ranges of dimensions sharing a label: one label per slot
-                # keeps each row's (−a, a); the column stays "amplitude" for the hover.
                 if raw_curves:
                     layers.append({"time": curves[r][0], "amplitude": curves[r][1]})
                     continue
-                A = hv.Dimension("amplitude", label=f"{_slot_label(r)} amplitude", unit="µV", range=(-a, a))
-                curve = self._template(("curve", r), lambda r=r: self._curve_template(r))
-                layers.append(curve.clone(curves[r], kdims=[T], vdims=[A]))
-        layers.extend(self._template("markers", lambda: self._marker_elements(m)))
+                curve = self._template(("curve", r), lambda r=r: curve_template(r))
+                layers.append(curve.clone(curves[r], kdims=[T], vdims=[amplitude_dimension(r, a)]))
+        layers.extend(self._template("markers", lambda: marker_elements(self.markers)))
         layers.append(self._focus_band(t0, t1, T, Y, m, focus))
         layers.extend(self._marker_labels(t0, t1, T, Y, m))
         layers.extend(self._scale_bar(t0, t1, T, Y, m, amplitudes, rows))
@@ -1052,56 +894,8 @@ class TraceView(pn.viewable.Viewer):
             template = self._templates[key] = make()
         return template
 
-    def _curve_template(self, slot: int) -> hv.Curve:
-        A = hv.Dimension("amplitude", label=f"{_slot_label(slot)} amplitude", unit="µV")
-        curve = hv.Curve((np.zeros(0), np.zeros(0)), kdims=["time"], vdims=[A], label=_slot_label(slot))
-        return curve.opts(**self._curve_options(), color=TRACE_COLOUR, line_width=0.7)
-
-    @staticmethod
-    def _curve_options() -> dict:
-        return dict(
-            framewise=True,
-            subcoordinate_y=True,
-            tools=["hover"],
-            hover_tooltips=list(CURVE_TOOLTIPS),
-        )
-
     def _title(self) -> str:
         return f"{self._label()} — {self.montage}, rows {self._page_range_text()}"
-
-    def _main_options(self) -> list:
-        """HoloViews options of the main overlay (page-specific parts are set by :meth:`_decorate_main`)."""
-        return [
-            hv.opts.Overlay(
-                frame_width=self.plot_width,
-                frame_height=self._plot_height(self.n_slots()),
-                show_legend=False,
-                ylabel="",
-                backend_opts=PLOT_BACKEND_OPTS,
-                title=self._title(),
-                active_tools=["xwheel_zoom", "xpan"],
-                default_tools=["xpan", "xwheel_zoom", "xbox_zoom", "reset", "save"],
-                hooks=[self._decorate_main],
-            ),
-        ]
-
-    @staticmethod
-    def _heat_options() -> dict:
-        return dict(
-            framewise=True,
-            cmap=HEAT_CMAP,
-            clim=(0, 1),
-            colorbar=True,
-            colorbar_opts={"title": "p(SOZ)"},
-            clipping_colors={"NaN": (0, 0, 0, 0)},
-            tools=["hover"],
-            hover_tooltips=[
-                ("channel", "$y{custom}"),
-                ("time bin", "$x{custom}"),
-                ("p(SOZ)", "@image{0.00}"),
-                ("interval [p0, p1]", "[@{p0}{0.00}, @{p1}{0.00}]"),
-            ],
-        )
 
     def _heat_notes(self, labels: list[str]) -> list[str]:
         """Heat-map hover text per slot, bottom row first: ``LA1-LA2 (mean of LA1, LA2)`` for bipolar rows."""
@@ -1126,56 +920,14 @@ class TraceView(pn.viewable.Viewer):
     def _decorate_page(self, plot) -> None:
         """Title, row labels, curve names and colours, heat-map hover rows of the current page."""
         labels = self.slot_labels()
-        m = max(len(labels), 1)
-        focus = self._focus_row(self.page_rows())
-        fig = plot.state
-        if fig.title is not None and fig.title.text != self._title():
-            fig.title.text = self._title()
-        axis = fig.yaxis[0]
-        ticks = list(range(m))
-        overrides = {m - 1 - r: label for r, label in enumerate(labels)}
-        if not isinstance(axis.ticker, FixedTicker):
-            axis.ticker = FixedTicker(ticks=ticks)
-        elif list(axis.ticker.ticks) != ticks:
-            axis.ticker.ticks = ticks
-        if axis.major_label_overrides != overrides:
-            axis.major_label_overrides = overrides
-        for sub in plot.subplots.values():
-            frame = getattr(sub, "current_frame", None)
-            if isinstance(frame, hv.Curve) and frame.label.startswith(_SLOT_PREFIX):
-                self._decorate_curve(sub, int(frame.label[len(_SLOT_PREFIX) :]), labels, focus)
-            elif isinstance(frame, hv.Image) and "hover" in sub.handles:
-                self._decorate_heat_hover(sub.handles["hover"], labels)
-
-    @staticmethod
-    def _decorate_curve(sub, slot: int, labels: list[str], focus: int | None) -> None:
-        renderer = sub.handles.get("glyph_renderer")
-        if renderer is None:
-            return
-        label = labels[slot] if slot < len(labels) else ""
-        _set(renderer, name=label)
-        focused = slot == focus
-        _set(renderer.glyph, line_color=FOCUS_COLOUR if focused else TRACE_COLOUR, line_width=1.2 if focused else 0.7)
-
-    def _decorate_heat_hover(self, hover, labels: list[str]) -> None:
-        notes = self._heat_notes(labels)
-        bin_s = self.effective_bin_s()
-        formatters = dict(hover.formatters or {})
-        y, x = formatters.get("$y"), formatters.get("$x")
-        if isinstance(y, CustomJSHover) and isinstance(x, CustomJSHover):
-            _set(y, args={"labels": notes})
-            _set(x, args={"bin": bin_s})
-            return
-        hover.formatters = {
-            "$y": CustomJSHover(
-                args={"labels": notes},
-                code="const k = Math.round(value); return (k >= 0 && k < labels.length) ? labels[k] : '';",
-            ),
-            "$x": CustomJSHover(
-                args={"bin": bin_s},
-                code="const b = Math.floor(value / bin) * bin; return b.toFixed(2) + '–' + (b + bin).toFixed(2) + ' s';",
-            ),
-        }
+        decorate_page(
+            plot,
+            title=self._title(),
+            labels=labels,
+            focus=self._focus_row(self.page_rows()),
+            heat_notes=self._heat_notes(labels),
+            bin_s=self.effective_bin_s(),
+        )
 
     def _decorate_overview(self, plot, element) -> None:
         """HoloViews hook of the overview: one RangeTool on the x range of the main plot of the same layout.
@@ -1183,11 +935,8 @@ class TraceView(pn.viewable.Viewer):
         Layout plots are made in order, so the main plot (first) has just been decorated with
         :meth:`_decorate_main`, which noted its x range. Later frames find the tool in place.
         """
-        fig = plot.state
         self._overview_layers.note(plot, element)
-        if self._main_x_range is None or any(isinstance(t, RangeTool) for t in fig.tools):
-            return
-        fig.add_tools(range_tool(self._main_x_range))
+        add_range_tool(plot.state, self._main_x_range)
 
     def _heat_image(self, t0: float, t1: float, T, Y, m: int) -> hv.Image:
         """The page's heat-map rows over ``[t0, t1]`` on ``m`` slots (empty slots are NaN: transparent)."""
@@ -1199,31 +948,8 @@ class TraceView(pn.viewable.Viewer):
         block = np.full((m, b1 - b0, 3), np.nan)
         block[: heat.shape[0]] = heat[:, b0:b1]
         alpha = self.heat_opacity if self.show_heatmap else 0.0
-        image = self._template(("heat", alpha), lambda: self._heat_template(alpha))
+        image = self._template(("heat", alpha), lambda: heat_template(alpha))
         return image.clone(block, bounds=(edges[b0], -0.5, edges[b1], m - 0.5), kdims=[T, Y])
-
-    def _heat_template(self, alpha: float) -> hv.Image:
-        vdims = [
-            hv.Dimension("p_soz", label="p(SOZ)", range=(0, 1)),
-            hv.Dimension("p0", range=(0, 1)),
-            hv.Dimension("p1", range=(0, 1)),
-        ]
-        image = hv.Image(np.full((1, 1, 3), np.nan), kdims=["time", "row"], vdims=vdims)
-        return image.opts(**self._heat_options(), alpha=alpha)
-
-    def _marker_elements(self, n: int) -> list:
-        out = []
-        for marker in self.markers:
-            kind = marker.get("kind", "event")
-            colour = MARKER_COLOURS.get(kind, MARKER_COLOURS["event"])
-            onset = float(marker["onset"])
-            duration = float(marker.get("duration") or 0.0)
-            if duration > 0:
-                out.append(hv.VSpan(onset, onset + duration).opts(color=colour, alpha=0.08, line_alpha=0))
-            dash = "dashed" if kind in ("note", "event") else "solid"
-            width = 2.0 if kind in ("onset", "offset") else 1.5
-            out.append(hv.VLine(onset).opts(color=colour, line_width=width, line_dash=dash))
-        return out
 
     def _marker_labels(self, t0: float, t1: float, T, Y, n: int) -> list[hv.Labels]:
         """Bold labels at the top of the plot in their markers' colours, shortened to ``MARKER_LABEL_CHARS``.
@@ -1231,46 +957,19 @@ class TraceView(pn.viewable.Viewer):
         One element; each label's colour is a column of its data source and the offset from the
         line is in the data, so a new window or page changes only the data source.
         """
-        shown = [m for m in self.markers if t0 <= float(m["onset"]) <= t1]
-        xs = np.array([float(m["onset"]) for m in shown], dtype=float) + 0.004 * (t1 - t0)
-        texts = [short_text(str(m.get("description", "")) or str(m.get("kind", "event"))) for m in shown]
-        colours = [MARKER_COLOURS.get(m.get("kind", "event"), MARKER_COLOURS["event"]) for m in shown]
-        if not shown:  # an empty colour column would be colour-mapped: one empty label instead
-            xs, texts, colours = np.array([t0]), [""], ["#ffffff"]
-        labels = self._template("labels", self._label_template)
+        xs, texts, colours = marker_label_data(self.markers, t0, t1)
+        labels = self._template("labels", marker_label_template)
         return [labels.clone((xs, np.full(len(xs), max(n, 1) - 0.5), texts, colours), kdims=[T, Y])]
-
-    @staticmethod
-    def _label_template() -> hv.Labels:
-        labels = hv.Labels(([], [], [], []), kdims=["time", "row"], vdims=["description", _LABEL_COLOUR])
-        return labels.opts(
-            text_align="left",
-            text_baseline="top",
-            text_font_size="10.5pt",
-            text_font_style="bold",
-            text_color=hv.dim(_LABEL_COLOUR),  # literal colours in a column: no colour mapper
-            background_fill_color="white",
-            background_fill_alpha=0.75,
-            framewise=True,
-        )
 
     def _focus_band(self, t0: float, t1: float, T, Y, m: int, focus: int | None) -> hv.Rectangles:
         """A faint band behind the focus row (a glyph, so moving it only changes data; empty without focus)."""
         k = m - 1 - focus if focus is not None else 0
         boxes = [(t0, k - 0.5, t1, k + 0.5)] if focus is not None else []
-        band = self._template(
-            "focus", lambda: hv.Rectangles([]).opts(color=FOCUS_COLOUR, alpha=0.08, line_alpha=0, framewise=True)
-        )
+        band = self._template("focus", focus_band_template)
         return band.clone(boxes, kdims=[T, Y, "time_end", "row_top"])
 
     def _scale_bar(self, t0: float, t1: float, T, Y, m: int, amplitudes: np.ndarray, rows: MontageRows) -> list:
-        path = self._template("scale", lambda: hv.Path([]).opts(color="black", line_width=3, framewise=True))
-        label = self._template(
-            "scale_text",
-            lambda: hv.Labels(([], [], []), kdims=["time", "row"], vdims=["text"]).opts(
-                text_align="right", text_baseline="middle", text_font_size="9pt", text_color="black", framewise=True
-            ),
-        )
+        path, label = self._template("scale", scale_bar_templates)
         if not len(amplitudes):
             return [path.clone([], kdims=[T, Y]), label.clone(([], [], []), kdims=[T, Y])]
         a = float(amplitudes[0])
@@ -1424,14 +1123,11 @@ class TraceView(pn.viewable.Viewer):
         edges, lo, hi = self.page_envelope(rows)
         coarse = rebin_envelope(edges, lo, hi, 0, self.recording.n_times, 2 * self.plot_width)
         edges, lo, hi = coarse if coarse is not None else (edges, lo, hi)
-        lo, hi = clip_envelope(lo, hi, self._clip_limits(amplitudes))
-        k = (m - 1 - np.arange(n))[:, None]
-        scale = 1.0 / (2.0 * amplitudes[:, None])
-        centres = (edges[:-1] + edges[1:] - 1) / 2.0 / self.recording.sfreq
+        lo, hi = row_units(*clip_envelope(lo, hi, self._clip_limits(amplitudes)), amplitudes, m)
+        centres = bin_centres(edges, self.recording.sfreq)
         rgba = rasterise_envelopes(
-            centres, k + lo * scale, k + hi * scale, (0.0, self.duration_s), m, self.plot_width, OVERVIEW_HEIGHT,
-            [OVERVIEW_TRACE_COLOUR] * n,
-        )  # fmt: skip
+            centres, lo, hi, (0.0, self.duration_s), m, self.plot_width, OVERVIEW_HEIGHT, [OVERVIEW_TRACE_COLOUR] * n
+        )
         return _lru_put(self._ink_cache, key, (rgba[..., 3] > 0).astype(np.uint8), OVERVIEW_INK_PAGES)
 
     def overview(self) -> hv.Overlay:
@@ -1449,51 +1145,22 @@ class TraceView(pn.viewable.Viewer):
         rows = self.page_rows()
         n = len(rows)
         m = max(self.n_slots(), n, 1)
-        duration = self.duration_s
-        OT = hv.Dimension("overview_time", label="time", unit="s")
-        OY = hv.Dimension("overview_row", label=" ")
         ink = np.zeros((1, 1), dtype=np.uint8)
         summarised = bool(n) and self.can_summarise(rows)
         if summarised:
             ink = self._overview_ink(rows, m)
         top, heat_edges = self.overview_heat()
-        strip = hv.Image(
-            top[None, :],
-            bounds=(heat_edges[0], -0.5, heat_edges[-1], m - 0.5),
-            kdims=[OT, OY],
-            vdims=[hv.Dimension("p_top", label="p(SOZ)", range=(0, 1))],
-        ).opts(
-            cmap=HEAT_CMAP, clim=(0, 1), colorbar=True, colorbar_opts={"title": "p(SOZ)"},
-            clipping_colors={"NaN": (0, 0, 0, 0)}, default_tools=[],
-        )  # fmt: skip
-        traces = hv.Image(
-            ink, bounds=(0.0, -0.5, duration, m - 0.5), kdims=[OT, OY], vdims=[hv.Dimension("ink", range=(0, 1))]
-        ).opts(cmap=OVERVIEW_INK_CMAP, clim=(0, 1), alpha=0.35, default_tools=[])
-        lines = [
-            hv.VLine(float(mk["onset"]), kdims=[OT, OY]).opts(
-                color=MARKER_COLOURS.get(mk.get("kind", "event"), MARKER_COLOURS["event"]), line_width=2
-            )
-            for mk in self.markers
-        ]
-        return hv.Overlay([strip, traces, *lines]).opts(
-            hv.opts.Overlay(
-                frame_width=self.plot_width,
-                frame_height=OVERVIEW_HEIGHT,
-                yaxis=None,
-                backend_opts=PLOT_BACKEND_OPTS,
-                toolbar=None,
-                default_tools=[],
-                shared_axes=False,
-                show_legend=False,
-                title=(
-                    f"overview of the whole recording — colour: mean p(SOZ) of the {OVERVIEW_TOP_K} highest channels; "
-                    + ("grey: this page's traces" if summarised else "traces not summarised (recording too long)")
-                    + " — drag the blue box to move the view"
-                ),
-                fontsize={"title": "9pt"},
-                xlim=(0.0, duration),
-                hooks=[self._decorate_overview],
-            )
+        return overview_overlay(
+            top,
+            heat_edges,
+            ink,
+            duration=self.duration_s,
+            n_slots=m,
+            markers=self.markers,
+            plot_width=self.plot_width,
+            top_k=OVERVIEW_TOP_K,
+            summarised=summarised,
+            hook=self._decorate_overview,
         )
 
     def figure(self):
@@ -1648,7 +1315,7 @@ class TraceView(pn.viewable.Viewer):
         self._stream.update(window=(t0, t1), version=self._stream.version + 1)
         self._last_good = None
         plot = self._main_layers.plot
-        _set(plot.state.x_range, start=t0, end=t1)
+        set_changed(plot.state.x_range, start=t0, end=t1)
         self._decorate_page(plot)
         if overview and self._overview_stream is not None and not self._redraw_overview_traces(doc):
             self._overview_stream.event(version=self._overview_stream.version + 1)
@@ -1828,4 +1495,3 @@ def _set_option(select, value) -> None:
     if value not in known and isinstance(options, dict):
         select.options = {**options, f"{value:g} s": value}
     select.value = value
-
