@@ -26,12 +26,27 @@ Written for 2-core CPUs first. All modes: one fused QKV projection, BatchNorm ap
 ``(B * N, d_model)`` token matrix (a view, no transposes), a head that flattens the
 ``(B, N, d_model)`` tokens in place. Eval mode and ``attn_dropout=0``: the flash kernel of
 :func:`torch.nn.functional.scaled_dot_product_attention`; CPU batches above 256 windows are
-scored in chunks. CPU training with attention dropout: the chunked kernels below. Measured on
-the 2-core development machine against the same architecture written with stock ``torch.nn``
-modules (``benchmarks/throughput.py``): ≈2300 vs 1400 windows/s inference and ≈460 vs 130
-windows/s training at batch 1024. The function computed is that of a textbook post-norm
-Transformer encoder with :class:`torch.nn.MultiheadAttention`; only the dropout random streams
-differ.
+scored in chunks. The function computed is that of a textbook post-norm Transformer encoder with
+:class:`torch.nn.MultiheadAttention`.
+
+CPU kernels
+-----------
+Training with dropout on the CPU can run on the custom kernels below (``cpu_kernels="custom"``:
+a NumPy-drawn dropout mask, attention with dropout computed in chunks with a hand-written backward
+pass) or on the stock ones (``cpu_kernels="stock"``, the default: :class:`torch.nn.Dropout` and
+:func:`~torch.nn.functional.scaled_dot_product_attention` with ``dropout_p``, as on the GPU).
+Both compute the same function with the same state dict; eval-mode scores agree to float
+tolerance, and only the dropout random streams differ in training. Measured with
+``benchmarks/patchtst_kernels.py`` (same weights, same run, one thread, medians; docs/results.md):
+a training step is about 1.7x faster with the custom kernels at the ``default`` preset's batch of
+128 and about 3.3x at the ``paper`` preset's 8192, where the stock path also peaks at ~18 GiB
+resident (it materialises the ``(B, 4, 128, 128)`` attention weights several times); inference
+is the same on both paths (no dropout). The stock kernels are the default all the same: they are
+the one code path shared by every device and by eval mode, they draw torch's own dropout masks,
+and they need no hand-written gradient to maintain and trust. The custom kernels are kept,
+opt-in, for CPU training at large batches (the ``paper`` preset's sizes): pass
+``cpu_kernels="custom"`` in the model parameters. The setting is not saved with the model
+(:meth:`PatchTST.get_config`), so saved models load unchanged.
 """
 
 from __future__ import annotations
@@ -49,7 +64,7 @@ from sss_viewer.models.revin import RevIN
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["APP_C_BEST", "PatchTST"]
+__all__ = ["APP_C_BEST", "CPU_KERNELS", "PatchTST"]
 
 APP_C_BEST = {
     "d_model": 32, "d_ff": 32, "n_heads": 4, "lr": 1e-5, "window_length": 10000,
@@ -57,6 +72,9 @@ APP_C_BEST = {
             "here follow the authors' code (d_ff 128, 2 layers, L 1024 pooled samples), see DESIGN.md.",
 }  # fmt: skip
 """The paper's best PatchTST configuration (appendix C)."""
+
+CPU_KERNELS = ("stock", "custom")
+"""Values of ``PatchTST(cpu_kernels=...)``: how CPU training computes dropout and attention."""
 
 
 class _TokenBatchNorm(nn.BatchNorm1d):
@@ -66,7 +84,7 @@ class _TokenBatchNorm(nn.BatchNorm1d):
     computed on the contiguous ``(B * N, C)`` view instead of two transposed copies.
     """
 
-    def forward(self, x: Tensor) -> Tensor:  # noqa: D102 - shapes in the class docstring
+    def forward(self, x: Tensor) -> Tensor:
         return super().forward(x.reshape(-1, x.shape[-1])).view(x.shape)
 
 
@@ -77,7 +95,8 @@ def _make_norm(kind: str, d_model: int) -> nn.Module:
 
 
 # --------------------------------------------------------------------------------------------
-# CPU kernels. PyTorch's CPU dropout draws its mask with a slow serial Bernoulli sampler (about
+# Custom CPU kernels (``cpu_kernels="custom"``).
+# PyTorch's CPU dropout draws its mask with a slow serial Bernoulli sampler (about
 # 75 M draws/s here), and attention dropout forces SDPA off its flash kernel onto the "math"
 # path, which materialises the (B, H, N, N) attention weights several times. With the paper's
 # sizes (attention dropout 0.3 on 128 x 128 weights) that made ~80 % of a CPU training step.
@@ -87,7 +106,7 @@ def _make_norm(kind: str, d_model: int) -> nn.Module:
 # more than the arithmetic on it), recomputing weights and mask in the backward pass instead of
 # storing them. Chunks are large enough to keep the number of OpenMP regions low: many small ops
 # degrade badly when other processes compete for the cores. Without attention dropout, and on
-# other devices, the stock kernels are used.
+# other devices, they fall back to the stock kernels.
 # --------------------------------------------------------------------------------------------
 
 _INT16_SPAN = 65536
@@ -138,7 +157,7 @@ class _CPUDropoutFn(torch.autograd.Function):
     """Inverted dropout with a fast mask (see the module comment); the mask is kept for backward."""
 
     @staticmethod
-    def forward(ctx: Any, x: Tensor, p: float) -> Tensor:  # noqa: D102
+    def forward(ctx: Any, x: Tensor, p: float) -> Tensor:
         threshold, scale = _keep_threshold(p)
         mask = _fill_keep_mask(torch.empty_like(x, memory_format=torch.contiguous_format),
                                threshold, _new_seed()).mul_(scale)
@@ -146,7 +165,7 @@ class _CPUDropoutFn(torch.autograd.Function):
         return x * mask
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:  # noqa: D102
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
         (mask,) = ctx.saved_tensors
         return grad * mask, None
 
@@ -154,7 +173,7 @@ class _CPUDropoutFn(torch.autograd.Function):
 class _Dropout(nn.Dropout):
     """:class:`torch.nn.Dropout` with a faster CPU mask; identical elsewhere and in eval mode."""
 
-    def forward(self, x: Tensor) -> Tensor:  # noqa: D102
+    def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.p == 0.0:
             return x
         if x.device.type == "cpu":
@@ -222,7 +241,7 @@ class _ChunkedAttentionFn(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx: Any, qkv: Tensor, p: float) -> Tensor:  # noqa: D102
+    def forward(ctx: Any, qkv: Tensor, p: float) -> Tensor:
         b, n, _, h, _ = qkv.shape
         seeds = [_new_seed() for _ in _qkv_chunks(b, h, n)]
         out = _attention_forward(qkv, p, seeds)
@@ -231,7 +250,7 @@ class _ChunkedAttentionFn(torch.autograd.Function):
         return out
 
     @staticmethod
-    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor, None]:  # noqa: D102
+    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor, None]:
         qkv, out = ctx.saved_tensors
         p, seeds = ctx.p, ctx.seeds
         b, n, _, h, d = qkv.shape
@@ -260,7 +279,7 @@ class _ChunkedAttentionFn(torch.autograd.Function):
 
 
 def _attention(qkv: Tensor, p: float) -> Tensor:
-    """Scaled dot-product self-attention with dropout ``p`` on the weights.
+    """Scaled dot-product self-attention with dropout ``p`` on the weights (the custom CPU kernels).
 
     Parameters
     ----------
@@ -275,12 +294,17 @@ def _attention(qkv: Tensor, p: float) -> Tensor:
     """
     if qkv.device.type != "cpu" or p == 0.0:
         # Flash kernels (CPU too, forward and backward); on CPU only without dropout.
-        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=p).transpose(1, 2)
+        return _stock_attention(qkv, p)
     if torch.is_grad_enabled() and qkv.requires_grad:
         return _ChunkedAttentionFn.apply(qkv, p)
     b, n, _, h, _ = qkv.shape
     return _attention_forward(qkv, p, [_new_seed() for _ in _qkv_chunks(b, h, n)])
+
+
+def _stock_attention(qkv: Tensor, p: float) -> Tensor:
+    """:func:`_attention` through :func:`torch.nn.functional.scaled_dot_product_attention` on every device."""
+    q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+    return F.scaled_dot_product_attention(q, k, v, dropout_p=p).transpose(1, 2)
 
 
 class _SelfAttention(nn.Module):
@@ -297,12 +321,16 @@ class _SelfAttention(nn.Module):
         Number of heads; must divide ``d_model``.
     attn_dropout : float
         Dropout on the attention weights (training only).
+    custom_kernels : bool
+        Attend through :func:`_attention` (the custom CPU kernels) instead of
+        :func:`_stock_attention`.
     """
 
-    def __init__(self, d_model: int, n_heads: int, attn_dropout: float) -> None:
+    def __init__(self, d_model: int, n_heads: int, attn_dropout: float, custom_kernels: bool = False) -> None:
         super().__init__()
         self.n_heads = n_heads
         self.attn_dropout = attn_dropout
+        self._attend = _attention if custom_kernels else _stock_attention
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)
 
@@ -319,7 +347,7 @@ class _SelfAttention(nn.Module):
         """
         b, n, d = x.shape
         qkv = self.in_proj(x).view(b, n, 3, self.n_heads, d // self.n_heads)
-        out = _attention(qkv, self.attn_dropout if self.training else 0.0)  # (B, N, H, d_head)
+        out = self._attend(qkv, self.attn_dropout if self.training else 0.0)  # (B, N, H, d_head)
         return self.out_proj(out.reshape(b, n, d))
 
 
@@ -345,21 +373,23 @@ class _EncoderLayer(nn.Module):
         attn_dropout: float,
         norm: str,
         authors_block: bool,
+        custom_kernels: bool = False,
     ) -> None:
         super().__init__()
         self.authors_block = authors_block
-        self.attn = _SelfAttention(d_model, n_heads, attn_dropout)
+        self.attn = _SelfAttention(d_model, n_heads, attn_dropout, custom_kernels)
+        dropout_cls = _Dropout if custom_kernels else nn.Dropout
         self.ff = nn.Sequential(
             nn.Linear(d_model, d_ff),
             nn.GELU(),
-            _Dropout(dropout),
+            dropout_cls(dropout),
             nn.Linear(d_ff, d_model),
         )
         self.norm_attn = _make_norm(norm, d_model)
         # The authors' block reuses norm_attn (registering it twice would duplicate its tensors
         # in the state dict, which safetensors refuses).
         self.norm_ff = nn.Identity() if authors_block else _make_norm(norm, d_model)
-        self.dropout = _Dropout(dropout)
+        self.dropout = dropout_cls(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         """Encode tokens, shape (B, N, d_model) → (B, N, d_model)."""
@@ -410,6 +440,13 @@ class PatchTST(nn.Module):
     authors_block : bool
         Use the SSS authors' encoder block variant (see :class:`_EncoderLayer`) for a faithful
         reproduction; the default is the official PatchTST layer.
+    cpu_kernels : {"stock", "custom"}
+        How dropout and attention with dropout are computed in CPU training (module docstring,
+        "CPU kernels"): ``"stock"`` (default) uses :class:`torch.nn.Dropout` and
+        :func:`torch.nn.functional.scaled_dot_product_attention` on every device; ``"custom"`` the
+        faster CPU kernels of this module. The function computed and the state dict are the same;
+        only the dropout random streams differ. An execution setting, like the device: not part of
+        :meth:`get_config`, so a saved model loads with the stock kernels.
 
     Attributes
     ----------
@@ -443,6 +480,7 @@ class PatchTST(nn.Module):
         revin_affine: bool = True,
         revin_eps: float = 1e-5,
         authors_block: bool = False,
+        cpu_kernels: str = "stock",
     ) -> None:
         super().__init__()
         _check_params(window_length, patch_len, patch_stride, d_model, d_ff, n_heads, n_layers)
@@ -450,6 +488,7 @@ class PatchTST(nn.Module):
                            ("head_dropout", head_dropout)):
             check_range(key, value, 0.0, 1.0, high_inclusive=False)
         check_option("norm", norm, ("batch", "layer"))
+        check_option("cpu_kernels", cpu_kernels, CPU_KERNELS)
         self._config: dict[str, Any] = {
             "window_length": window_length,
             "patch_len": patch_len,
@@ -472,6 +511,8 @@ class PatchTST(nn.Module):
         self.patch_len = patch_len
         self.patch_stride = patch_stride
         self.pad_end = bool(pad_end)
+        self.cpu_kernels = cpu_kernels
+        custom = cpu_kernels == "custom"
         padded = window_length + (patch_stride if pad_end else 0)
         self.n_patches = (padded - patch_len) // patch_stride + 1
 
@@ -479,10 +520,10 @@ class PatchTST(nn.Module):
         self.patch_proj = nn.Linear(patch_len, d_model)
         self.pos_embed = nn.Parameter(torch.empty(self.n_patches, d_model))
         self.layers = nn.ModuleList(
-            _EncoderLayer(d_model, d_ff, n_heads, dropout, attn_dropout, norm, authors_block)
+            _EncoderLayer(d_model, d_ff, n_heads, dropout, attn_dropout, norm, authors_block, custom)
             for _ in range(n_layers)
         )
-        self.head_dropout = _Dropout(head_dropout)
+        self.head_dropout = (_Dropout if custom else nn.Dropout)(head_dropout)
         self.head = nn.Linear(self.n_patches * d_model, 1)
         self._reset_parameters()
 
