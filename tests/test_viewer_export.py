@@ -18,13 +18,13 @@ from sss_viewer.viewer.annotations import AnnotationSet, make_marker
 from sss_viewer.viewer.export import (
     DEMO_MODEL_SENTENCE,
     BrowserUnavailable,
-    download_buttons,
     export_basename,
     export_figure,
     export_ranking_csv,
     export_report_html,
     figure_bytes,
 )
+from sss_viewer.viewer.export_widgets import download_buttons
 
 hv.extension("bokeh", logo=False)
 

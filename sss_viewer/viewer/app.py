@@ -25,13 +25,13 @@ from sss_viewer.viewer.channel_types import ChannelTypeEditor
 from sss_viewer.viewer.demo import DEMO_MODEL_DIR, demo_scores, load_demo
 from sss_viewer.viewer.export import (
     BrowserUnavailable,
-    download_buttons,
     export_basename,
     export_figure,
     export_ranking_csv,
     export_report_html,
     figure_bytes,
 )
+from sss_viewer.viewer.export_widgets import download_buttons
 from sss_viewer.viewer.loader import ModelPicker, RecordingBrowser, load_selected
 from sss_viewer.viewer.ranking import RankingTable
 from sss_viewer.viewer.scoring import BackgroundScorer, ScoringProgress

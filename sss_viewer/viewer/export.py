@@ -13,7 +13,8 @@ and event loop) and refuses to run in a thread with a running asyncio loop, such
 server's, while Panel runs callbacks on various threads. So one daemon worker thread owns
 Playwright, the browser and the page; an export from any thread serialises the figure and hands the
 worker a render job through a queue, then waits for the answer. The worker is started in the
-background when the download buttons are made (:func:`warm_export_browser`); it closes the browser
+background when the app's download buttons are made (:func:`warm_export_browser`, called by
+:func:`sss_viewer.viewer.export_widgets.download_buttons`); it closes the browser
 and ends after ``BROWSER_IDLE_S`` seconds without a job, and at exit; the browser is also closed
 after ``_BrowserWorker.max_uses`` renders (a fresh page keeps memory flat) and after a browser
 error. The next export starts a new one.
@@ -33,6 +34,8 @@ HTML files embed Bokeh's JavaScript inline (``bokeh.resources.INLINE``), so they
 on a hospital PC without internet, at the cost of ~1 MB per file. Every file is written atomically
 (:func:`sss_viewer.fileio.atomic_write`) and an existing file is never overwritten unless
 ``overwrite=True``.
+
+The served app's download buttons, which call these writers, are in :mod:`sss_viewer.viewer.export_widgets`.
 """
 
 from __future__ import annotations
@@ -435,8 +438,9 @@ class _BrowserWorker:
         with self._lock:
             if self._thread is None:
                 self._jobs = queue.SimpleQueue()
-                self._thread = threading.Thread(target=self._run, args=(self._jobs,), name="sss-export-browser",
-                                                daemon=True)
+                self._thread = threading.Thread(
+                    target=self._run, args=(self._jobs,), name="sss-export-browser", daemon=True
+                )
                 self._thread.start()
             self._jobs.put((job, future))
         return future
@@ -536,7 +540,9 @@ def _savefig_bytes(fig, fmt: str) -> bytes:
     data = buf.getvalue()
     if fmt == "svg":
         head, sep, rest = data.partition(b"?>")
-        data = head + sep + b"\n" + FALLBACK_MARK.encode("utf-8") + rest if sep else FALLBACK_MARK.encode() + b"\n" + data
+        data = (
+            head + sep + b"\n" + FALLBACK_MARK.encode("utf-8") + rest if sep else FALLBACK_MARK.encode() + b"\n" + data
+        )
     return data
 
 
@@ -710,7 +716,7 @@ def export_report_html(
 
 
 # --------------------------------------------------------------------------------------------
-# browser downloads from the served app
+# file names
 # --------------------------------------------------------------------------------------------
 
 
@@ -720,73 +726,3 @@ def export_basename(stem: str, t0: float | None = None, t1: float | None = None)
     if t0 is None or t1 is None:
         return safe
     return f"{safe}_t{t0:.1f}-{t1:.1f}s"
-
-
-def download_buttons(
-    make_png: Callable[[], bytes] | None,
-    make_svg: Callable[[], bytes] | None,
-    make_csv: Callable[[], bytes | str] | None,
-    make_report: Callable[[], bytes | str] | None,
-    *,
-    basename: Callable[[], str] | str = "recording",
-    on_error: Callable[[str], None] | None = None,
-    warm_browser: bool = True,
-) -> list:
-    """``FileDownload`` buttons serving the current view from the app.
-
-    Parameters
-    ----------
-    make_png, make_svg, make_csv, make_report : callable or None
-        Called on click; return the file contents (bytes or str). None leaves the button out.
-    basename : callable or str
-        File-name base at click time (:func:`export_basename`, e.g. with the visible time range).
-    on_error : callable, optional
-        Receives a readable message when making a file fails (the error is re-raised after, so no
-        file is served).
-    warm_browser : bool
-        Start the export browser in the background now (when there is a figure button), so the
-        first PNG/SVG/report does not wait for it.
-
-    Returns
-    -------
-    buttons : list of panel.widgets.FileDownload
-    """
-    import panel as pn
-
-    specs = (
-        ("PNG", "png", make_png, ""),
-        ("SVG", "svg", make_svg, ""),
-        ("Ranking CSV", "csv", make_csv, "_ranking"),
-        ("Report", "html", make_report, "_report"),
-    )
-    if warm_browser and any(make is not None for make in (make_png, make_svg, make_report)):
-        warm_export_browser()
-    buttons = []
-    for label, ext, make, suffix in specs:
-        if make is None:
-            continue
-        button = pn.widgets.FileDownload(label=f"⬇ {label}", filename=f"{_base(basename)}{suffix}.{ext}",
-                                         embed=False, auto=True)
-        button.callback = _download_callback(button, make, ext, suffix, basename, on_error)
-        buttons.append(button)
-    return buttons
-
-
-def _base(basename: Callable[[], str] | str) -> str:
-    return basename() if callable(basename) else str(basename)
-
-
-def _download_callback(button, make, ext, suffix, basename, on_error):
-    def callback() -> io.BytesIO:
-        try:
-            data = make()
-        except Exception as err:
-            logger.warning("Could not make the %s download: %s", ext.upper(), err, exc_info=True)
-            if on_error is not None:
-                on_error(f"Could not make the {ext.upper()} file: {err}")
-            raise
-        button.filename = f"{_base(basename)}{suffix}.{ext}"
-        return io.BytesIO(data.encode("utf-8") if isinstance(data, str) else bytes(data))
-
-    return callback
-
