@@ -37,8 +37,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sss_viewer._validate import check_positive_int, check_range
-from sss_viewer.models.revin import MaskedRevIN, masked_input
+from sss_viewer.models.base import WindowModel
+from sss_viewer.models.revin import MaskedRevIN
 
 __all__ = ["APP_C_BEST", "DLinear", "MaskedRevIN"]
 
@@ -68,7 +68,7 @@ def moving_average(x: Tensor, kernel: int) -> Tensor:
     return F.avg_pool1d(padded.unsqueeze(1), kernel, stride=1).squeeze(1)
 
 
-class DLinear(nn.Module):
+class DLinear(WindowModel):
     """DLinear classifier for univariate windows: ``(B, L)`` float32 → ``(B,)`` logits.
 
     Parameters
@@ -96,6 +96,8 @@ class DLinear(nn.Module):
     """
 
     name: ClassVar[str] = "dlinear"
+    positive_ints = ("window_length", "moving_avg", "d_hidden")
+    fractions = ("dropout",)
 
     def __init__(
         self,
@@ -108,23 +110,8 @@ class DLinear(nn.Module):
         revin_eps: float = 1e-5,
     ) -> None:
         super().__init__()
-        for key, value in (("window_length", window_length), ("moving_avg", moving_avg),
-                           ("d_hidden", d_hidden)):
-            check_positive_int(key, value)
         if moving_avg > window_length:
-            raise ValueError(
-                f"Invalid moving_avg={moving_avg}: longer than window_length={window_length}."
-            )
-        check_range("dropout", dropout, 0.0, 1.0, high_inclusive=False)
-        self._config: dict[str, Any] = {
-            "window_length": window_length,
-            "moving_avg": moving_avg,
-            "d_hidden": d_hidden,
-            "dropout": float(dropout),
-            "revin": bool(revin),
-            "revin_affine": bool(revin_affine),
-            "revin_eps": float(revin_eps),
-        }
+            raise ValueError(f"Invalid moving_avg={moving_avg}: longer than window_length={window_length}.")
         self.window_length = window_length
         self.moving_avg = moving_avg
         self.revin = MaskedRevIN(revin_eps, revin_affine) if revin else None
@@ -136,32 +123,8 @@ class DLinear(nn.Module):
             nn.init.constant_(layer.weight, 1.0 / window_length)
             nn.init.zeros_(layer.bias)
 
-    def get_config(self) -> dict[str, Any]:
-        """Return the JSON-serialisable constructor arguments, with ``"name"``.
-
-        Returns
-        -------
-        dict
-            ``build_model(**cfg)`` rebuilds an identically shaped model.
-        """
-        return {"name": self.name, **self._config}
-
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """Score windows.
-
-        Parameters
-        ----------
-        x : Tensor, shape (B, L), float32
-            Windows with ``L == window_length``.
-        mask : Tensor, shape (B, L), bool, optional
-            True at valid (non-padded) samples; see the module notes.
-
-        Returns
-        -------
-        Tensor, shape (B,)
-            One logit per window.
-        """
-        x = masked_input("DLinear", self.window_length, x, mask, self.revin)
+        x = self.masked_input(x, mask, self.revin)
         trend = moving_average(x, self.moving_avg)
         z = self.seasonal(x - trend) + self.trend(trend)  # (B, d_hidden)
         return self.head(self.dropout(z)).squeeze(-1)

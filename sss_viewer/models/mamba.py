@@ -31,9 +31,8 @@ from typing import Any, ClassVar
 from mambapy.mamba import Mamba, MambaConfig, RMSNorm
 from torch import Tensor, nn
 
-from sss_viewer._validate import check_positive_int, check_range
+from sss_viewer.models.base import WindowModel
 from sss_viewer.models.revin import RevIN
-from sss_viewer.models.rnn import check_sequence
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +50,7 @@ APP_C_BEST: dict[str, Any] = {
 """Best configuration from the paper's appendix C (learning rate and sizes)."""
 
 
-class MambaClassifier(nn.Module):
+class MambaClassifier(WindowModel):
     """Mamba classifier over a whole sequence: ``(B, T)`` float32 → ``(B,)`` logits.
 
     Parameters
@@ -86,6 +85,8 @@ class MambaClassifier(nn.Module):
     """
 
     name: ClassVar[str] = "mamba"
+    positive_ints = ("d_model", "n_layers", "patch_size", "patch_stride", "d_state", "expand_factor", "d_conv")
+    fractions = ("head_dropout",)
 
     def __init__(
         self,
@@ -102,25 +103,6 @@ class MambaClassifier(nn.Module):
         revin_eps: float = 1e-5,
     ) -> None:
         super().__init__()
-        for key, value in (("d_model", d_model), ("n_layers", n_layers),
-                           ("patch_size", patch_size), ("patch_stride", patch_stride),
-                           ("d_state", d_state), ("expand_factor", expand_factor),
-                           ("d_conv", d_conv)):
-            check_positive_int(key, value)
-        check_range("head_dropout", head_dropout, 0.0, 1.0, high_inclusive=False)
-        self._config: dict[str, Any] = {
-            "d_model": d_model,
-            "n_layers": n_layers,
-            "patch_size": patch_size,
-            "patch_stride": patch_stride,
-            "d_state": d_state,
-            "expand_factor": expand_factor,
-            "d_conv": d_conv,
-            "head_dropout": float(head_dropout),
-            "revin": bool(revin),
-            "revin_affine": bool(revin_affine),
-            "revin_eps": float(revin_eps),
-        }
         self.patch_size = patch_size
         self.patch_stride = patch_stride
         self.min_length = patch_size
@@ -135,39 +117,12 @@ class MambaClassifier(nn.Module):
         self.head_dropout = nn.Dropout(head_dropout)
         self.head = nn.Linear(d_model, 1)
 
-    def get_config(self) -> dict[str, Any]:
-        """Return the JSON-serialisable constructor arguments, with ``"name"``.
-
-        Returns
-        -------
-        dict
-            ``cls(**{k: v for k, v in cfg.items() if k != "name"})`` rebuilds the model.
-        """
-        return {"name": self.name, **self._config}
-
     def n_tokens(self, length: int) -> int:
         """Tokens for a sequence of ``length`` samples."""
         return (length - self.patch_size) // self.patch_stride + 1
 
     def forward(self, x: Tensor) -> Tensor:
-        """Score whole sequences.
-
-        Parameters
-        ----------
-        x : Tensor, shape (B, T), float32
-            A batch of windows, or one whole channel (``B=1``); ``T >= patch_size``.
-
-        Returns
-        -------
-        Tensor, shape (B,)
-            One logit per row (apply a sigmoid for probabilities).
-
-        Raises
-        ------
-        ValueError
-            If ``x`` is not 2-D float or ``T < patch_size``.
-        """
-        check_sequence(x, self.min_length, "MambaClassifier")
+        self.check_input(x)
         patches = self.revin(x).unfold(-1, self.patch_size, self.patch_stride)  # (B, N, P)
         z = self.norm(self.mamba(self.patch_embed(patches)))  # (B, N, d_model)
         return self.head(self.head_dropout(z.mean(dim=1))).squeeze(-1)

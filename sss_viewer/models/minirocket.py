@@ -39,6 +39,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from sss_viewer.models import minirocket_series as series_features
+from sss_viewer.models.base import WindowModel
 from sss_viewer.models.minirocket_features import (
     KERNEL_LENGTH,
     MiniRocketFeatures,
@@ -46,7 +47,6 @@ from sss_viewer.models.minirocket_features import (
     minirocket_dilations,
 )
 from sss_viewer.models.revin import RevIN
-from sss_viewer.models.rnn import check_sequence
 from sss_viewer.models.rocket import RunningStandardizer
 
 logger = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ APP_C_BEST: dict[str, Any] = {
 }  # fmt: skip
 """Default configuration (MiniRocket's published defaults; the SSS paper has no MiniRocket table)."""
 
-class MiniRocketClassifier(nn.Module):
+class MiniRocketClassifier(WindowModel):
     """MiniRocket features with a standardised logistic head: ``(B, T)`` → ``(B,)`` logits.
 
     Parameters
@@ -90,14 +90,13 @@ class MiniRocketClassifier(nn.Module):
     """
 
     name: ClassVar[str] = "minirocket"
+    non_negative_ints = ("seed",)
 
     def __init__(
         self, input_length: int = 1024, num_features: int = 9_996, seed: int = 0, revin: bool = False,
         revin_eps: float = 1e-5, feature_context: str | None = None,
     ) -> None:  # fmt: skip
         super().__init__()
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"Invalid seed={seed!r}: expected a non-negative integer.")
         if feature_context is None:
             feature_context = "window" if revin else "series"
         if feature_context not in FEATURE_CONTEXTS:
@@ -107,10 +106,8 @@ class MiniRocketClassifier(nn.Module):
                 "feature_context='series' shares one convolution of the channel between windows; revin=True "
                 "normalises each window on its own. Use feature_context='window' with revin=True."
             )
-        self._config: dict[str, Any] = {
-            "input_length": input_length, "num_features": num_features, "seed": seed, "revin": bool(revin),
-            "revin_eps": float(revin_eps), "feature_context": feature_context,
-        }  # fmt: skip
+        self.record_args(feature_context=feature_context)
+        self.feature_context = feature_context
         self.features = MiniRocketFeatures(input_length, num_features, seed)
         self.n_features = self.features.n_features
         self.min_length = KERNEL_LENGTH
@@ -120,10 +117,6 @@ class MiniRocketClassifier(nn.Module):
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
 
-    def get_config(self) -> dict[str, Any]:
-        """JSON-serialisable constructor arguments, with ``"name"``."""
-        return {"name": self.name, **self._config}
-
     @torch.no_grad()
     def initialise_from_data(self, x: Tensor) -> None:
         """Fit the biases on training examples ``(N, T)`` before training (training loops call this)."""
@@ -132,7 +125,7 @@ class MiniRocketClassifier(nn.Module):
     @property
     def reads_series(self) -> bool:
         """Whether windows are read within their channel (``feature_context="series"``)."""
-        return self._config["feature_context"] == "series"
+        return self.feature_context == "series"
 
     def _check_fitted(self, x: Tensor | None = None) -> None:
         if not bool(self.features.fitted):
@@ -233,7 +226,7 @@ class MiniRocketClassifier(nn.Module):
 
     def frozen_features(self, x: Tensor) -> Tensor:
         """The untrained front end, ``(B, T)`` → ``(B, n_features)``: training loops may cache it per window."""
-        check_sequence(x, self.min_length, "MiniRocketClassifier")
+        self.check_input(x)
         return self.transform(x)
 
     def classify(self, feats: Tensor) -> Tensor:
@@ -241,17 +234,5 @@ class MiniRocketClassifier(nn.Module):
         return self.head(self.norm(feats)).squeeze(-1)
 
     def forward(self, x: Tensor) -> Tensor:
-        """Score sequences.
-
-        Parameters
-        ----------
-        x : Tensor, shape (B, T), float32
-            Windows, or one whole channel (``B=1``); ``T >= 9``.
-
-        Returns
-        -------
-        Tensor, shape (B,)
-            One logit per row.
-        """
         return self.classify(self.frozen_features(x))
 

@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from sss_viewer._validate import check_positive_int
-from sss_viewer.models.rnn import check_sequence
+from sss_viewer.models.base import check_sequence
 
 logger = logging.getLogger(__name__)
 

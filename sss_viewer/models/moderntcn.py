@@ -47,8 +47,8 @@ from typing import Any, ClassVar
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sss_viewer._validate import check_positive_int, check_range
-from sss_viewer.models.revin import MaskedRevIN, masked_input
+from sss_viewer.models.base import WindowModel
+from sss_viewer.models.revin import MaskedRevIN
 
 __all__ = ["APP_C_BEST", "ModernTCN"]
 
@@ -93,7 +93,7 @@ class _Block(nn.Module):
         return h + self.ffn(z)
 
 
-class ModernTCN(nn.Module):
+class ModernTCN(WindowModel):
     """ModernTCN classifier for univariate windows: ``(B, L)`` float32 → ``(B,)`` logits.
 
     Parameters
@@ -133,6 +133,9 @@ class ModernTCN(nn.Module):
     """
 
     name: ClassVar[str] = "moderntcn"
+    positive_ints = ("window_length", "patch_size", "patch_stride", "d_model", "n_layers", "large_size", "small_size",
+                     "dw_dims", "ffn_ratio")
+    fractions = ("dropout",)
 
     def __init__(
         self,
@@ -151,44 +154,14 @@ class ModernTCN(nn.Module):
         revin_eps: float = 1e-5,
     ) -> None:
         super().__init__()
-        for key, value in (("window_length", window_length), ("patch_size", patch_size),
-                           ("patch_stride", patch_stride), ("d_model", d_model),
-                           ("n_layers", n_layers), ("large_size", large_size),
-                           ("small_size", small_size), ("dw_dims", dw_dims),
-                           ("ffn_ratio", ffn_ratio)):
-            check_positive_int(key, value)
         if patch_stride > patch_size:
-            raise ValueError(
-                f"Invalid patch_stride={patch_stride}: larger than patch_size={patch_size}."
-            )
+            raise ValueError(f"Invalid patch_stride={patch_stride}: larger than patch_size={patch_size}.")
         if patch_size > window_length:
-            raise ValueError(
-                f"Invalid patch_size={patch_size}: longer than window_length={window_length}."
-            )
+            raise ValueError(f"Invalid patch_size={patch_size}: longer than window_length={window_length}.")
         if large_size % 2 == 0 or small_size % 2 == 0:
-            raise ValueError(
-                f"Invalid large_size={large_size} / small_size={small_size}: both must be odd."
-            )
+            raise ValueError(f"Invalid large_size={large_size} / small_size={small_size}: both must be odd.")
         if small_size > large_size:
-            raise ValueError(
-                f"Invalid small_size={small_size}: larger than large_size={large_size}."
-            )
-        check_range("dropout", dropout, 0.0, 1.0, high_inclusive=False)
-        self._config: dict[str, Any] = {
-            "window_length": window_length,
-            "patch_size": patch_size,
-            "patch_stride": patch_stride,
-            "d_model": d_model,
-            "n_layers": n_layers,
-            "large_size": large_size,
-            "small_size": small_size,
-            "dw_dims": dw_dims,
-            "ffn_ratio": ffn_ratio,
-            "dropout": float(dropout),
-            "revin": bool(revin),
-            "revin_affine": bool(revin_affine),
-            "revin_eps": float(revin_eps),
-        }
+            raise ValueError(f"Invalid small_size={small_size}: larger than large_size={large_size}.")
         self.window_length = window_length
         self.patch_size = patch_size
         self.patch_stride = patch_stride
@@ -201,16 +174,6 @@ class ModernTCN(nn.Module):
         )
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(d_model, 1)
-
-    def get_config(self) -> dict[str, Any]:
-        """Return the JSON-serialisable constructor arguments, with ``"name"``.
-
-        Returns
-        -------
-        dict
-            ``build_model(**cfg)`` rebuilds an identically shaped model.
-        """
-        return {"name": self.name, **self._config}
 
     def _patch(self, x: Tensor) -> Tensor:
         """Zero-extend ``(B, C, L)`` at the end by ``patch_size - patch_stride`` samples."""
@@ -233,21 +196,7 @@ class ModernTCN(nn.Module):
         return F.avg_pool1d(m, self.patch_size, self.patch_stride)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """Score windows.
-
-        Parameters
-        ----------
-        x : Tensor, shape (B, L), float32
-            Windows with ``L == window_length``.
-        mask : Tensor, shape (B, L), bool, optional
-            True at valid (non-padded) samples; see the module notes.
-
-        Returns
-        -------
-        Tensor, shape (B,)
-            One logit per window.
-        """
-        x = masked_input("ModernTCN", self.window_length, x, mask, self.revin)
+        x = self.masked_input(x, mask, self.revin)
         h = self.embed(self._patch(x.unsqueeze(1)))  # (B, d_model, N)
         if mask is None:
             for block in self.blocks:

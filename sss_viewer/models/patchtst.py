@@ -59,7 +59,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sss_viewer._validate import check_option, check_positive_int, check_range
+from sss_viewer.models.base import WindowModel
 from sss_viewer.models.revin import RevIN
 
 logger = logging.getLogger(__name__)
@@ -401,7 +401,7 @@ class _EncoderLayer(nn.Module):
         return self.norm_ff(x + self.dropout(self.ff(x)))
 
 
-class PatchTST(nn.Module):
+class PatchTST(WindowModel):
     """PatchTST classifier for univariate windows: ``(B, L)`` float32 → ``(B,)`` logits.
 
     Parameters
@@ -461,6 +461,10 @@ class PatchTST(nn.Module):
     """
 
     name: ClassVar[str] = "patchtst"
+    positive_ints = ("window_length", "patch_len", "patch_stride", "d_model", "d_ff", "n_heads", "n_layers")
+    fractions = ("dropout", "attn_dropout", "head_dropout")
+    choices: ClassVar[dict[str, tuple]] = {"norm": ("batch", "layer"), "cpu_kernels": CPU_KERNELS}
+    runtime_args = ("cpu_kernels",)
 
     def __init__(
         self,
@@ -483,30 +487,10 @@ class PatchTST(nn.Module):
         cpu_kernels: str = "stock",
     ) -> None:
         super().__init__()
-        _check_params(window_length, patch_len, patch_stride, d_model, d_ff, n_heads, n_layers)
-        for key, value in (("dropout", dropout), ("attn_dropout", attn_dropout),
-                           ("head_dropout", head_dropout)):
-            check_range(key, value, 0.0, 1.0, high_inclusive=False)
-        check_option("norm", norm, ("batch", "layer"))
-        check_option("cpu_kernels", cpu_kernels, CPU_KERNELS)
-        self._config: dict[str, Any] = {
-            "window_length": window_length,
-            "patch_len": patch_len,
-            "patch_stride": patch_stride,
-            "d_model": d_model,
-            "d_ff": d_ff,
-            "n_heads": n_heads,
-            "n_layers": n_layers,
-            "dropout": float(dropout),
-            "attn_dropout": float(attn_dropout),
-            "head_dropout": float(head_dropout),
-            "pad_end": bool(pad_end),
-            "norm": norm,
-            "revin": bool(revin),
-            "revin_affine": bool(revin_affine),
-            "revin_eps": float(revin_eps),
-            "authors_block": bool(authors_block),
-        }
+        if patch_len > window_length:
+            raise ValueError(f"Invalid patch_len={patch_len}: longer than window_length={window_length}.")
+        if d_model % n_heads:
+            raise ValueError(f"Invalid n_heads={n_heads}: must divide d_model={d_model}.")
         self.window_length = window_length
         self.patch_len = patch_len
         self.patch_stride = patch_stride
@@ -534,16 +518,6 @@ class PatchTST(nn.Module):
                 nn.init.zeros_(module.bias)
         nn.init.uniform_(self.pos_embed, -0.02, 0.02)
 
-    def get_config(self) -> dict[str, Any]:
-        """Return the JSON-serialisable constructor arguments, with ``"name"``.
-
-        Returns
-        -------
-        dict
-            ``build_model(**cfg)`` rebuilds an identically shaped model.
-        """
-        return {"name": self.name, **self._config}
-
     def patchify(self, x: Tensor) -> Tensor:
         """Cut windows into patches.
 
@@ -561,22 +535,7 @@ class PatchTST(nn.Module):
         return x.unfold(-1, self.patch_len, self.patch_stride)
 
     def forward(self, x: Tensor) -> Tensor:
-        """Score windows.
-
-        Parameters
-        ----------
-        x : Tensor, shape (B, L), float32
-            Windows with ``L == window_length``.
-
-        Returns
-        -------
-        Tensor, shape (B,)
-            One logit per window (apply a sigmoid for probabilities).
-        """
-        if x.ndim != 2 or x.shape[1] != self.window_length:
-            raise ValueError(
-                f"PatchTST expects windows of shape (B, {self.window_length}), got {tuple(x.shape)}."
-            )
+        self.check_input(x)
         if not self.training and x.device.type == "cpu" and x.shape[0] > _EVAL_CHUNK:
             # In eval mode every window is scored independently, so chunking changes nothing but
             # speed: the intermediates stay small enough to be cached and reused (~+25 % here).
@@ -589,25 +548,3 @@ class PatchTST(nn.Module):
         for layer in self.layers:
             z = layer(z)
         return self.head(self.head_dropout(z.flatten(1))).squeeze(-1)
-
-
-def _check_params(
-    window_length: int,
-    patch_len: int,
-    patch_stride: int,
-    d_model: int,
-    d_ff: int,
-    n_heads: int,
-    n_layers: int,
-) -> None:
-    """Validate PatchTST's integer sizes with readable messages."""
-    for key, value in (("window_length", window_length), ("patch_len", patch_len),
-                       ("patch_stride", patch_stride), ("d_model", d_model), ("d_ff", d_ff),
-                       ("n_heads", n_heads), ("n_layers", n_layers)):
-        check_positive_int(key, value)
-    if patch_len > window_length:
-        raise ValueError(
-            f"Invalid patch_len={patch_len}: longer than window_length={window_length}."
-        )
-    if d_model % n_heads:
-        raise ValueError(f"Invalid n_heads={n_heads}: must divide d_model={d_model}.")

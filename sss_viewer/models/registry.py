@@ -1,9 +1,10 @@
 """The backbone registry: a plain ``{name: class}`` dict filled by explicit imports.
 
-Every backbone maps float32 windows ``(B, L)`` to one logit per window ``(B,)``, takes only
-shape/size keyword arguments, and exposes ``get_config()`` (JSON-serialisable, with ``"name"``)
-such that ``build_model(**model.get_config())`` rebuilds it. To add a backbone, import its class
-here and add it to :data:`MODEL_REGISTRY`; nothing scans directories.
+Every backbone is a :class:`~sss_viewer.models.base.WindowModel`: it maps float32 windows ``(B, L)``
+to one logit per window ``(B,)``, takes only shape/size keyword arguments, and exposes
+``get_config()`` (JSON-serialisable, with ``"name"``) such that ``build_model(**model.get_config())``
+rebuilds it. To add a backbone, subclass ``WindowModel``, import the class here and add it to
+:data:`MODEL_REGISTRY`; nothing scans directories.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ import inspect
 import logging
 from typing import Any
 
-from torch import nn
-
+from sss_viewer.models.base import WindowModel
 from sss_viewer.models.dlinear import DLinear
 from sss_viewer.models.mamba import MambaClassifier
 from sss_viewer.models.minirocket import MiniRocketClassifier
@@ -35,7 +35,7 @@ __all__ = [
     "model_from_config",
 ]
 
-MODEL_REGISTRY: dict[str, type[nn.Module]] = {
+MODEL_REGISTRY: dict[str, type[WindowModel]] = {
     cls.name: cls
     for cls in (
         PatchTST, TimesNet, ModernTCN, DLinear, RocketClassifier, MambaClassifier, GRUClassifier, LSTMClassifier,
@@ -50,7 +50,7 @@ INFINITE_CONTEXT = ("rocket", "mamba", "gru", "lstm", "minirocket")
 """Backbones that read a whole variable-length channel (and equally a batch of fixed windows)."""
 
 
-def _accepted_params(cls: type[nn.Module]) -> list[str]:
+def _accepted_params(cls: type[WindowModel]) -> list[str]:
     """Keyword parameters of ``cls.__init__`` (without ``self``)."""
     sig = inspect.signature(cls.__init__)
     return [
@@ -60,7 +60,7 @@ def _accepted_params(cls: type[nn.Module]) -> list[str]:
     ]
 
 
-def build_model(name: str, **params: Any) -> nn.Module:
+def build_model(name: str, **params: Any) -> WindowModel:
     """Build a backbone by name.
 
     Parameters
@@ -72,7 +72,7 @@ def build_model(name: str, **params: Any) -> nn.Module:
 
     Returns
     -------
-    nn.Module
+    WindowModel
         A freshly initialised model mapping ``(B, L)`` windows to ``(B,)`` logits.
 
     Raises
@@ -95,7 +95,7 @@ def build_model(name: str, **params: Any) -> nn.Module:
     return cls(**params)
 
 
-def build_window_model(name: str, window_length: int, **params: Any) -> nn.Module:
+def build_window_model(name: str, window_length: int, **params: Any) -> WindowModel:
     """A backbone that scores windows of ``window_length`` samples (the SSS local model).
 
     Finite-context backbones get ``window_length``; ROCKET and MiniRocket get it as the reference
@@ -115,11 +115,11 @@ def app_c_best(name: str) -> dict[str, Any]:
         known = ", ".join(repr(k) for k in sorted(MODEL_REGISTRY))
         raise ValueError(f"Unknown backbone {name!r}: expected one of {known}.")
     module = inspect.getmodule(MODEL_REGISTRY[name])
-    best = getattr(module, "APP_C_BEST")
+    best = module.APP_C_BEST
     return dict(best[name] if name in best and isinstance(best[name], dict) else best)
 
 
-def model_from_config(cfg: dict[str, Any]) -> nn.Module:
+def model_from_config(cfg: dict[str, Any]) -> WindowModel:
     """Build a backbone from a ``get_config()`` dict (e.g. read back from JSON).
 
     Parameters
@@ -129,7 +129,7 @@ def model_from_config(cfg: dict[str, Any]) -> nn.Module:
 
     Returns
     -------
-    nn.Module
+    WindowModel
         A freshly initialised model; load its weights separately.
     """
     if "name" not in cfg:

@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 
 from torch import Tensor, nn
 
-from sss_viewer._validate import check_option, check_positive_int, check_range
+from sss_viewer.models.base import WindowModel
 from sss_viewer.models.revin import RevIN
 
 logger = logging.getLogger(__name__)
@@ -54,35 +54,13 @@ APP_C_BEST: dict[str, dict[str, Any]] = {
 """Best configurations from the paper's appendix C (learning rate and sizes)."""
 
 
-def check_sequence(x: Tensor, min_length: int, model: str) -> None:
-    """Raise a clear ValueError unless ``x`` is a float ``(B, T)`` tensor with ``T >= min_length``.
-
-    Parameters
-    ----------
-    x : Tensor
-        Model input.
-    min_length : int
-        Smallest accepted ``T``.
-    model : str
-        Model name used in the message.
-    """
-    if not isinstance(x, Tensor) or x.ndim != 2:
-        shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-        raise ValueError(f"{model} expects a float tensor of shape (B, T), got {shape}.")
-    if not x.is_floating_point():
-        raise ValueError(f"{model} expects a floating-point tensor, got dtype {x.dtype}.")
-    if x.shape[0] < 1:
-        raise ValueError(f"{model} got an empty batch, shape {tuple(x.shape)}.")
-    if x.shape[1] < min_length:
-        raise ValueError(
-            f"{model} needs sequences of at least {min_length} samples, got T={x.shape[1]}."
-        )
-
-
-class _RecurrentClassifier(nn.Module):
+class _RecurrentClassifier(WindowModel):
     """Shared implementation of :class:`GRUClassifier` and :class:`LSTMClassifier`."""
 
     name: ClassVar[str] = ""
+    positive_ints = ("d_model", "n_layers", "patch_size", "patch_stride")
+    fractions = ("dropout", "head_dropout")
+    choices: ClassVar[dict[str, tuple]] = {"pooling": ("mean", "last")}
     _rnn_cls: ClassVar[type[nn.RNNBase]]
 
     def __init__(
@@ -100,25 +78,6 @@ class _RecurrentClassifier(nn.Module):
         revin_eps: float = 1e-5,
     ) -> None:
         super().__init__()
-        for key, value in (("d_model", d_model), ("n_layers", n_layers),
-                           ("patch_size", patch_size), ("patch_stride", patch_stride)):
-            check_positive_int(key, value)
-        for key, value in (("dropout", dropout), ("head_dropout", head_dropout)):
-            check_range(key, value, 0.0, 1.0, high_inclusive=False)
-        check_option("pooling", pooling, ("mean", "last"))
-        self._config: dict[str, Any] = {
-            "d_model": d_model,
-            "n_layers": n_layers,
-            "bidirectional": bool(bidirectional),
-            "patch_size": patch_size,
-            "patch_stride": patch_stride,
-            "dropout": float(dropout),
-            "head_dropout": float(head_dropout),
-            "pooling": pooling,
-            "revin": bool(revin),
-            "revin_affine": bool(revin_affine),
-            "revin_eps": float(revin_eps),
-        }
         self.patch_size = patch_size
         self.patch_stride = patch_stride
         self.pooling = pooling
@@ -136,16 +95,6 @@ class _RecurrentClassifier(nn.Module):
         n_dir = 2 if self.bidirectional else 1
         self.head_dropout = nn.Dropout(head_dropout)
         self.head = nn.Linear(n_dir * d_model, 1)
-
-    def get_config(self) -> dict[str, Any]:
-        """Return the JSON-serialisable constructor arguments, with ``"name"``.
-
-        Returns
-        -------
-        dict
-            ``cls(**{k: v for k, v in cfg.items() if k != "name"})`` rebuilds the model.
-        """
-        return {"name": self.name, **self._config}
 
     def n_steps(self, length: int) -> int:
         """Recurrent steps for a sequence of ``length`` samples (number of patches)."""
@@ -166,19 +115,7 @@ class _RecurrentClassifier(nn.Module):
         return x.unfold(-1, self.patch_size, self.patch_stride)
 
     def forward(self, x: Tensor) -> Tensor:
-        """Score whole sequences.
-
-        Parameters
-        ----------
-        x : Tensor, shape (B, T), float32
-            A batch of windows, or one whole channel (``B=1``); ``T >= min_length``.
-
-        Returns
-        -------
-        Tensor, shape (B,)
-            One logit per row (apply a sigmoid for probabilities).
-        """
-        check_sequence(x, self.min_length, type(self).__name__)
+        self.check_input(x)
         tokens = self.patchify(self.revin(x))  # (B, N, P)
         out, state = self.rnn(tokens)  # out: (B, N, n_dir * d_model)
         if self.pooling == "mean":

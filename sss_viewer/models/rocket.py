@@ -55,9 +55,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sss_viewer._validate import check_option, check_positive_int
+from sss_viewer.models.base import WindowModel
 from sss_viewer.models.revin import RevIN
-from sss_viewer.models.rnn import check_sequence
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +167,7 @@ class RunningStandardizer(nn.Module):
         return (feats - self.mean.to(feats.dtype)) * scale
 
 
-class RocketClassifier(nn.Module):
+class RocketClassifier(WindowModel):
     """ROCKET features with a standardised logistic head: ``(B, T)`` float32 → ``(B,)`` logits.
 
     Parameters
@@ -198,6 +197,9 @@ class RocketClassifier(nn.Module):
     """
 
     name: ClassVar[str] = "rocket"
+    positive_ints = ("num_kernels", "input_length")
+    non_negative_ints = ("seed",)
+    choices: ClassVar[dict[str, tuple]] = {"normalisation": ("running", "batch")}
 
     def __init__(
         self,
@@ -210,24 +212,11 @@ class RocketClassifier(nn.Module):
         revin_eps: float = 1e-5,
     ) -> None:
         super().__init__()
-        check_positive_int("num_kernels", num_kernels)
-        check_positive_int("input_length", input_length)
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"Invalid seed={seed!r}: expected a non-negative integer.")
         if input_length < _MAX_LEN:
             raise ValueError(
                 f"Invalid input_length={input_length}: expected at least {_MAX_LEN}."
             )
-        check_option("normalisation", normalisation, ("running", "batch"))
-        self._config: dict[str, Any] = {
-            "num_kernels": num_kernels,
-            "input_length": input_length,
-            "seed": seed,
-            "normalisation": normalisation,
-            "revin": bool(revin),
-            "revin_affine": bool(revin_affine),
-            "revin_eps": float(revin_eps),
-        }
+        self.revin_affine = bool(revin_affine)
         self.n_features = 2 * num_kernels
         self.min_length = 2
         for key, value in generate_kernels(num_kernels, input_length, seed).items():
@@ -255,16 +244,6 @@ class RocketClassifier(nn.Module):
                 groups.setdefault(dilation, []).append((start, i, length, padding))
                 start = i
         return groups
-
-    def get_config(self) -> dict[str, Any]:
-        """Return the JSON-serialisable constructor arguments, with ``"name"``.
-
-        Returns
-        -------
-        dict
-            ``cls(**{k: v for k, v in cfg.items() if k != "name"})`` rebuilds identical kernels.
-        """
-        return {"name": self.name, **self._config}
 
     def transform(self, x: Tensor) -> Tensor:
         """Raw ROCKET features (no RevIN, no standardisation).
@@ -310,11 +289,11 @@ class RocketClassifier(nn.Module):
     @property
     def has_frozen_front_end(self) -> bool:
         """Whether nothing before the head is trained (RevIN without affine map): features can be cached."""
-        return not self._config["revin_affine"]
+        return not self.revin_affine
 
     def frozen_features(self, x: Tensor) -> Tensor:
         """RevIN + ROCKET features ``(B, n_features)`` of ``x (B, T)``: the untrained front end."""
-        check_sequence(x, self.min_length, "RocketClassifier")
+        self.check_input(x)
         return self.transform(self.revin(x))
 
     def classify(self, feats: Tensor) -> Tensor:
@@ -322,21 +301,7 @@ class RocketClassifier(nn.Module):
         return self.head(self.norm(feats)).squeeze(-1)
 
     def forward(self, x: Tensor) -> Tensor:
-        """Score sequences.
-
-        Parameters
-        ----------
-        x : Tensor, shape (B, T), float32
-            A batch of windows, or one whole channel (``B=1``); ``T >= 2``.
-
-        Returns
-        -------
-        Tensor, shape (B,)
-            One logit per row (apply a sigmoid for probabilities).
-        """
-        check_sequence(x, self.min_length, "RocketClassifier")
-        feats = self.transform(self.revin(x))
-        return self.head(self.norm(feats)).squeeze(-1)
+        return self.classify(self.frozen_features(x))
 
 
 def _regroup(module: nn.Module, incompatible_keys: Any) -> None:

@@ -54,8 +54,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sss_viewer._validate import check_positive_int, check_range
-from sss_viewer.models.revin import MaskedRevIN, masked_input
+from sss_viewer.models.base import WindowModel
+from sss_viewer.models.revin import MaskedRevIN
 
 __all__ = ["APP_C_BEST", "TimesNet"]
 
@@ -150,7 +150,7 @@ class _TimesBlock(nn.Module):
         return out + h
 
 
-class TimesNet(nn.Module):
+class TimesNet(WindowModel):
     """TimesNet classifier for univariate windows: ``(B, L)`` float32 → ``(B,)`` logits.
 
     Parameters
@@ -178,6 +178,8 @@ class TimesNet(nn.Module):
     """
 
     name: ClassVar[str] = "timesnet"
+    positive_ints = ("window_length", "d_model", "d_ff", "num_kernels", "top_k", "n_layers")
+    fractions = ("dropout",)
 
     def __init__(
         self,
@@ -193,25 +195,8 @@ class TimesNet(nn.Module):
         revin_eps: float = 1e-5,
     ) -> None:
         super().__init__()
-        for key, value in (("window_length", window_length), ("d_model", d_model),
-                           ("d_ff", d_ff), ("num_kernels", num_kernels), ("top_k", top_k),
-                           ("n_layers", n_layers)):
-            check_positive_int(key, value)
         if window_length < 4:
             raise ValueError(f"Invalid window_length={window_length}: TimesNet needs at least 4.")
-        check_range("dropout", dropout, 0.0, 1.0, high_inclusive=False)
-        self._config: dict[str, Any] = {
-            "window_length": window_length,
-            "d_model": d_model,
-            "d_ff": d_ff,
-            "num_kernels": num_kernels,
-            "top_k": top_k,
-            "n_layers": n_layers,
-            "dropout": float(dropout),
-            "revin": bool(revin),
-            "revin_affine": bool(revin_affine),
-            "revin_eps": float(revin_eps),
-        }
         self.window_length = window_length
         self.revin = MaskedRevIN(revin_eps, revin_affine) if revin else None
         self.value_embed = nn.Conv1d(1, d_model, 3, padding=1, padding_mode="circular",
@@ -226,32 +211,8 @@ class TimesNet(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(d_model, 1)
 
-    def get_config(self) -> dict[str, Any]:
-        """Return the JSON-serialisable constructor arguments, with ``"name"``.
-
-        Returns
-        -------
-        dict
-            ``build_model(**cfg)`` rebuilds an identically shaped model.
-        """
-        return {"name": self.name, **self._config}
-
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """Score windows.
-
-        Parameters
-        ----------
-        x : Tensor, shape (B, L), float32
-            Windows with ``L == window_length``.
-        mask : Tensor, shape (B, L), bool, optional
-            True at valid (non-padded) samples; see the module notes.
-
-        Returns
-        -------
-        Tensor, shape (B,)
-            One logit per window.
-        """
-        x = masked_input("TimesNet", self.window_length, x, mask, self.revin)
+        x = self.masked_input(x, mask, self.revin)
         keep = None if mask is None else mask.unsqueeze(-1).to(x.dtype)  # (B, T, 1)
         h = self.value_embed(x.unsqueeze(1)).transpose(1, 2) + self.pos_embed  # (B, T, D)
         h = self.dropout(h)
