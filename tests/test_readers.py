@@ -289,8 +289,10 @@ def test_failing_runs_are_skipped_then_raise(cohort, tmp_path, caplog):
 def test_load_data_accepts_directory_or_file(cohort, tmp_path):
     assert len(load_data(cohort)) == 2
     path = cohort / pd.read_csv(cohort / "cohort.tsv", sep="\t")["path"][0]
-    single = load_data(path)
-    assert len(single) == 1 and single[0].soz is None
+    single = load_data(path)  # one run of the cohort: its labels from the cohort's labels.tsv, as the viewer shows them
+    assert len(single) == 1 and single[0].soz is not None and single[0].info["soz_source"] == str(cohort / "labels.tsv")
+    whole = {(r.subject, r.run): r for r in load_data(cohort)}
+    np.testing.assert_array_equal(single[0].soz, whole[(single[0].subject, single[0].run)].soz)
     with pytest.raises(FileNotFoundError, match="without cohort.tsv or participants.tsv"):
         load_data(tmp_path)
     with pytest.raises(FileNotFoundError, match="not found"):
