@@ -22,14 +22,13 @@ def _linear_task(n: int, n_features: int, seed: int):
     return torch.from_numpy(x), torch.from_numpy(y)
 
 
-class _FrozenHeadModel(MiniRocketClassifier):
+def _FrozenHeadModel(n_features: int) -> MiniRocketClassifier:
     """MiniRocket's trainable part (standardiser + linear head) on given features."""
-
-    def __init__(self, n_features: int):
-        super().__init__(input_length=64, num_features=84)
-        self.n_features = n_features
-        self.norm = RunningStandardizer(n_features)
-        self.head = torch.nn.Linear(n_features, 1)
+    model = MiniRocketClassifier(input_length=64, num_features=84)
+    model.n_features = n_features
+    model.norm = RunningStandardizer(n_features)
+    model.head = torch.nn.Linear(n_features, 1)
+    return model
 
 
 def _bce(y):
@@ -179,3 +178,12 @@ def test_cli_train_passes_the_head_solver_and_preset():
     args = build_parser().parse_args(["train", "data", "--out", "m", "--preset", "minirocket", "--head-solver", "lbfgs"])
     config = train_preset(args.preset, **_train_overrides(args))
     assert config.backbone == "minirocket" and config.head_solver == "lbfgs"
+
+
+def test_a_subclass_with_another_signature_is_told_to_declare_its_checks():
+    class Other(MiniRocketClassifier):
+        def __init__(self, width: int):
+            super().__init__(input_length=64, num_features=84)
+
+    with pytest.raises(TypeError, match="does not take .*declares checks for"):
+        Other(3)

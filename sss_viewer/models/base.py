@@ -132,6 +132,13 @@ class WindowModel(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         args = self._init_args
+        declared = (*self.positive_ints, *self.non_negative_ints, *self.fractions, *self.choices)
+        missing = [key for key in declared if key not in args]
+        if missing:
+            raise TypeError(
+                f"{type(self).__name__}'s constructor does not take {missing}, which its class declares checks for: "
+                "a subclass with another signature must declare its own checks (and cannot be saved as the parent)."
+            )
         for key in self.positive_ints:
             check_positive_int(key, args[key])
         for key in self.non_negative_ints:
