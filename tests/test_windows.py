@@ -96,3 +96,41 @@ def test_invalid_parameters_are_named():
         WindowIndex.build(np.array([10]), window_length=0, stride=1)
     with pytest.raises(ValueError, match="batch_size"):
         next(epoch_batches(10, 0, torch.Generator()))
+
+
+@pytest.mark.parametrize(("n", "batch", "world", "limit"), [(1000, 64, 2, None), (1001, 50, 3, None), (7, 4, 4, None), (500, 32, 2, 333)])
+def test_sharded_epoch_is_the_single_process_epoch_split_across_ranks(n, batch, world, limit):
+    """Ranks drawing from the same seed: together one epoch at batch B x world, every window once, equal steps."""
+    single = list(epoch_batches(n, batch * world, torch.Generator().manual_seed(5), limit=limit))
+    ranks = [list(epoch_batches(n, batch, torch.Generator().manual_seed(5), limit=limit, rank=r, world_size=world))
+             for r in range(world)]  # fmt: skip
+    assert len({len(steps) for steps in ranks}) == 1 and len(ranks[0]) == len(single)  # DDP: same number of steps
+    for step, global_batch in enumerate(single):
+        shards = [ranks[r][step] for r in range(world)]
+        assert torch.equal(torch.cat(shards), global_batch)  # the ranks' batches are the global batch, in order
+        assert all(len(s) <= batch for s in shards)
+    union = torch.cat([torch.cat(steps) for steps in ranks]).sort().values
+    expected = torch.cat(single).sort().values
+    assert torch.equal(union, expected) and len(union.unique()) == len(union)  # no window twice
+    assert len(union) == (limit or n)
+
+
+def test_a_rank_shard_keeps_the_hypergeometric_composition():
+    counts = np.array([600, 250, 100, 50])
+    series = np.repeat(np.arange(4), counts)
+    n_total, batch = counts.sum(), 100
+    p = counts / n_total
+    gen = torch.Generator().manual_seed(2)
+    draws = np.array([
+        np.bincount(series[next(epoch_batches(n_total, batch, gen, rank=1, world_size=2)).numpy()], minlength=4)
+        for _ in range(2000)
+    ])  # fmt: skip
+    np.testing.assert_allclose(draws.mean(0), batch * p, rtol=0.04)
+    np.testing.assert_allclose(draws.var(0), batch * p * (1 - p) * (n_total - batch) / (n_total - 1), rtol=0.15)
+
+
+def test_invalid_rank_is_named():
+    with pytest.raises(ValueError, match="rank=2"):
+        next(epoch_batches(10, 2, torch.Generator(), rank=2, world_size=2))
+    with pytest.raises(ValueError, match="world_size"):
+        next(epoch_batches(10, 2, torch.Generator(), world_size=0))
