@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -53,6 +53,7 @@ def channel_loss(
     labels: torch.Tensor,
     series_weight: torch.Tensor | None = None,
     window_loss_weight: float = 0.0,
+    all_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """SSS loss: BCE of the mean window probability of each series present in the batch.
 
@@ -68,12 +69,20 @@ def channel_loss(
         Per-series loss weight (class balancing).
     window_loss_weight : float
         Adds this times the window-level BCE (each window inherits its series' label).
+    all_reduce : callable, optional
+        Distributed training, where a series' windows of one global batch fall on several ranks:
+        a differentiable sum over ranks (``torch.distributed.nn.functional.all_reduce``). The
+        per-series sums and window counts are summed over ranks before the mean, so every rank
+        gets the loss of the whole global batch (not a mean of per-rank losses); its gradient,
+        averaged over ranks by DDP, is the single-process gradient of that batch.
 
     Returns
     -------
     loss : Tensor, shape ()
         ``(1/n) sum_i w_i BCE(mean_{w in W_i} sigmoid(f(w)), y_i)`` over the n series in the batch.
     """
+    if all_reduce is not None:
+        return _global_channel_loss(logits, series, labels, series_weight, window_loss_weight, all_reduce)
     probs = torch.sigmoid(logits.float())
     present, inverse = torch.unique(series, return_inverse=True)
     sums = torch.zeros(len(present), device=logits.device).index_add_(0, inverse, probs)
@@ -88,6 +97,26 @@ def channel_loss(
         loss = losses.mean()
     if window_loss_weight > 0:
         loss = loss + window_loss_weight * F.binary_cross_entropy_with_logits(logits.float(), labels[series])
+    return loss
+
+
+def _global_channel_loss(logits, series, labels, series_weight, window_loss_weight, all_reduce) -> torch.Tensor:
+    """:func:`channel_loss` over the global batch of all ranks (per-series sums and counts summed over ranks)."""
+    n_series = len(labels)
+    probs = torch.sigmoid(logits.float())
+    sums = all_reduce(torch.zeros(n_series, device=logits.device).index_add(0, series, probs))
+    counts = all_reduce(torch.bincount(series, minlength=n_series).to(probs.dtype).detach())
+    present = counts > 0
+    mean_p = (sums[present] / counts[present]).clamp(1e-6, 1 - 1e-6)
+    losses = F.binary_cross_entropy(mean_p, labels[present], reduction="none")
+    if series_weight is not None:
+        w = series_weight[present]
+        loss = (losses * w).sum() / w.sum()
+    else:
+        loss = losses.mean()
+    if window_loss_weight > 0:
+        window_sum = all_reduce(F.binary_cross_entropy_with_logits(logits.float(), labels[series], reduction="sum"))
+        loss = loss + window_loss_weight * window_sum / counts.sum()
     return loss
 
 

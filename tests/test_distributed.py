@@ -1,0 +1,103 @@
+"""Distributed training pieces on real torch.distributed ranks (2 CPU processes, gloo)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from sss_viewer.engine.training import channel_loss
+from sss_viewer.windows.sampler import epoch_batches
+
+WORLD = 2
+N_SERIES, N_WINDOWS, FEATURES, BATCH = 6, 120, 5, 16
+
+
+def _problem(seed: int = 0):
+    """Window features, their series and the series' labels and weights (the same in every process)."""
+    rng = np.random.default_rng(seed)
+    x = torch.from_numpy(rng.standard_normal((N_WINDOWS, FEATURES)).astype(np.float32))
+    series = torch.from_numpy(rng.integers(0, N_SERIES, N_WINDOWS)).long()
+    labels = torch.tensor([1, 0, 0, 1, 0, 0], dtype=torch.float32)
+    weights = torch.tensor([1.5, 0.75, 0.75, 1.5, 0.75, 0.75])
+    return x, series, labels, weights
+
+
+def _head(seed: int = 1) -> torch.nn.Linear:
+    torch.manual_seed(seed)
+    return torch.nn.Linear(FEATURES, 1)
+
+
+def _single_process(window_loss_weight: float):
+    """Loss and head gradient of every global batch of one epoch, computed in one process."""
+    x, series, labels, weights = _problem()
+    head = _head()
+    out = []
+    for idx in epoch_batches(N_WINDOWS, BATCH * WORLD, torch.Generator().manual_seed(3)):
+        head.zero_grad()
+        loss = channel_loss(head(x[idx])[:, 0], series[idx], labels, weights, window_loss_weight)
+        loss.backward()
+        out.append((float(loss.detach()), head.weight.grad.clone(), head.bias.grad.clone()))
+    return out
+
+
+def _rank(rank: int, init_file: str, window_loss_weight: float, results) -> None:
+    from torch.distributed.nn.functional import all_reduce
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
+    try:
+        x, series, labels, weights = _problem()
+        head = _head()
+        steps = []
+        for idx in epoch_batches(N_WINDOWS, BATCH, torch.Generator().manual_seed(3), rank=rank, world_size=WORLD):
+            head.zero_grad()
+            loss = channel_loss(head(x[idx])[:, 0], series[idx], labels, weights, window_loss_weight, all_reduce=all_reduce)
+            loss.backward()
+            grads = [head.weight.grad.clone(), head.bias.grad.clone()]
+            for g in grads:  # what DDP does: average the ranks' gradients
+                dist.all_reduce(g)
+                g /= WORLD
+            steps.append((float(loss.detach()), *grads))
+        results[rank] = steps
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("window_loss_weight", [0.0, 0.5])
+def test_channel_loss_over_ranks_is_the_global_batch_loss_and_gradient(tmp_path, window_loss_weight):
+    """A series' windows of one global batch fall on both ranks: the per-series sums are summed over ranks."""
+    expected = _single_process(window_loss_weight)
+    ctx = mp.get_context("spawn")
+    with ctx.Manager() as manager:
+        results = manager.dict()
+        procs = [ctx.Process(target=_rank, args=(r, str(tmp_path / "init"), window_loss_weight, results)) for r in range(WORLD)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout=240)
+            if p.is_alive():
+                p.kill()
+        assert [p.exitcode for p in procs] == [0] * WORLD, "a rank failed"
+        ranks = [results[r] for r in range(WORLD)]
+    assert len(ranks[0]) == len(ranks[1]) == len(expected)
+    for step, (loss, grad_w, grad_b) in enumerate(expected):
+        for rank in range(WORLD):
+            r_loss, r_w, r_b = ranks[rank][step]
+            assert r_loss == pytest.approx(loss, rel=1e-5), (step, rank)
+            torch.testing.assert_close(r_w, grad_w, rtol=1e-4, atol=1e-6)
+            torch.testing.assert_close(r_b, grad_b, rtol=1e-4, atol=1e-6)
+
+
+def test_a_mean_of_per_rank_losses_would_differ():
+    """The reason for the all-reduce: per-rank channel means are not the global batch's (guards the test above)."""
+    x, series, labels, weights = _problem()
+    head = _head()
+    idx = next(epoch_batches(N_WINDOWS, BATCH * WORLD, torch.Generator().manual_seed(3)))
+    with torch.no_grad():
+        whole = float(channel_loss(head(x[idx])[:, 0], series[idx], labels, weights))
+        parts = torch.tensor_split(idx, WORLD)
+        halves = [float(channel_loss(head(x[part])[:, 0], series[part], labels, weights)) for part in parts]
+    assert abs(np.mean(halves) - whole) > 1e-4
+
