@@ -39,12 +39,12 @@ Both compute the same function with the same state dict; eval-mode scores agree 
 tolerance, and only the dropout random streams differ in training. Measured with
 ``benchmarks/patchtst_kernels.py`` (same weights, same run, one thread, medians; docs/results.md):
 a training step is about 1.7x faster with the custom kernels at the ``default`` preset's batch of
-128 and about 3.3x at the ``paper`` preset's 8192, where the stock path also peaks at ~18 GiB
-resident (it materialises the ``(B, 4, 128, 128)`` attention weights several times); inference
-is the same on both paths (no dropout). The stock kernels are the default all the same: they are
-the one code path shared by every device and by eval mode, they draw torch's own dropout masks,
-and they need no hand-written gradient to maintain and trust. The custom kernels are kept,
-opt-in, for CPU training at large batches (the ``paper`` preset's sizes): pass
+128 and about 3.1x at the ``paper`` preset's 8192, where the stock path also peaks at ~19 GiB
+resident against ~7 GiB (it materialises the ``(B, 4, 128, 128)`` attention weights several
+times); inference is the same on both paths (no dropout). The stock kernels are the default all
+the same: they are the one code path shared by every device and by eval mode, they draw torch's
+own dropout masks, and they need no hand-written gradient to maintain and trust. The custom
+kernels are kept, opt-in, for CPU training at large batches (the ``paper`` preset's sizes): pass
 ``cpu_kernels="custom"`` in the model parameters. The setting is not saved with the model
 (:meth:`PatchTST.get_config`), so saved models load unchanged.
 """
