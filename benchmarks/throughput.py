@@ -211,7 +211,8 @@ def main() -> None:
     print(f"fast: store {store.numel() * 4 / 2**20:.1f} MiB + starts {starts.numel() * 8 / 2**20:.2f} MiB; "
           f"naive: copy {materialised.numel() * 4 / 2**20:.1f} MiB (built in {t_mat:.2f} s, untimed)")
 
-    model: nn.Module = build_model("patchtst", window_length=L)
+    # the package's opt-in CPU kernels (PatchTST's default is the stock ones; benchmarks/patchtst_kernels.py)
+    model: nn.Module = build_model("patchtst", window_length=L, cpu_kernels="custom")
     cfg = model.get_config()
     print(f"model: {cfg}")
     models = {"pkg": model}
