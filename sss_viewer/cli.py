@@ -272,6 +272,7 @@ def _labelled_data(args) -> list:
 
 
 def _cmd_train(args, progress: bool) -> int:
+    from sss_viewer.engine import distributed
     from sss_viewer.engine.bundle import check_model_destination
     from sss_viewer.engine.config import train_preset
     from sss_viewer.engine.training import train
@@ -284,7 +285,13 @@ def _cmd_train(args, progress: bool) -> int:
         preprocess = dataclasses.replace(config.preprocess, target_sfreq=args.target_sfreq or None)
         config = dataclasses.replace(config, preprocess=preprocess)
     recordings = _labelled_data(args)
-    bundle = train(recordings, config, progress=progress, cache=_cache(args))
+    ranks = distributed.start(config.device)  # a no-op unless torchrun started several ranks
+    try:
+        bundle = train(recordings, config, progress=progress and ranks.is_main, cache=_cache(args))
+    finally:
+        distributed.stop()
+    if not ranks.is_main:  # rank 0 saves the model
+        return 0
     bundle.save(args.out)
     val = bundle.info["val_metrics"]
     fitted = (

@@ -1,6 +1,7 @@
 """Export: PNG/SVG drawn by Bokeh in Chromium (Playwright), the no-browser error, no silent overwrite, HTML report, CSV, downloads."""
 
 import asyncio
+import concurrent.futures
 import io
 import shutil
 import threading
@@ -120,7 +121,13 @@ def test_warm_browser_is_reused_across_exports_and_threads():
     async def in_a_loop():  # as in a Panel callback on the server's thread (sync Playwright refuses to run there)
         return figure_bytes(curve(9), "png")
 
-    looped, renderer = asyncio.run(in_a_loop())
+    # a fresh thread of its own: the test process's main thread may already run a loop (Playwright's sync API
+    # in the browser tests before this one), where asyncio.run refuses to start another
+    looped_thread = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        looped, renderer = looped_thread.submit(asyncio.run, in_a_loop()).result(timeout=120)
+    finally:
+        looped_thread.shutdown()
     assert errors == [] and sorted(results) == [1, 2, 3, 4] and renderer == "bokeh+chromium"
     assert {r for _, r in results.values()} == {"bokeh+chromium"}
     assert results[1][0].startswith(PNG_MAGIC) and results[2][0].startswith(export.BROWSER_MARK.encode())

@@ -6,6 +6,7 @@ import threading
 import time
 
 import numpy as np
+import pandas as pd
 import pytest
 from panel.io.state import set_curdoc
 
@@ -179,4 +180,7 @@ def test_the_visible_channels_are_scored_and_shown_first(bundle):
     alone = BackgroundScorer()
     alone.start(bundle, recording, device="cpu")
     assert alone.wait(TIMEOUT_S)
-    assert scorer.result.windows.equals(alone.result.windows) and scorer.result.channels.equals(alone.result.channels)
+    # equal to a single pass up to float rounding (PatchTST's stock attention kernels round differently for
+    # different batch compositions: about 6e-8)
+    pd.testing.assert_frame_equal(scorer.result.windows, alone.result.windows, check_exact=False, rtol=1e-6, atol=1e-6)
+    pd.testing.assert_frame_equal(scorer.result.channels, alone.result.channels, check_exact=False, rtol=1e-6, atol=1e-6)

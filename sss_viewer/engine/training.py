@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from sss_viewer.engine import distributed
 from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.engine.calibration import make_calibrator
 from sss_viewer.engine.config import TrainConfig
@@ -71,7 +72,7 @@ def channel_loss(
         Adds this times the window-level BCE (each window inherits its series' label).
     all_reduce : callable, optional
         Distributed training, where a series' windows of one global batch fall on several ranks:
-        a differentiable sum over ranks (``torch.distributed.nn.functional.all_reduce``). The
+        a differentiable sum over ranks (:func:`sss_viewer.engine.distributed.sum_over_ranks`). The
         per-series sums and window counts are summed over ranks before the mean, so every rank
         gets the loss of the whole global batch (not a mean of per-rank losses); its gradient,
         averaged over ranks by DDP, is the single-process gradient of that batch.
@@ -168,8 +169,9 @@ def train(
 
     Returns
     -------
-    ModelBundle
-        The best epoch's model, its calibrator, threshold and a record of the run in ``info``; a
+    ModelBundle or None
+        The best epoch's model, its calibrator, threshold and a record of the run in ``info``
+        (None on the ranks other than 0 of a ``torchrun`` job: :mod:`sss_viewer.engine.distributed`); a
         native-rate model (``preprocess.target_sfreq`` None) records the rates it was trained on
         in ``preprocess.native_sfreqs``.
 
@@ -180,6 +182,9 @@ def train(
         different rates without ``config.mixed_native_rates``.
     """
     device = resolve_device(config.device)
+    ranks = distributed.current()
+    if ranks.distributed and device.type == "cuda":
+        device = torch.device("cuda", ranks.local_rank)
     with seeded_torch(config.seed, config.num_threads, device) as generator:
         return _train(
             recordings, config, device, generator, progress=progress, series_set=series_set, cache=cache, split=split,
@@ -245,6 +250,9 @@ def _train(recordings, config, device, generator, *, progress, series_set, cache
         series_weight = torch.from_numpy(class_balanced_weights(labels_np, train_set.members)).to(device)
     frozen = _frozen_features(model, series_set.store, (train_set.starts, val_set.starts), L, device, feature_memo)
     extra_info = {}
+    ranks = distributed.current()
+    if ranks.distributed and config.head_solver == "lbfgs":
+        raise ValueError("head_solver='lbfgs' fits the head in one process; train it without torchrun (or use 'adam').")
     if config.head_solver == "lbfgs":
         if frozen is None:
             raise ValueError(
@@ -265,6 +273,8 @@ def _train(recordings, config, device, generator, *, progress, series_set, cache
             model, config, series_set, train_set, val_set, labels_np, labels_t, series_weight, frozen, generator, device, progress
         )
     model.eval()
+    if not ranks.is_main:  # rank 0 calibrates and returns the model
+        return None
 
     p_val = frozen_probs(model, frozen[1]) if frozen is not None else None
     calibrator, threshold, val_metrics = _calibrate(model, series_set, train_set, val_set, labels_np, config, device, p_val)
@@ -319,40 +329,64 @@ def _train_epochs(
     whose weights ``model`` holds on return.
     """
     L = config.window_length
+    ranks = distributed.current()
     n_epoch_windows = min(len(train_set), config.windows_per_epoch or len(train_set))
-    n_batches = -(-n_epoch_windows // config.batch_size)
+    n_batches = -(-n_epoch_windows // (config.batch_size * ranks.world_size))  # steps per rank
     plan = EpochPlan(
         epochs=config.epochs, lr=config.lr, weight_decay=config.weight_decay, lr_final_factor=config.lr_final_factor,
         patience=config.patience, scheduler_step=config.scheduler_step, batches_per_epoch=n_batches,
     )  # fmt: skip
     train_starts = train_set.starts
     train_series = torch.from_numpy(train_set.series)
+    logits_of = _WindowLogits(model)
+    all_reduce = None
+    if ranks.distributed:  # DDP averages the gradients; the channel loss sums per-series sums over ranks
+        from torch.nn.parallel import DistributedDataParallel
+
+        all_reduce = distributed.sum_over_ranks
+        logits_of = DistributedDataParallel(logits_of, device_ids=[device.index] if device.type == "cuda" else None)
 
     def batch_losses(epoch: int):
-        bar = tqdm(
-            epoch_batches(len(train_set), config.batch_size, generator, limit=n_epoch_windows),
-            total=n_batches, desc=f"epoch {epoch + 1}/{config.epochs}", unit="batch", disable=not progress or None,
-        )  # fmt: skip
+        batches = epoch_batches(
+            len(train_set), config.batch_size, generator, limit=n_epoch_windows, rank=ranks.rank, world_size=ranks.world_size
+        )
+        bar = tqdm(batches, total=n_batches, desc=f"epoch {epoch + 1}/{config.epochs}", unit="batch",
+                   disable=not (progress and ranks.is_main) or None)  # fmt: skip
         for idx in bar:
             if frozen is not None:
-                logits = model.classify(frozen[0][idx.to(device)])
+                logits = logits_of(frozen[0][idx.to(device)], True)
             elif getattr(model, "reads_series", False):  # windows read within their channel
                 feats = model.store_window_features(series_set.store, train_starts[idx.numpy()], L).to(device)
-                logits = model.classify(feats)
+                logits = logits_of(feats, True)
             else:
                 x = torch.from_numpy(series_set.store.windows(train_starts[idx.numpy()], L)).to(device, non_blocking=True)
-                logits = model(x)
+                logits = logits_of(x, False)
             s = train_series[idx].to(device)
-            yield channel_loss(logits, s, labels_t, series_weight, config.window_loss_weight), len(idx)
+            loss = channel_loss(logits, s, labels_t, series_weight, config.window_loss_weight, all_reduce=all_reduce)
+            yield loss, len(idx)
 
     def validate() -> float:
-        if frozen is not None:
-            p_val = frozen_probs(model, frozen[1])
-        else:
-            p_val = predict_window_probs(model, series_set.store, val_set.starts, L, device=device)
-        return _selection_auc(p_val, val_set, labels_np, config.calibrator)
+        auc = None
+        if ranks.is_main:  # rank 0 validates; every rank gets its score, so all stop at the same epoch
+            if frozen is not None:
+                p_val = frozen_probs(model, frozen[1])
+            else:
+                p_val = predict_window_probs(model, series_set.store, val_set.starts, L, device=device)
+            auc = _selection_auc(p_val, val_set, labels_np, config.calibrator)
+        return distributed.broadcast_float(auc, ranks)
 
     return fit_epochs(model, plan, batch_losses, validate, unit="windows", no_best_epoch=-1)
+
+
+class _WindowLogits(torch.nn.Module):
+    """One forward for every training path (what DDP wraps): the head on features, or the whole model on windows."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor, head_only: bool) -> torch.Tensor:
+        return self.model.classify(x) if head_only else self.model(x)
 
 
 def _frozen_features(model, store, start_sets, L, device, memo: FeatureMemo | None) -> list[torch.Tensor] | None:
