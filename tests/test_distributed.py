@@ -128,7 +128,7 @@ def test_torchrun_trains_one_model_on_two_ranks(tmp_path):
     assert main([*common, "--batch-size", "64", "--out", str(tmp_path / "one")]) == 0
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
     done = subprocess.run(
-        [str(torchrun), "--nproc_per_node", "2", "--master_port", "29581", "-m", "sss_viewer", *common,
+        [str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "sss_viewer", *common,
          "--batch-size", "32", "--out", str(tmp_path / "two")],
         capture_output=True, text=True, timeout=600, env=env, check=False,
     )  # fmt: skip
