@@ -145,3 +145,57 @@ def test_torchrun_trains_one_model_on_two_ranks(tmp_path):
     auc_two = two["info"]["val_metrics"]["auc"]
     assert abs(auc_one - auc_two) <= 0.05, (auc_one, auc_two)
     shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+
+
+def _children(pid: int) -> list[int]:
+    from pathlib import Path
+
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        text = (task / "children").read_text() if (task / "children").exists() else ""
+        found += [int(c) for c in text.split()]
+    return found
+
+
+@pytest.mark.slow
+def test_a_rank_killed_mid_training_ends_the_job_and_writes_no_model(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from sss_viewer.cli import main
+
+    torchrun = Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists() or not Path("/proc/self/task").exists():
+        pytest.skip("needs torchrun and /proc")
+    assert main(["synth", "--out", str(tmp_path / "cohort"), "--patients", "8", "--duration-scale", "0.15",
+                 "--max-channels", "16", "-q"]) == 0  # fmt: skip
+    job = subprocess.Popen(
+        [str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "sss_viewer", "train", str(tmp_path / "cohort"),
+         "--out", str(tmp_path / "model"), "--backbone", "patchtst", "--window-length", "256", "--epochs", "50",
+         "--device", "cpu", "--no-cache", "-v"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    lines = []
+    try:
+        for line in job.stdout:  # wait until the ranks train
+            lines.append(line)
+            if "epoch 1:" in line:
+                break
+        workers = _children(job.pid)
+        assert len(workers) == 2, lines[-20:]
+        time.sleep(0.5)
+        os.kill(workers[1], signal.SIGKILL)
+        rest, _ = job.communicate(timeout=300)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    output = "".join(lines) + rest
+    assert job.returncode != 0, output[-3000:]
+    assert "SIGKILL" in output or "Signal 9" in output or "exitcode" in output, output[-3000:]
+    model = tmp_path / "model"
+    assert not model.exists() or not any(model.iterdir())  # nothing half-written
+    assert not list(tmp_path.glob(".model*"))  # no temporary folder left beside it
