@@ -89,16 +89,16 @@ def channel_loss(
     sums = torch.zeros(len(present), device=logits.device).index_add_(0, inverse, probs)
     counts = torch.bincount(inverse, minlength=len(present)).to(probs.dtype)
     mean_p = (sums / counts).clamp(1e-6, 1 - 1e-6)
-    target = labels[present]
-    losses = F.binary_cross_entropy(mean_p, target, reduction="none")
-    if series_weight is not None:
-        w = series_weight[present]
-        loss = (losses * w).sum() / w.sum()
-    else:
-        loss = losses.mean()
+    loss = _series_loss(mean_p, labels[present], None if series_weight is None else series_weight[present])
     if window_loss_weight > 0:
         loss = loss + window_loss_weight * F.binary_cross_entropy_with_logits(logits.float(), labels[series])
     return loss
+
+
+def _series_loss(mean_p: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+    """(Weighted) mean BCE of the series' mean window probabilities."""
+    losses = F.binary_cross_entropy(mean_p, target, reduction="none")
+    return losses.mean() if weight is None else (losses * weight).sum() / weight.sum()
 
 
 def _global_channel_loss(logits, series, labels, series_weight, window_loss_weight, all_reduce) -> torch.Tensor:
@@ -109,12 +109,7 @@ def _global_channel_loss(logits, series, labels, series_weight, window_loss_weig
     counts = all_reduce(torch.bincount(series, minlength=n_series).to(probs.dtype).detach())
     present = counts > 0
     mean_p = (sums[present] / counts[present]).clamp(1e-6, 1 - 1e-6)
-    losses = F.binary_cross_entropy(mean_p, labels[present], reduction="none")
-    if series_weight is not None:
-        w = series_weight[present]
-        loss = (losses * w).sum() / w.sum()
-    else:
-        loss = losses.mean()
+    loss = _series_loss(mean_p, labels[present], None if series_weight is None else series_weight[present])
     if window_loss_weight > 0:
         window_sum = all_reduce(F.binary_cross_entropy_with_logits(logits.float(), labels[series], reduction="sum"))
         loss = loss + window_loss_weight * window_sum / counts.sum()
