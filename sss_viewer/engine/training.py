@@ -139,7 +139,7 @@ def train(
     cache: SeriesCache | None = None,
     split: np.ndarray | None = None,
     feature_memo: FeatureMemo | None = None,
-) -> ModelBundle:
+) -> ModelBundle | None:
     """Train an SSS model on labelled recordings.
 
     Parameters
@@ -173,11 +173,13 @@ def train(
     Raises
     ------
     ValueError
-        No labelled channel, a split without both classes, or (native rates) recordings sampled at
-        different rates without ``config.mixed_native_rates``.
+        No labelled channel, a split without both classes, (native rates) recordings sampled at
+        different rates without ``config.mixed_native_rates``, or the L-BFGS head under ``torchrun``.
     """
     device = resolve_device(config.device)
     ranks = distributed.current()
+    if ranks.distributed and config.head_solver == "lbfgs":  # refused before any preprocessing or feature work
+        raise ValueError("head_solver='lbfgs' fits the head in one process; train it without torchrun (or use 'adam').")
     if ranks.distributed and device.type == "cuda":
         device = torch.device("cuda", ranks.local_rank)
     with seeded_torch(config.seed, config.num_threads, device) as generator:
@@ -187,7 +189,9 @@ def train(
         )  # fmt: skip
 
 
-def _train(recordings, config, device, generator, *, progress, series_set, cache, split, feature_memo) -> ModelBundle:
+def _train(
+    recordings, config, device, generator, *, progress, series_set, cache, split, feature_memo
+) -> ModelBundle | None:
     """:func:`train` inside its seeded torch state."""
     started = time.perf_counter()
     if config.preprocess.target_sfreq is None and series_set is None:  # refuse before preprocessing
@@ -245,9 +249,6 @@ def _train(recordings, config, device, generator, *, progress, series_set, cache
         series_weight = torch.from_numpy(class_balanced_weights(labels_np, train_set.members)).to(device)
     frozen = _frozen_features(model, series_set.store, (train_set.starts, val_set.starts), L, device, feature_memo)
     extra_info = {}
-    ranks = distributed.current()
-    if ranks.distributed and config.head_solver == "lbfgs":
-        raise ValueError("head_solver='lbfgs' fits the head in one process; train it without torchrun (or use 'adam').")
     if config.head_solver == "lbfgs":
         if frozen is None:
             raise ValueError(
@@ -268,7 +269,7 @@ def _train(recordings, config, device, generator, *, progress, series_set, cache
             model, config, series_set, train_set, val_set, labels_np, labels_t, series_weight, frozen, generator, device, progress
         )
     model.eval()
-    if not ranks.is_main:  # rank 0 calibrates and returns the model
+    if not distributed.current().is_main:  # rank 0 calibrates and returns the model
         return None
 
     p_val = frozen_probs(model, frozen[1]) if frozen is not None else None
