@@ -109,9 +109,8 @@ def block_plan(
     Readers of multiplexed formats (EDF records, BrainVision, most vendor files) decode every channel
     of a time span whatever channels are asked for, so the plan reads all picks at once and shortens
     the time step until two of their float32 blocks (step plus both margins; one filtered, one read
-    ahead) fit ``memory_bytes``. Only
-    when that step would fall below twice the margin (filtering would then cost more than twice the
-    samples kept) does it read channel groups instead.
+    ahead) fit ``memory_bytes``. Only when that step would fall below twice the margin (filtering
+    would then cost more than twice the samples kept) does it read channel groups instead.
 
     Returns
     -------
@@ -185,7 +184,7 @@ def preprocess_into(
             out_moments = [_RunningMoments() for _ in rows]
             n_nonfinite = np.zeros(len(rows), dtype=np.int64)
             starts = range(0, n_times, step)
-            ahead = reader.submit(_read_block, recording, picks[rows], starts[0], step, margin)
+            ahead = reader.submit(_read_block, recording, picks[rows], starts[0], step, margin) if starts else None
             for k, s in enumerate(starts):
                 block, e, a = ahead.result()
                 if k + 1 < len(starts):  # read the next block while this one is filtered
