@@ -111,14 +111,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, type=Path, help="output folder (created)")
     p.add_argument("--patients", type=int, default=12, help="number of patients (default 12)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--duration-scale", type=float, default=1.0, help="scale the real ds003029 run durations (default 1)")
+    p.add_argument(
+        "--duration-scale", type=float, default=1.0, help="scale the real ds003029 run durations (default 1)"
+    )
     p.add_argument("--max-channels", type=int, default=None, help="cap channels per patient (default: real counts)")
     p.add_argument("--runs", type=int, default=1, help="runs per patient (default 1)")
     _add_common(p)
 
     p = sub.add_parser("cohort", help="check a BIDS iEEG dataset and print its per-centre summary")
     p.add_argument("root", type=Path, help="BIDS root (with participants.tsv), e.g. a copy of OpenNeuro ds003029")
-    p.add_argument("--labels", type=Path, help="TSV/CSV with subject, channel, soz (default: the dataset's clinical sheet)")
+    p.add_argument(
+        "--labels", type=Path, help="TSV/CSV with subject, channel, soz (default: the dataset's clinical sheet)"
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     _add_common(p)
 
@@ -166,7 +170,15 @@ def build_parser() -> argparse.ArgumentParser:
         "penalty chosen on validation (default adam)",
     )  # fmt: skip
     p.add_argument("--seed", type=int, help="random seed of the split, sampling and initialisation (default 0)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing model directory")
+    p.add_argument(
+        "--overwrite", action="store_true",
+        help="replace an existing model directory (and start over instead of resuming an interrupted run's checkpoint)",
+    )  # fmt: skip
+    p.add_argument(
+        "--resume", action="store_true",
+        help="continue an interrupted run after its last completed epoch, from OUT.checkpoint.pt (written after every "
+        "epoch; same command and data as the interrupted run)",
+    )  # fmt: skip
     _add_cache(p)
     _add_device(p)
     _add_common(p)
@@ -183,7 +195,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--overwrite", action="store_true",
         help="score into a used output folder: first remove what the previous run wrote (listed in its manifest)",
     )  # fmt: skip
-    p.add_argument("--stride", type=int, help="window stride in preprocessed samples (default: the model's, a quarter window; a MiniRocket model reading windows within their channel scores any stride at the same cost)")
+    p.add_argument(
+        "--stride",
+        type=int,
+        help="window stride in preprocessed samples (default: the model's, a quarter window; a MiniRocket model reading windows within their channel scores any stride at the same cost)",
+    )
     _add_labels(p, "TSV/CSV with subject, channel, soz to add a label column")
     p.add_argument("--subject", help="subject id of the recording (default: from a BIDS file name)")
     p.add_argument("--batch-size", type=int, default=1024, help="windows scored per batch (default 1024)")
@@ -206,7 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list every protocol and model")
     p.add_argument("--data", type=Path, help=DATA_HELP)
     p.add_argument("--out", type=Path, help="results folder (default experiments/<protocol>-<preset>)")
-    p.add_argument("--preset", help="cpu (2-core sizes), paper (App. C sizes, for a GPU) or bonn; default: the protocol's")
+    p.add_argument(
+        "--preset", help="cpu (2-core sizes), paper (App. C sizes, for a GPU) or bonn; default: the protocol's"
+    )
     p.add_argument("--models", nargs="+", help="models (default: the protocol's, SSS and every baseline)")
     p.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the preset's; repeats for cross-validation)")
     p.add_argument("--split-modes", nargs="+", choices=("channel", "patient", "cv"), help="default: the preset's")
@@ -214,7 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cache(p)
     _add_common(p)
 
-    p = sub.add_parser("demo", help="synthesise a cohort, train a small model, score a held-out patient, print the ranking")
+    p = sub.add_parser(
+        "demo", help="synthesise a cohort, train a small model, score a held-out patient, print the ranking"
+    )
     p.add_argument("--out", type=Path, default=Path("demo_output"), help="working folder (default ./demo_output)")
     p.add_argument("--patients", type=int, default=12, help="patients of the synthetic cohort (default 12)")
     p.add_argument(
@@ -245,11 +265,21 @@ def _cmd_synth(args, progress: bool) -> int:
 
 def _train_overrides(args) -> dict:
     names = {
-        "backbone": "backbone", "epochs": "epochs", "batch_size": "batch_size", "lr": "lr",
-        "window_length": "window_length", "train_stride": "train_stride", "calibrator": "calibrator",
-        "calibrate_on": "calibrate_on", "split": "split", "balance": "balance",
-        "window_loss_weight": "window_loss_weight", "seed": "seed", "device": "device",
-        "windows_per_epoch": "windows_per_epoch", "head_solver": "head_solver",
+        "backbone": "backbone",
+        "epochs": "epochs",
+        "batch_size": "batch_size",
+        "lr": "lr",
+        "window_length": "window_length",
+        "train_stride": "train_stride",
+        "calibrator": "calibrator",
+        "calibrate_on": "calibrate_on",
+        "split": "split",
+        "balance": "balance",
+        "window_loss_weight": "window_loss_weight",
+        "seed": "seed",
+        "device": "device",
+        "windows_per_epoch": "windows_per_epoch",
+        "head_solver": "head_solver",
     }
     overrides = {field: getattr(args, arg) for arg, field in names.items() if getattr(args, arg) is not None}
     if "window_length" in overrides:
@@ -265,7 +295,9 @@ def _labelled_data(args) -> list:
     kept = [r for r in recordings if "labels_excluded" not in r.info]
     if len(kept) < len(recordings):
         left_out = len(recordings) - len(kept)
-        logger.warning("%d of %d recordings left out: their subjects have no row in %s.", left_out, len(recordings), args.labels)
+        logger.warning(
+            "%d of %d recordings left out: their subjects have no row in %s.", left_out, len(recordings), args.labels
+        )
     if not kept:
         raise ValueError(f"No recording left: {args.labels} names none of the data's subjects (see the warning above).")
     return kept
@@ -274,12 +306,21 @@ def _labelled_data(args) -> list:
 def _cmd_train(args, progress: bool) -> int:
     from sss_viewer.engine import distributed
     from sss_viewer.engine.bundle import check_model_destination
+    from sss_viewer.engine.checkpoint import checkpoint_path_for
     from sss_viewer.engine.config import train_preset
     from sss_viewer.engine.training import train
 
     if args.out.exists() and args.out.is_dir() and any(args.out.iterdir()) and not args.overwrite:
         raise ValueError(f"Model directory {args.out} exists and is not empty; pass --overwrite to replace it.")
     check_model_destination(args.out)  # before training: nothing else in it would be lost
+    checkpoint = checkpoint_path_for(args.out)
+    if checkpoint.exists() and not (args.resume or args.overwrite):
+        raise ValueError(
+            f"An interrupted training run left its checkpoint at {checkpoint}: pass --resume to continue it, or "
+            "--overwrite to start over (the checkpoint is then replaced)."
+        )
+    if args.resume and args.overwrite:
+        raise ValueError("--resume continues the interrupted run and --overwrite starts over; pass one of them.")
     config = train_preset(args.preset, **_train_overrides(args))
     if args.target_sfreq is not None:
         preprocess = dataclasses.replace(config.preprocess, target_sfreq=args.target_sfreq or None)
@@ -287,15 +328,31 @@ def _cmd_train(args, progress: bool) -> int:
     recordings = _labelled_data(args)
     ranks = distributed.start(config.device)  # a no-op unless torchrun started several ranks
     try:
-        bundle = train(recordings, config, progress=progress and ranks.is_main, cache=_cache(args))
+        bundle = train(
+            recordings, config, progress=progress and ranks.is_main, cache=_cache(args), checkpoint=checkpoint,
+            resume=args.resume,
+        )  # fmt: skip
+    except RuntimeError as exc:
+        hint = (
+            f" The last completed epoch is in {checkpoint}: rerun the same command with --resume."
+            if checkpoint.exists()
+            else ""
+        )
+        lost = distributed.lost_rank(exc, ranks, hint)
+        if lost is None:
+            raise
+        raise lost from exc
     finally:
         distributed.stop()
     if not ranks.is_main:  # rank 0 saves the model
         return 0
     bundle.save(args.out)
+    checkpoint.unlink(missing_ok=True)  # the model is saved: nothing left to resume
     val = bundle.info["val_metrics"]
     fitted = (
-        f"L-BFGS head, l2 {bundle.info['head_l2']:g}" if "head_l2" in bundle.info else f"best epoch {bundle.info['best_epoch']}"
+        f"L-BFGS head, l2 {bundle.info['head_l2']:g}"
+        if "head_l2" in bundle.info
+        else f"best epoch {bundle.info['best_epoch']}"
     )
     print(
         f"saved model to {args.out}: {fitted}, validation AUC {val['auc']:.3f}, "
@@ -348,16 +405,24 @@ class ScoreOutput:
         manifest = self.root / SCORE_MANIFEST
         if not manifest.is_file():
             named = [p for n in SCORE_OUTPUTS for p in (self.root / n, *self.root.glob(f"*/{n}")) if p.is_file()]
-            logger.info("%s has no %s; removing the score files found by name (%d).", self.root, SCORE_MANIFEST, len(named))
+            logger.info(
+                "%s has no %s; removing the score files found by name (%d).", self.root, SCORE_MANIFEST, len(named)
+            )
             return named
         try:
             listed = json.loads(manifest.read_text(encoding="utf-8"))["files"]
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"Cannot replace the previous run in {self.root}: {manifest} is unreadable ({exc}).") from None
+            raise ValueError(
+                f"Cannot replace the previous run in {self.root}: {manifest} is unreadable ({exc})."
+            ) from None
         root = self.root.resolve()
-        inside = [self.root / n for n in listed if isinstance(n, str) and (self.root / n).resolve().is_relative_to(root)]
+        inside = [
+            self.root / n for n in listed if isinstance(n, str) and (self.root / n).resolve().is_relative_to(root)
+        ]
         if len(inside) < len(listed):
-            logger.warning("%s lists %d path(s) outside %s; left alone.", manifest, len(listed) - len(inside), self.root)
+            logger.warning(
+                "%s lists %d path(s) outside %s; left alone.", manifest, len(listed) - len(inside), self.root
+            )
         return [*inside, manifest]
 
     def _remove_previous(self) -> None:
@@ -369,7 +434,12 @@ class ScoreOutput:
                 if path.parent != self.root and not any(path.parent.iterdir()):
                     path.parent.rmdir()
         left = sorted(p.name for p in self.root.iterdir())
-        logger.info("%s: removed %d file(s) of the previous run%s.", self.root, removed, f"; kept {', '.join(left)}" if left else "")
+        logger.info(
+            "%s: removed %d file(s) of the previous run%s.",
+            self.root,
+            removed,
+            f"; kept {', '.join(left)}" if left else "",
+        )
 
     def write(self, df, folder: Path, name: str) -> Path:
         """Write ``df`` as ``folder/name`` (atomically) and list it in the manifest."""
@@ -457,16 +527,22 @@ def _labels_for(recording, labels, source: Path):
         return soz
     if recording.subject:
         raise ValueError(f"{source} has no labels for subject {recording.subject!r}.")
-    raise ValueError(f"{source} labels several subjects and the file name of {recording.source} names none; pass --subject.")
+    raise ValueError(
+        f"{source} labels several subjects and the file name of {recording.source} names none; pass --subject."
+    )
 
 
 def _ranking_text(channels, threshold: float, top: int = 15) -> str:
     lines = [f"{'rank':>4}  {'channel':<10} {'score':>6}  {'interval':<15} label", "-" * 46]
     for row in channels.head(top).itertuples():
         label = getattr(row, "label", None)
-        label_text = "" if label is None or (isinstance(label, float) and math.isnan(label)) else ("SOZ" if label == 1 else "-")
+        label_text = (
+            "" if label is None or (isinstance(label, float) and math.isnan(label)) else ("SOZ" if label == 1 else "-")
+        )
         mark = "*" if row.score >= threshold else " "
-        lines.append(f"{row.rank:>4}{mark} {row.channel:<10} {row.score:6.3f}  [{row.lower:.3f}, {row.upper:.3f}]  {label_text}")
+        lines.append(
+            f"{row.rank:>4}{mark} {row.channel:<10} {row.score:6.3f}  [{row.lower:.3f}, {row.upper:.3f}]  {label_text}"
+        )
     lines.append(f"(* = above the validation threshold {threshold:.3f}; {len(channels)} channels scored)")
     return "\n".join(lines)
 
@@ -572,11 +648,19 @@ def _cmd_experiment(args, progress: bool) -> int:
         except ValueError as err:
             raise UsageError(f"argument --models: {err}") from None
     if args.data is None:
-        raise UsageError("the following arguments are required: --data (a BIDS root, a cohort folder or a recording file)")
+        raise UsageError(
+            "the following arguments are required: --data (a BIDS root, a cohort folder or a recording file)"
+        )
     recordings = load_data(args.data, labels=args.labels, labels_fallback=args.labels_fallback)
     recordings = [r for r in recordings if "labels_excluded" not in r.info]
     centres = sorted({r.centre for r in recordings if r.centre})
-    plan_runs(args.protocol, centres, args.models or MODELS, args.seeds or (0,), args.split_modes or PRESETS[preset].split_modes)
+    plan_runs(
+        args.protocol,
+        centres,
+        args.models or MODELS,
+        args.seeds or (0,),
+        args.split_modes or PRESETS[preset].split_modes,
+    )
     out = args.out or Path("experiments") / f"{args.protocol}-{preset}"
     results = run_experiment(
         args.protocol, recordings, out, preset=preset, models=args.models, seeds=args.seeds,

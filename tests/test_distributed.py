@@ -58,7 +58,9 @@ def _rank(rank: int, init_file: str, window_loss_weight: float, results) -> None
         steps = []
         for idx in epoch_batches(N_WINDOWS, BATCH, torch.Generator().manual_seed(3), rank=rank, world_size=WORLD):
             head.zero_grad()
-            loss = channel_loss(head(x[idx])[:, 0], series[idx], labels, weights, window_loss_weight, all_reduce=sum_over_ranks)
+            loss = channel_loss(
+                head(x[idx])[:, 0], series[idx], labels, weights, window_loss_weight, all_reduce=sum_over_ranks
+            )
             loss.backward()
             grads = [head.weight.grad.clone(), head.bias.grad.clone()]
             for g in grads:  # what DDP does: average the ranks' gradients
@@ -77,7 +79,10 @@ def test_channel_loss_over_ranks_is_the_global_batch_loss_and_gradient(tmp_path,
     ctx = mp.get_context("spawn")
     with ctx.Manager() as manager:
         results = manager.dict()
-        procs = [ctx.Process(target=_rank, args=(r, str(tmp_path / "init"), window_loss_weight, results)) for r in range(WORLD)]
+        procs = [
+            ctx.Process(target=_rank, args=(r, str(tmp_path / "init"), window_loss_weight, results))
+            for r in range(WORLD)
+        ]
         for p in procs:
             p.start()
         for p in procs:
@@ -93,6 +98,62 @@ def test_channel_loss_over_ranks_is_the_global_batch_loss_and_gradient(tmp_path,
             assert r_loss == pytest.approx(loss, rel=1e-5), (step, rank)
             torch.testing.assert_close(r_w, grad_w, rtol=1e-4, atol=1e-6)
             torch.testing.assert_close(r_b, grad_b, rtol=1e-4, atol=1e-6)
+
+
+def _feature_problem():
+    """A MiniRocket model (fitted biases) and two window sets of a store of random channels, equal in every process."""
+    from sss_viewer.models import build_window_model
+    from sss_viewer.windows.store import SeriesStore, WindowIndex
+
+    rng = np.random.default_rng(5)
+    store = SeriesStore.from_series([rng.standard_normal(n).astype(np.float32) for n in (3000, 2200, 4100, 900)])
+    starts = WindowIndex.build(store.lengths, 256, 37).absolute_starts(store)
+    torch.manual_seed(0)
+    model = build_window_model("minirocket", 256)
+    model.initialise_from_data(torch.from_numpy(store.windows(starts[::7], 256)))
+    return model, store, (starts[: len(starts) // 3], starts[len(starts) // 3 :])
+
+
+def _feature_rank(rank: int, init_file: str, results) -> None:
+    import warnings
+
+    from sss_viewer.engine.training import _frozen_features
+
+    warnings.simplefilter("error", DeprecationWarning)
+    warnings.simplefilter("error", FutureWarning)
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
+    try:
+        model, store, sets = _feature_problem()
+        results[rank] = [f.numpy() for f in _frozen_features(model, store, sets, 256, torch.device("cpu"), None)]
+    finally:
+        dist.destroy_process_group()
+
+
+def test_frozen_features_are_computed_in_shards_and_gathered_on_every_rank(tmp_path):
+    """MiniRocket's feature extraction split over 2 ranks: every rank ends with the single process's features."""
+    from sss_viewer.engine import distributed
+    from sss_viewer.engine.training import _frozen_features
+
+    model, store, sets = _feature_problem()
+    expected = [f.numpy() for f in _frozen_features(model, store, sets, 256, torch.device("cpu"), None)]
+    assert [len(f) for f in expected] == [len(s) for s in sets] and min(len(s) for s in sets) > WORLD
+    bounds = [distributed.shard_bounds(len(sets[1]), distributed.Ranks(r, WORLD)) for r in range(WORLD)]
+    assert bounds[0][0] == 0 and bounds[0][1] == bounds[1][0] and bounds[-1][1] == len(sets[1])
+    ctx = mp.get_context("spawn")
+    with ctx.Manager() as manager:
+        results = manager.dict()
+        procs = [ctx.Process(target=_feature_rank, args=(r, str(tmp_path / "init"), results)) for r in range(WORLD)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout=240)
+            if p.is_alive():
+                p.kill()
+        assert [p.exitcode for p in procs] == [0] * WORLD, "a rank failed"
+        gathered = [results[r] for r in range(WORLD)]
+    for rank in range(WORLD):
+        for got, want in zip(gathered[rank], expected):
+            np.testing.assert_array_equal(got, want)
 
 
 def test_a_mean_of_per_rank_losses_would_differ():
@@ -196,6 +257,7 @@ def test_a_rank_killed_mid_training_ends_the_job_and_writes_no_model(tmp_path):
     output = "".join(lines) + rest
     assert job.returncode != 0, output[-3000:]
     assert "SIGKILL" in output or "Signal 9" in output or "exitcode" in output, output[-3000:]
+    assert "lost contact with the other ranks during training" in output, output[-3000:]  # the survivor says why
     model = tmp_path / "model"
     assert not model.exists() or not any(model.iterdir())  # nothing half-written
     assert not list(tmp_path.glob(".model*"))  # no temporary folder left beside it

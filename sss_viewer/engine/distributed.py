@@ -21,7 +21,18 @@ import torch.distributed as dist
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Ranks", "broadcast_float", "current", "start", "stop", "sum_over_ranks"]
+__all__ = [
+    "RankLost",
+    "Ranks",
+    "broadcast_float",
+    "current",
+    "gather_rows",
+    "lost_rank",
+    "shard_bounds",
+    "start",
+    "stop",
+    "sum_over_ranks",
+]
 
 
 @dataclass(frozen=True)
@@ -45,6 +56,37 @@ class Ranks:
     @property
     def distributed(self) -> bool:
         return self.world_size > 1
+
+
+class RankLost(RuntimeError):
+    """This rank lost contact with the others (one died, was killed, or its node went away)."""
+
+
+def lost_rank(exc: BaseException, ranks: Ranks, resume_hint: str = "") -> RankLost | None:
+    """A :class:`RankLost` saying what happened in plain words, when ``exc`` is a failed collective; else None.
+
+    Parameters
+    ----------
+    exc : BaseException
+        What training raised.
+    ranks : Ranks
+    resume_hint : str
+        How to go on (e.g. where the last epoch's checkpoint is), appended to the message.
+    """
+    if not ranks.distributed:
+        return None
+    text = str(exc)
+    if not (
+        isinstance(exc, dist.DistError)
+        or any(k in text for k in ("gloo", "NCCL", "Connection reset", "Connection closed"))
+    ):
+        return None
+    detail = text.splitlines()[0][:200] if text else type(exc).__name__
+    return RankLost(
+        f"rank {ranks.rank} of {ranks.world_size} lost contact with the other ranks during training: another rank died or "
+        f"was killed (torchrun's report names it and its exit code). No model was saved.{resume_hint} "
+        f"[{type(exc).__name__}: {detail}]"
+    )
 
 
 def launched_by_torchrun() -> bool:
@@ -93,6 +135,38 @@ def broadcast_float(value: float | None, ranks: Ranks) -> float:
     box = [value if ranks.is_main else None]
     dist.broadcast_object_list(box, src=0)
     return float(box[0])
+
+
+def shard_bounds(n_items: int, ranks: Ranks) -> tuple[int, int]:
+    """The contiguous slice ``[lo, hi)`` of ``n_items`` this rank works on (shards differ in size by at most one)."""
+    base, extra = divmod(n_items, ranks.world_size)
+    lo = ranks.rank * base + min(ranks.rank, extra)
+    return lo, lo + base + (ranks.rank < extra)
+
+
+def gather_rows(local: torch.Tensor, n_items: int, ranks: Ranks) -> torch.Tensor:
+    """Every rank's :func:`shard_bounds` rows, concatenated in rank order, on every rank.
+
+    Parameters
+    ----------
+    local : Tensor, shape (hi - lo, ...)
+        This rank's rows.
+    n_items : int
+        Rows over all ranks.
+
+    Returns
+    -------
+    rows : Tensor, shape (n_items, ...)
+    """
+    if not ranks.distributed:
+        return local
+    sizes = [shard_bounds(n_items, Ranks(r, ranks.world_size)) for r in range(ranks.world_size)]
+    longest = max(hi - lo for lo, hi in sizes)
+    padded = local.new_zeros((longest, *local.shape[1:]))
+    padded[: len(local)] = local
+    parts = [torch.empty_like(padded) for _ in range(ranks.world_size)]
+    dist.all_gather(parts, padded.contiguous())  # all_gather needs equal shapes: padded to the longest shard
+    return torch.cat([part[: hi - lo] for part, (lo, hi) in zip(parts, sizes)])
 
 
 class _SumOverRanks(torch.autograd.Function):

@@ -41,6 +41,22 @@ class EarlyStopping:
             return True
         return False
 
+    def state_dict(self) -> dict:
+        """What a training checkpoint needs to resume the rule: best score and epoch, stale count, best weights."""
+        return {
+            "best_score": float(self.best_score),
+            "best_epoch": int(self.best_epoch),
+            "stale": int(self._stale),
+            "best_state": self._best_state,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Resume from :meth:`state_dict` (a checkpoint's)."""
+        self.best_score = float(state["best_score"])
+        self.best_epoch = int(state["best_epoch"])
+        self._stale = int(state["stale"])
+        self._best_state = state["best_state"]
+
     def restore_best(self, model: nn.Module) -> None:
         """Load the best epoch's weights into ``model`` (a no-op when no epoch had a finite score)."""
         if self._best_state is not None:

@@ -72,7 +72,9 @@ def channel_means(p: np.ndarray, series: np.ndarray, n_series: int) -> np.ndarra
 
 
 @contextlib.contextmanager
-def seeded_torch(seed: int, num_threads: int | None = None, device: str | torch.device = "cpu") -> Iterator[torch.Generator]:
+def seeded_torch(
+    seed: int, num_threads: int | None = None, device: str | torch.device = "cpu"
+) -> Iterator[torch.Generator]:
     """Seed torch's global RNG (and set its thread count) for one run; both are restored on exit.
 
     Model initialisation and dropout draw from the global RNG, so a run seeds it; forking it here
@@ -143,6 +145,8 @@ def fit_epochs(
     no_best_epoch: int = 0,
     progress: bool = False,
     desc: str = "epochs",
+    checkpoint=None,
+    rng: torch.Generator | None = None,
 ) -> tuple[list[dict], int]:
     """Adam epochs with cosine annealing and early stopping; ``model`` ends with its best epoch's weights.
 
@@ -162,6 +166,12 @@ def fit_epochs(
     progress : bool
         A progress bar over epochs.
     desc : str
+    checkpoint : TrainingCheckpoint, optional
+        Saved after every epoch (:mod:`sss_viewer.engine.checkpoint`); a state it loads is resumed
+        (weights, optimiser, schedule, early stopping, history, generators) after its last epoch.
+    rng : torch.Generator, optional
+        The generator ``batch_losses`` draws its batches from, saved and restored with the checkpoint
+        (torch's global generator, which dropout draws from, always is).
 
     Returns
     -------
@@ -174,10 +184,20 @@ def fit_epochs(
     optimiser = torch.optim.Adam(model.parameters(), lr=plan.lr, weight_decay=plan.weight_decay)
     per_batch = plan.scheduler_step == "batch"
     t_max = plan.epochs * (plan.batches_per_epoch if per_batch else 1)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=max(t_max, 1), eta_min=plan.lr * plan.lr_final_factor)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
+        optimiser, T_max=max(t_max, 1), eta_min=plan.lr * plan.lr_final_factor
+    )
     history: list[dict] = []
     stopper = EarlyStopping(plan.patience, no_best_epoch=no_best_epoch)
-    for epoch in tqdm(range(plan.epochs), desc=desc, unit="epoch", disable=not progress or None):
+    first_epoch, stopped = 0, False
+    resumed = checkpoint.load() if checkpoint is not None else None
+    if resumed is not None:
+        first_epoch, stopped, history = _restore(resumed, model, optimiser, scheduler, stopper, rng)
+    for epoch in tqdm(
+        range(first_epoch, plan.epochs), desc=desc, unit="epoch", disable=not progress or stopped or None
+    ):
+        if stopped:
+            break
         model.train()
         lr = optimiser.param_groups[0]["lr"]
         t0 = time.perf_counter()
@@ -207,7 +227,41 @@ def fit_epochs(
             "epoch %d: loss %.4f, val channel AUC %.3f, %.0f %s/s",
             epoch + 1, record["train_loss"], val_auc, record[f"train_{unit}_per_s"], unit,
         )  # fmt: skip
-        if stopper.update(val_auc, epoch + 1, model):
-            break
+        stopped = stopper.update(val_auc, epoch + 1, model)
+        if checkpoint is not None:
+            checkpoint.save(_epoch_state(epoch + 1, stopped, model, optimiser, scheduler, stopper, history, rng))
     stopper.restore_best(model)
     return history, stopper.best_epoch
+
+
+def _epoch_state(epoch, stopped, model, optimiser, scheduler, stopper, history, rng) -> dict:
+    """Everything :func:`fit_epochs` needs to go on after ``epoch`` (1-based) as if never interrupted."""
+    state = {
+        "epoch": epoch,
+        "stopped": stopped,
+        "model": model.state_dict(),
+        "optimiser": optimiser.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "stopper": stopper.state_dict(),
+        "history": history,
+        "torch_rng": torch.get_rng_state(),
+    }
+    if rng is not None:
+        state["rng"] = rng.get_state()
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda_rng"] = torch.cuda.get_rng_state()
+    return state
+
+
+def _restore(state, model, optimiser, scheduler, stopper, rng) -> tuple[int, bool, list[dict]]:
+    """Load an :func:`_epoch_state`; returns the epochs done, whether early stopping had ended the run, the history."""
+    model.load_state_dict(state["model"])
+    optimiser.load_state_dict(state["optimiser"])
+    scheduler.load_state_dict(state["scheduler"])
+    stopper.load_state_dict(state["stopper"])
+    torch.set_rng_state(state["torch_rng"])
+    if rng is not None and "rng" in state:
+        rng.set_state(state["rng"])
+    if "cuda_rng" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["cuda_rng"])
+    return int(state["epoch"]), bool(state["stopped"]), list(state["history"])

@@ -11,6 +11,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ from tqdm.auto import tqdm
 from sss_viewer.engine import distributed
 from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.engine.calibration import make_calibrator
+from sss_viewer.engine.checkpoint import TrainingCheckpoint, run_fingerprint
 from sss_viewer.engine.config import TrainConfig
 from sss_viewer.engine.device import resolve_device
 from sss_viewer.engine.feature_memo import FeatureMemo, front_end_digest
@@ -139,6 +141,8 @@ def train(
     cache: SeriesCache | None = None,
     split: np.ndarray | None = None,
     feature_memo: FeatureMemo | None = None,
+    checkpoint: str | Path | None = None,
+    resume: bool = False,
 ) -> ModelBundle | None:
     """Train an SSS model on labelled recordings.
 
@@ -161,6 +165,13 @@ def train(
     feature_memo : FeatureMemo, optional
         Frozen-front-end features shared by runs on the same ``series_set`` (an experiment's
         ablation rows); None computes them for this run only.
+    checkpoint : str or Path, optional
+        A file the state after every completed epoch is written to (atomically; by rank 0 under
+        ``torchrun``), see :mod:`sss_viewer.engine.checkpoint`. The caller removes it once the
+        model is saved.
+    resume : bool
+        Continue from ``checkpoint`` (which must exist and come from a run of the same configuration
+        on the same data) after its last epoch; the result equals an uninterrupted run's.
 
     Returns
     -------
@@ -174,23 +185,32 @@ def train(
     ------
     ValueError
         No labelled channel, a split without both classes, (native rates) recordings sampled at
-        different rates without ``config.mixed_native_rates``, or the L-BFGS head under ``torchrun``.
+        different rates without ``config.mixed_native_rates``, the L-BFGS head under ``torchrun``, or
+        ``resume`` without a matching checkpoint.
     """
     device = resolve_device(config.device)
     ranks = distributed.current()
     if ranks.distributed and config.head_solver == "lbfgs":  # refused before any preprocessing or feature work
         raise ValueError("head_solver='lbfgs' fits the head in one process; train it without torchrun (or use 'adam').")
+    if resume and checkpoint is None:
+        raise ValueError("resume=True needs the checkpoint file to resume from (checkpoint=...).")
+    if checkpoint is not None and config.head_solver == "lbfgs":
+        if resume:
+            raise ValueError(
+                "head_solver='lbfgs' fits the head in one step, without epochs: there is nothing to resume."
+            )
+        checkpoint = None
     if ranks.distributed and device.type == "cuda":
         device = torch.device("cuda", ranks.local_rank)
     with seeded_torch(config.seed, config.num_threads, device) as generator:
         return _train(
             recordings, config, device, generator, progress=progress, series_set=series_set, cache=cache, split=split,
-            feature_memo=feature_memo,
+            feature_memo=feature_memo, checkpoint=checkpoint, resume=resume,
         )  # fmt: skip
 
 
 def _train(
-    recordings, config, device, generator, *, progress, series_set, cache, split, feature_memo
+    recordings, config, device, generator, *, progress, series_set, cache, split, feature_memo, checkpoint, resume
 ) -> ModelBundle | None:
     """:func:`train` inside its seeded torch state."""
     started = time.perf_counter()
@@ -227,12 +247,21 @@ def _train(
                 f"The {name} split has channels of class(es) {sorted(int(c) for c in classes)} only; it needs SOZ and non-SOZ "
                 f"channels. Use more patients or another seed/split."
             )
+    if checkpoint is not None:  # checked before any feature work: a wrong checkpoint fails fast
+        fingerprint = run_fingerprint(config.to_dict(), meta, split)
+        checkpoint = TrainingCheckpoint(checkpoint, fingerprint, resume=resume, write=distributed.current().is_main)
+        if resume:
+            checkpoint.load()
     L = config.window_length
     train_set = _Subset(series_set, split == "train", L, config.train_stride)
     val_set = _Subset(series_set, split == "val", L, config.val_stride)
     logger.info(
         "training on %d series (%d windows), validating on %d series (%d windows), device %s",
-        len(train_set.members), len(train_set), len(val_set.members), len(val_set), device,
+        len(train_set.members),
+        len(train_set),
+        len(val_set.members),
+        len(val_set),
+        device,
     )
     model = build_window_model(config.backbone, L, **config.model_params).to(device)
     if hasattr(model, "initialise_from_data"):  # data-dependent set-up (MiniRocket's biases)
@@ -266,14 +295,17 @@ def _train(
         best_epoch = 0
     else:
         history, best_epoch = _train_epochs(
-            model, config, series_set, train_set, val_set, labels_np, labels_t, series_weight, frozen, generator, device, progress
-        )
+            model, config, series_set, train_set, val_set, labels_np, labels_t, series_weight, frozen, generator, device, progress,
+            checkpoint,
+        )  # fmt: skip
     model.eval()
     if not distributed.current().is_main:  # rank 0 calibrates and returns the model
         return None
 
     p_val = frozen_probs(model, frozen[1]) if frozen is not None else None
-    calibrator, threshold, val_metrics = _calibrate(model, series_set, train_set, val_set, labels_np, config, device, p_val)
+    calibrator, threshold, val_metrics = _calibrate(
+        model, series_set, train_set, val_set, labels_np, config, device, p_val
+    )
     info = {
         "train_config": config.to_dict(),
         "split": _split_record(meta, split, config.split),
@@ -317,7 +349,19 @@ def _with_native_rates(config: TrainConfig, meta: pd.DataFrame, split: np.ndarra
 
 
 def _train_epochs(
-    model, config, series_set, train_set, val_set, labels_np, labels_t, series_weight, frozen, generator, device, progress
+    model,
+    config,
+    series_set,
+    train_set,
+    val_set,
+    labels_np,
+    labels_t,
+    series_weight,
+    frozen,
+    generator,
+    device,
+    progress,
+    checkpoint=None,
 ) -> tuple[list[dict], int]:
     """Algorithm 1: Adam epochs over (a draw of) the training windows, early stopping on validation channel AUC.
 
@@ -344,7 +388,12 @@ def _train_epochs(
 
     def batch_losses(epoch: int):
         batches = epoch_batches(
-            len(train_set), config.batch_size, generator, limit=n_epoch_windows, rank=ranks.rank, world_size=ranks.world_size
+            len(train_set),
+            config.batch_size,
+            generator,
+            limit=n_epoch_windows,
+            rank=ranks.rank,
+            world_size=ranks.world_size,
         )
         bar = tqdm(batches, total=n_batches, desc=f"epoch {epoch + 1}/{config.epochs}", unit="batch",
                    disable=not (progress and ranks.is_main) or None)  # fmt: skip
@@ -355,7 +404,9 @@ def _train_epochs(
                 feats = model.store_window_features(series_set.store, train_starts[idx.numpy()], L).to(device)
                 logits = logits_of(feats, True)
             else:
-                x = torch.from_numpy(series_set.store.windows(train_starts[idx.numpy()], L)).to(device, non_blocking=True)
+                x = torch.from_numpy(series_set.store.windows(train_starts[idx.numpy()], L)).to(
+                    device, non_blocking=True
+                )
                 logits = logits_of(x, False)
             s = train_series[idx].to(device)
             loss = channel_loss(logits, s, labels_t, series_weight, config.window_loss_weight, all_reduce=all_reduce)
@@ -371,7 +422,9 @@ def _train_epochs(
             auc = _selection_auc(p_val, val_set, labels_np, config.calibrator)
         return distributed.broadcast_float(auc, ranks)
 
-    return fit_epochs(model, plan, batch_losses, validate, unit="windows", no_best_epoch=-1)
+    return fit_epochs(
+        model, plan, batch_losses, validate, unit="windows", no_best_epoch=-1, checkpoint=checkpoint, rng=generator
+    )
 
 
 class _WindowLogits(torch.nn.Module):
@@ -393,31 +446,32 @@ def _frozen_features(model, store, start_sets, L, device, memo: FeatureMemo | No
     window here, so each epoch trains only the head. Skipped (None) when the model has no frozen
     front end or the features would take more than :data:`FEATURE_CACHE_BYTES`. Features of the same
     windows under the same (untrained) model are reused from earlier runs when a ``memo`` is given.
+    Under ``torchrun`` each rank computes a contiguous shard of every window set and the shards are
+    gathered, so every rank holds all features (its batches draw from all training windows).
     """
     if not getattr(model, "has_frozen_front_end", False):
         return None
     n_windows = sum(len(starts) for starts in start_sets)
     needed = n_windows * model.n_features * 4
     if needed > FEATURE_CACHE_BYTES:
-        logger.info("frozen features of %d windows would need %.1f GB: computing them per batch", n_windows, needed / 1e9)
+        logger.info(
+            "frozen features of %d windows would need %.1f GB: computing them per batch", n_windows, needed / 1e9
+        )
         return None
+    ranks = distributed.current()
+    if ranks.distributed:
+        memo = None  # what one rank remembers, the others may not: each run computes its shard
     out, n_computed = [], 0
     digest = front_end_digest(model) if memo is not None else ""
     model.eval()
     with torch.no_grad():
         for starts in start_sets:
             feats = memo.recall(store, digest, starts, L, device) if memo is not None else None
-            if feats is None and getattr(model, "reads_series", False):
-                feats = model.store_window_features(store, starts, L).to(device)
-                if memo is not None:
-                    memo.remember(store, digest, starts, L, device, feats)
-                n_computed += len(starts)
-            elif feats is None:
-                parts = [
-                    model.frozen_features(torch.from_numpy(store.windows(starts[lo : lo + 256], L)).to(device))
-                    for lo in range(0, len(starts), 256)
-                ]
-                feats = torch.cat(parts) if parts else torch.empty(0, model.n_features, device=device)
+            if feats is None:
+                lo, hi = distributed.shard_bounds(len(starts), ranks)
+                feats = distributed.gather_rows(
+                    _window_features(model, store, starts[lo:hi], L, device), len(starts), ranks
+                )
                 if memo is not None:
                     memo.remember(store, digest, starts, L, device, feats)
                 n_computed += len(starts)
@@ -425,8 +479,22 @@ def _frozen_features(model, store, start_sets, L, device, memo: FeatureMemo | No
                 logger.info("reusing the frozen features of %d windows from an earlier run", len(starts))
             out.append(feats)
     model.train()
-    logger.info("frozen features of %d windows (%.0f MB) ready, %d computed now", n_windows, needed / 1e6, n_computed)
+    shards = f" ({ranks.world_size} ranks, one shard each)" if ranks.distributed else ""
+    logger.info(
+        "frozen features of %d windows (%.0f MB) ready, %d computed now%s", n_windows, needed / 1e6, n_computed, shards
+    )
     return out
+
+
+def _window_features(model, store, starts: np.ndarray, L: int, device) -> torch.Tensor:
+    """Frozen-front-end features ``(len(starts), n_features)`` of windows of ``store``."""
+    if getattr(model, "reads_series", False):
+        return model.store_window_features(store, starts, L).to(device)
+    parts = [
+        model.frozen_features(torch.from_numpy(store.windows(starts[lo : lo + 256], L)).to(device))
+        for lo in range(0, len(starts), 256)
+    ]
+    return torch.cat(parts) if parts else torch.empty(0, model.n_features, device=device)
 
 
 def _selection_auc(p_val: np.ndarray, val_set: _Subset, labels_np: np.ndarray, calibrator: str) -> float:
@@ -476,5 +544,7 @@ def _split_record(meta, split, mode) -> dict:
         rows = meta[split == name]
         record[name] = sorted(rows["subject"].unique().tolist())
         if mode == "channel":
-            record[f"{name}_channels"] = [f"{s}|{r}|{c}" for s, r, c in zip(rows["subject"], rows["run"], rows["channel"])]
+            record[f"{name}_channels"] = [
+                f"{s}|{r}|{c}" for s, r, c in zip(rows["subject"], rows["run"], rows["channel"])
+            ]
     return record
