@@ -33,6 +33,7 @@ from sss_viewer.viewer.export import (
 )
 from sss_viewer.viewer.export_widgets import download_buttons
 from sss_viewer.viewer.loader import ModelPicker, RecordingBrowser, load_selected
+from sss_viewer.viewer.patient_ranking import PatientRankingPanel
 from sss_viewer.viewer.ranking import RankingTable
 from sss_viewer.viewer.scoring import BackgroundScorer, ScoringProgress
 from sss_viewer.viewer.timecourse import SozTimeCourse
@@ -100,6 +101,7 @@ class ViewerApp(pn.viewable.Viewer):
         self.ranking = RankingTable()
         self.annotations = AnnotationPanel()
         self.channel_types = ChannelTypeEditor()
+        self.patient = PatientRankingPanel()
         self._source_recording: Recording | None = None
         self._navigated = False
         self._opening = False
@@ -108,6 +110,7 @@ class ViewerApp(pn.viewable.Viewer):
         self._disabled = pn.pane.Alert("", alert_type="warning", visible=False, sizing_mode="stretch_width")
         self._wire()
         self.bundle = self.models.bundle
+        self._update_patient_button()
         if load_demo:
             self.open_demo()
         pn.state.onload(self._enable_overview)
@@ -130,12 +133,36 @@ class ViewerApp(pn.viewable.Viewer):
         self.ranking.param.watch(self._on_label_edit, "clinician_labels")
         self.annotations.param.watch(self._on_type_overrides, "type_overrides")
         self.channel_types.param.watch(self._on_type_request, "requested")
+        self.browser.param.watch(self._update_patient_button, ["bids_subject", "is_bids"])
+        self.patient.button.on_click(lambda _event: self.rank_patient())
         self.traces.param.watch(self._on_navigate, ["start_s", "page", "span_s"])
         self.traces.param.watch(lambda e: setattr(self.annotations, "current_time_s", float(e.new)), "start_s")
         self.annotations.param.watch(  # "Go to": centre the view on the marker (the marker is not changed)
             lambda e: e.new is not None and setattr(self.traces, "start_s", max(0.0, min(
                 float(e.new) - self.traces.span_s / 2, self.traces.duration_s - self.traces.span_s))), "goto_s",
         )  # fmt: skip
+
+    def _update_patient_button(self, *_events) -> None:
+        """The BIDS picker's "rank over all runs" button names the subject and its number of runs."""
+        subject = self.browser.bids_subject
+        runs = self.browser.bids_runs(subject) if subject else {}
+        button = self.patient.button
+        button.visible = bool(self.browser.is_bids and subject)
+        button.disabled = not runs or self.bundle is None
+        button.label = f"Rank {subject}'s channels over {len(runs)} run{'s' * (len(runs) != 1)}" if subject else ""
+
+    def rank_patient(self, subject: str | None = None):
+        """Rank ``subject``'s channels (default: the BIDS picker's) over all of its runs with the open model.
+
+        Returns the :class:`~concurrent.futures.Future` of :meth:`PatientRankingPanel.rank`, or None
+        when there is no model or no such subject.
+        """
+        subject = subject or self.browser.bids_subject
+        runs = self.browser.bids_run_files(subject) if subject else {}
+        if self.bundle is None or not runs:
+            self._show_message("Choose a BIDS subject with runs and load a model to rank its channels over all runs.")
+            return None
+        return self.patient.rank(self.bundle, subject, runs)
 
     def _show_message(self, text: str) -> None:
         self.message = text
@@ -171,6 +198,7 @@ class ViewerApp(pn.viewable.Viewer):
         if bundle is None:
             return
         self.bundle = bundle
+        self._update_patient_button()
         self.ranking.threshold = float(bundle.threshold)
         if self.recording is not None and not self.is_demo:
             self.scores = None
@@ -448,12 +476,12 @@ class ViewerApp(pn.viewable.Viewer):
     # ------------------------------------------------------------------ layout
     def __panel__(self):
         sidebar = pn.Column(
-            "### Recording", self.browser, "### Model", self.models, self._disabled, ScoringProgress(scorer=self.scorer),
+            "### Recording", self.browser, self.patient.button, "### Model", self.models, self._disabled, ScoringProgress(scorer=self.scorer),
             "### Annotations", self.annotations, "### Channel types", self.channel_types,
             "### Export", *self._downloads(), width=340,
         )  # fmt: skip
         main = pn.Column(
-            self._notice, self._message, self.traces, self.timecourse, "### Channel ranking", self.ranking,
+            self._notice, self._message, self.traces, self.timecourse, "### Channel ranking", self.ranking, self.patient,
             sizing_mode="stretch_width",
         )  # fmt: skip
         return pn.Row(sidebar, main, sizing_mode="stretch_width")

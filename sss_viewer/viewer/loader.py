@@ -364,6 +364,7 @@ class RecordingBrowser(pn.viewable.Viewer):
     error = param.String(default="", doc="Why the last choice or upload was refused (empty when it was not).")
     message = param.String(default="", doc="What happened last (for the status line).")
     is_bids = param.Boolean(default=False, doc="The current folder is a BIDS dataset root.")
+    bids_subject = param.String(default="", doc="The subject chosen in the BIDS picker (empty outside a BIDS root).")
 
     def __init__(self, **params):
         params["data_root"] = os.path.abspath(params.get("data_root") or _default_data_root())
@@ -475,8 +476,13 @@ class RecordingBrowser(pn.viewable.Viewer):
         subject = subject or self._subject.value
         return {p.rsplit("/", 1)[-1]: p for p in self._runs.get(subject, [])}
 
+    def bids_run_files(self, subject: str | None = None) -> dict[str, Path]:
+        """``{run file name: absolute path}`` of ``subject`` (default: the chosen one), checked inside the data root."""
+        return {name: resolve_inside(self.data_root, rel) for name, rel in self.bids_runs(subject).items()}
+
     def _on_subject(self, *_) -> None:
         self._run.param.update(options=self.bids_runs(), value=None)
+        self.bids_subject = (self._subject.value or "") if self.is_bids else ""
 
     def _on_run(self, event) -> None:
         if event.new:

@@ -267,15 +267,27 @@ class BackgroundScorer(param.Parameterized):
             if job == self._job:  # a newer job owns the parameters
                 self.param.update(**values)
 
-        doc = self._doc
-        if doc is not None and doc.session_context is not None:
-            try:
-                with set_curdoc(doc):
-                    pn.state.execute(apply, schedule=True)
-            except Exception as exc:  # the session may have closed meanwhile
-                logger.debug("could not schedule a scorer update: %s", exc)
-        else:
-            apply()
+        run_in_session(self._doc, apply)
+
+
+def run_in_session(doc, apply) -> None:
+    """Call ``apply()`` from a worker thread: on the served session's event loop, directly elsewhere.
+
+    Parameters
+    ----------
+    doc : bokeh Document or None
+        ``pn.state.curdoc`` captured on the session's thread when the work was started.
+    apply : callable
+        Sets the parameters the page shows; Bokeh runs it under the document lock.
+    """
+    if doc is not None and doc.session_context is not None:
+        try:
+            with set_curdoc(doc):
+                pn.state.execute(apply, schedule=True)
+        except Exception as exc:  # the session may have closed meanwhile
+            logger.debug("could not schedule a session update: %s", exc)
+    else:
+        apply()
 
 
 class ScoringProgress(pn.viewable.Viewer):
