@@ -52,13 +52,14 @@ def rank_patient_channels(run_channels: pd.DataFrame) -> pd.DataFrame:
     twice = table[table.duplicated(["subject", "run", "key"], keep=False)]
     if len(twice):
         row = twice.iloc[0]
-        names = ", ".join(sorted(twice[(twice["run"] == row["run"]) & (twice["key"] == row["key"])]["channel"].astype(str)))
+        same = twice[(twice["run"] == row["run"]) & (twice["key"] == row["key"])]
+        names = ", ".join(sorted(same["channel"].astype(str)))
         raise ValueError(f"Run {row['run']} of subject {row['subject'] or '?'} scores one contact twice ({names}).")
     has_label = "label" in table.columns
     rows = []
     for subject, runs in table.groupby("subject", sort=True):
         run_order = list(dict.fromkeys(runs["run"]))
-        for key, group in runs.groupby("key", sort=False):
+        for _, group in runs.groupby("key", sort=False):
             group = group.set_index("run").loc[[r for r in run_order if r in set(group["run"])]]
             scores = group["score"].to_numpy(dtype=float)
             row = {
@@ -69,7 +70,7 @@ def rank_patient_channels(run_channels: pd.DataFrame) -> pd.DataFrame:
                 "max_score": float(np.max(scores)),
                 "n_runs": len(scores),
                 "runs": len(run_order),
-                "run_scores": "; ".join(f"{run}={score:.3f}" for run, score in zip(group.index, scores)),
+                "run_scores": "; ".join(f"{run}={score:.3f}" for run, score in zip(group.index, scores, strict=True)),
             }
             if has_label:
                 known = group["label"].dropna()
