@@ -133,6 +133,56 @@ def _check_listed_duration(recording: Recording, listed, table: Path) -> None:
         )
 
 
+def read_cohort_run(
+    root: str | Path,
+    path: str | Path,
+    *,
+    subject: str,
+    run: str,
+    centre: str = "",
+    listed_duration=None,
+    labels: pd.DataFrame | None = None,
+    preload: bool = False,
+) -> Recording:
+    """Read one run listed in ``ROOT/cohort.tsv`` as :func:`load_cohort` does (one row of it).
+
+    Parameters
+    ----------
+    root : str or Path
+        The cohort directory.
+    path : str or Path
+        The row's ``path`` (relative to ``root``).
+    subject, run : str
+        The row's ``subject`` and ``run``.
+    centre : str
+        The row's ``centre`` (empty when the table has none).
+    listed_duration : float, optional
+        The row's ``duration_s``: a file whose length differs is refused (a truncated data file).
+    labels : DataFrame, optional
+        ``ROOT/labels.tsv`` (:func:`read_labels`), labelling the run's channels.
+    preload : bool
+
+    Returns
+    -------
+    Recording
+        With ``subject``, ``run`` and ``centre`` from the row.
+
+    Raises
+    ------
+    RecordingReadError
+        The file cannot be read or its length disagrees with its files or ``duration_s``.
+    """
+    root = Path(root)
+    recording = read_recording(root / str(path), preload=preload)
+    _check_listed_duration(recording, listed_duration, root / COHORT_FILE)
+    recording.subject = str(subject)
+    recording.run = str(run)
+    recording.centre = str(centre or "")
+    if labels is not None:
+        recording.soz = soz_from_table(recording, labels, root / LABELS_FILE)
+    return recording
+
+
 def load_cohort(root: str | Path, *, preload: bool = False) -> list[Recording]:
     """Load every run listed in ``ROOT/cohort.tsv``, with SOZ labels from ``ROOT/labels.tsv`` if present.
 
@@ -166,17 +216,14 @@ def load_cohort(root: str | Path, *, preload: bool = False) -> list[Recording]:
     for row in table.itertuples(index=False):
         path = root / str(row.path)
         try:
-            recording = read_recording(path, preload=preload)
-            _check_listed_duration(recording, getattr(row, "duration_s", None), root / COHORT_FILE)
+            recording = read_cohort_run(
+                root, row.path, subject=row.subject, run=row.run, centre=getattr(row, "centre", ""),
+                listed_duration=getattr(row, "duration_s", None), labels=labels, preload=preload,
+            )  # fmt: skip
         except (OSError, ValueError) as exc:
             logger.warning("Skipping sub-%s run-%s (%s): %s", row.subject, row.run, path, exc)
             failures.append(str(path))
             continue
-        recording.subject = str(row.subject)
-        recording.run = str(row.run)
-        recording.centre = str(getattr(row, "centre", "") or "")
-        if labels is not None:
-            recording.soz = soz_from_table(recording, labels, root / LABELS_FILE)
         recordings.append(recording)
     if not recordings:
         raise RecordingReadError(
