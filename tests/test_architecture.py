@@ -26,6 +26,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("evaluation", ("sss_viewer.evaluation",)),
     ("baselines", ("sss_viewer.baselines",)),
     ("experiments", ("sss_viewer.experiments",)),
+    ("cohort scoring", ("sss_viewer.cohort_scoring",)),
     ("viewer", ("sss_viewer.viewer",)),
     ("front door", ("sss_viewer", "sss_viewer.__main__", "sss_viewer.cli", "sss_viewer._moved")),
 )

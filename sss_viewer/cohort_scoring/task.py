@@ -1,0 +1,141 @@
+"""One Dask task: open a recording on the worker, score it, write its folder, return its summary row."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sss_viewer._version import __version__
+from sss_viewer.cohort_scoring.digests import Fingerprint, source_digests
+from sss_viewer.cohort_scoring.outputs import write_recording
+from sss_viewer.cohort_scoring.plan import CohortSource, RecordingTask
+from sss_viewer.cohort_scoring.summary import FAILED, failed_row, recording_row
+from sss_viewer.engine.inference import score_recording
+from sss_viewer.preprocessing.cache import SeriesCache
+
+logger = logging.getLogger(__name__)
+
+EXPECTED_ERRORS = (ValueError, OSError, RuntimeError, MemoryError)
+"""What a recording may raise that is reported in its row (the CLI's runtime errors); anything else is a bug and reaches the client as the task's exception."""
+
+
+@dataclass(frozen=True)
+class ScoreSettings:
+    """How every recording of a cohort run is scored and where it goes (sent with each task; small).
+
+    Parameters
+    ----------
+    out : Path
+        The output folder (absolute; on a file system every worker reaches).
+    fingerprint : Fingerprint
+        Model, stride and labels, recorded in each ``done.json``.
+    batch_size : int
+    device : str
+        ``auto``, ``cpu`` or ``cuda``, resolved on each worker.
+    cache_dir : Path, optional
+        The preprocessed-series cache every worker uses (None: preprocess in memory).
+    """
+
+    out: Path
+    fingerprint: Fingerprint
+    batch_size: int = 1024
+    device: str = "auto"
+    cache_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """What a task returns to the client.
+
+    Parameters
+    ----------
+    recording_id : str
+    row : dict
+        The recording's ``cohort.csv`` row (status ``ok`` or ``failed`` with its error).
+    worker : str
+        ``host:pid`` of the process that ran it.
+    model_id : int
+        ``id()`` of the model object the task used: one per worker process when the model was sent
+        to the workers once.
+    seconds : float
+        Time the task took.
+    """
+
+    recording_id: str
+    row: dict
+    worker: str
+    model_id: int
+    seconds: float
+
+    @property
+    def failed(self) -> bool:
+        return self.row["status"] == FAILED
+
+
+def _check_reachable(task: RecordingTask, settings: ScoreSettings, host: str) -> None:
+    """Refuse, naming this worker, a recording or output folder that this worker cannot see."""
+    if not task.path.exists():
+        raise FileNotFoundError(
+            f"{task.path} not found on worker {host}: the cohort must be on a file system every worker reaches, "
+            "at the same path."
+        )
+    if not settings.out.is_dir():
+        raise FileNotFoundError(
+            f"Output folder {settings.out} not found on worker {host}: it must be on a file system every worker "
+            "reaches, at the same path."
+        )
+
+
+def score_task(bundle, source: CohortSource, task: RecordingTask, settings: ScoreSettings) -> TaskResult:
+    """Score one recording of a cohort and write ``OUT/<recording>/`` (``done.json`` last).
+
+    Parameters
+    ----------
+    bundle : ModelBundle
+        The model (sent to the workers once, :meth:`distributed.Client.scatter`).
+    source : CohortSource
+        How to open the cohort's recordings (sent once too).
+    task : RecordingTask
+    settings : ScoreSettings
+
+    Returns
+    -------
+    TaskResult
+        A recording that cannot be opened or scored, or whose folder cannot be written, gives a
+        ``failed`` row with the error (:data:`EXPECTED_ERRORS`); the task itself succeeds.
+    """
+    start = time.perf_counter()
+    host = socket.gethostname()
+    worker = f"{host}:{os.getpid()}"
+    try:
+        _check_reachable(task, settings, host)
+        recording = source.open(task)
+        cache = SeriesCache(settings.cache_dir) if settings.cache_dir is not None else None
+        scores = score_recording(
+            bundle, recording, stride=settings.fingerprint.stride, batch_size=settings.batch_size,
+            device=settings.device, progress=False, cache=cache,
+        )  # fmt: skip
+        row = recording_row(task, recording, scores.channels, scores.excluded)
+        done = {
+            "command": "score", "recording": task.recording_id, "source": task.source,
+            "sss_viewer_version": __version__, **settings.fingerprint.to_dict(),
+            "sources": source_digests(task.path, source.root, cache, recording.info.get("source_files", ())),
+            "summary": row, "worker": worker, "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }  # fmt: skip
+        write_recording(settings.out / task.recording_id, scores.windows, scores.channels, scores.excluded, done)
+    except EXPECTED_ERRORS as exc:
+        logger.warning("%s not scored: %s", task.recording_id, exc)
+        row = failed_row(task, _one_line(exc))
+    seconds = time.perf_counter() - start
+    logger.info("%s: %s on %s in %.1f s", task.recording_id, row["status"], worker, seconds)
+    return TaskResult(task.recording_id, row, worker, id(bundle), seconds)
+
+
+def _one_line(exc: BaseException) -> str:
+    """``exc``'s message on one line, or its type's name when it has none."""
+    text = str(exc) or type(exc).__name__
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
