@@ -183,17 +183,34 @@ def build_parser() -> argparse.ArgumentParser:
     _add_device(p)
     _add_common(p)
 
-    p = sub.add_parser("score", help="score recordings: windows.csv and channels.csv per run")
+    p = sub.add_parser(
+        "score", help="score a recording (windows.csv, channels.csv) or a cohort on Dask (per run + cohort.csv)"
+    )
     p.add_argument("model", type=Path, help="model directory")
     p.add_argument(
         "recording", type=Path,
         help="recording file (EDF/BDF, BrainVision .vhdr, FIF, EEGLAB .set, .npz), or a BIDS root / cohort folder "
-        "(every run, each into OUT/<run>/)",
+        "(every run one Dask task, each into OUT/<run>/: windows.parquet, channels.csv, done.json; then "
+        "OUT/cohort.csv and OUT/patients.csv)",
     )  # fmt: skip
-    p.add_argument("--out", required=True, type=Path, help="output folder (empty, or pass --overwrite)")
+    p.add_argument(
+        "--out", required=True, type=Path,
+        help="output folder (empty, or pass --overwrite; a folder an earlier cohort run wrote is resumed: "
+        "up-to-date runs are skipped). For a cohort it must be reachable by every worker at the same path",
+    )  # fmt: skip
     p.add_argument(
         "--overwrite", action="store_true",
         help="score into a used output folder: first remove what the previous run wrote (listed in its manifest)",
+    )  # fmt: skip
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--workers", type=int, metavar="N",
+        help="cohort: start a local Dask cluster of N single-threaded worker processes (default min(4, CPU cores))",
+    )  # fmt: skip
+    where.add_argument(
+        "--scheduler", metavar="ADDRESS",
+        help="cohort: score on the workers of a running Dask scheduler, e.g. tcp://host:8786 (the data, --out and "
+        "--cache-dir on a file system they all reach, at the same paths)",
     )  # fmt: skip
     p.add_argument(
         "--stride",
@@ -466,32 +483,59 @@ def _cmd_score(args, progress: bool) -> int:
     from sss_viewer.engine.bundle import ModelBundle
     from sss_viewer.io.cohort import load_recording, read_labels
 
+    if args.recording.is_dir():
+        return _score_cohort(args, progress)
+    if args.workers is not None or args.scheduler is not None:
+        raise UsageError(f"--workers and --scheduler score a cohort folder; {args.recording} is one recording file.")
     bundle = ModelBundle.load(args.model)
     output = ScoreOutput(args.out, args.overwrite)
-    if args.recording.is_dir():
-        from sss_viewer.io.cohort import load_data
-
-        recordings = load_data(args.recording, labels=args.labels, labels_fallback=args.labels_fallback)
-        failed = []
-        for recording in recordings:
-            stem = recording.source.name.split(".", 1)[0] if recording.source else recording.label.replace(" ", "_")
-            try:
-                _score_one(args, bundle, recording, output, args.out / stem, progress, top=5)
-            except (ValueError, OSError) as err:
-                logger.warning("Not scored: %s", err)
-                failed.append(stem)
-        if failed:
-            raise ScoreFailures(
-                f"{len(failed)} of {len(recordings)} run(s) of {args.recording} not scored: {', '.join(failed)} "
-                f"(reasons in the warnings above); the others are in {args.out}."
-            )
-        return 0
     recording = load_recording(args.recording)
     if args.subject:
         recording.subject = args.subject
     if args.labels is not None:
         recording.soz = _labels_for(recording, read_labels(args.labels), args.labels)
     _score_one(args, bundle, recording, output, args.out, progress, top=15)
+    return 0
+
+
+def _score_cohort(args, progress: bool) -> int:
+    """``score MODEL ROOT``: every recording of a BIDS root or cohort folder as one Dask task."""
+    from sss_viewer.cohort_scoring import CohortOptions, prepare_cohort, run_cohort
+    from sss_viewer.cohort_scoring.cluster import dask_client
+    from sss_viewer.cohort_scoring.outputs import is_cohort_output
+    from sss_viewer.preprocessing.cache import default_cache_dir
+
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"argument --workers: expected at least 1 worker process; got {args.workers}")
+    if not is_cohort_output(args.out):  # a single-file run's folder: refused, or cleared with --overwrite, as ever
+        ScoreOutput(args.out, args.overwrite)
+    options = CohortOptions(
+        stride=args.stride, batch_size=args.batch_size, device=args.device,
+        cache_dir=None if args.no_cache else (args.cache_dir or default_cache_dir()), labels=args.labels,
+        labels_fallback=args.labels_fallback,
+    )  # fmt: skip
+    plan = prepare_cohort(args.model, args.recording, args.out, options, overwrite=args.overwrite)
+    import distributed  # noqa: F401  (importing it sets its loggers' levels: ours must come after)
+
+    logging.getLogger("distributed").setLevel(logging.DEBUG if args.verbose > 1 else logging.WARNING)  # chatty INFO
+    if plan.to_score:
+        with dask_client(scheduler=args.scheduler, workers=args.workers) as client:
+            report = run_cohort(plan, client, progress=progress)
+    else:
+        report = run_cohort(plan, progress=progress)
+    counts = ", ".join(f"{report.count(s)} {s}" for s in ("ok", "skipped", "failed"))
+    skipped = " (skipped: up to date from an earlier run into this folder)" if report.count("skipped") else ""
+    print(f"{len(report.cohort)} recordings of {args.recording}: {counts}{skipped}")
+    for row in report.failed.itertuples(index=False):
+        print(f"  failed {row.recording}: {row.error}")
+    patients = report.patients["subject"].nunique()
+    print(f"wrote {args.out / 'cohort.csv'} and {args.out / 'patients.csv'} ({patients} patients)")
+    if len(report.failed):
+        failed = list(report.failed["recording"])
+        raise ScoreFailures(
+            f"{len(failed)} of {len(report.cohort)} run(s) of {args.recording} not scored: {', '.join(failed)} "
+            f"(errors in {args.out / 'cohort.csv'}); the others are in {args.out}."
+        )
     return 0
 
 
