@@ -7,8 +7,9 @@ recording scored with its files and the cohort/patient tables; the same numbers 
 ``score``; a rerun skips everything without touching a file; a changed model is refused without
 ``--overwrite``; a corrupt recording is listed with its error while the others are scored, and is
 retried on a rerun; a worker SIGKILLed while it holds a task leaves every recording scored exactly
-once; the model reaches each worker once; the workers use (and reuse) the preprocessing cache.
-About 1.5-2 minutes on 2 cores.
+once; the model reaches each worker once; the workers use (and reuse) the preprocessing cache; a
+worker that cannot see a file says so; a BIDS root gets the runs and labels ``load_data`` gives.
+About 1 minute on 2 cores.
 """
 
 from __future__ import annotations
@@ -30,8 +31,15 @@ from distributed import Client, LocalCluster
 import sss_viewer
 from sss_viewer.cli import EXIT_ERROR, EXIT_USAGE, main
 from sss_viewer.cohort_scoring import CohortOptions, prepare_cohort, run_cohort
+from sss_viewer.cohort_scoring.digests import Fingerprint
 from sss_viewer.cohort_scoring.outputs import leftovers
+from sss_viewer.cohort_scoring.plan import RecordingTask, find_recordings
+from sss_viewer.cohort_scoring.task import ScoreSettings, score_task
+from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.evaluation.patient_ranking import rank_patient_channels
+from sss_viewer.io.cohort import load_data
+from tests.conftest import DS003029_META
+from tests.fixtures.bids_fixture import write_ds003029_like
 
 DEMO_MODEL = Path(sss_viewer.__file__).parent / "data" / "demo" / "model"
 SYNTH = ["--patients", "3", "--runs", "2", "--duration-scale", "0.06", "--max-channels", "6"]
@@ -294,6 +302,34 @@ def test_a_worker_killed_while_it_holds_a_task_leaves_every_recording_scored_onc
         assert killed not in client.run(os.getpid).values()  # the nanny started a new worker process
     assert_each_recording_once(out)
     assert "6 ok, 0 skipped, 0 failed" in stdout
+
+
+def test_a_worker_that_cannot_see_the_recording_fails_it_naming_the_shared_file_system(cohort, tmp_path):
+    source, tasks = find_recordings(cohort)
+    missing = RecordingTask("gone", tmp_path / "gone_ieeg.vhdr", "gone_ieeg.vhdr", subject="synth01")
+    settings = ScoreSettings(out=tmp_path, fingerprint=Fingerprint("m", 256, "l"), device="cpu")
+    result = score_task(ModelBundle.load(DEMO_MODEL), source, missing, settings)
+    assert result.failed and "not found on worker" in result.row["error"] and "same path" in result.row["error"]
+    settings = ScoreSettings(out=tmp_path / "elsewhere", fingerprint=Fingerprint("m", 256, "l"), device="cpu")
+    result = score_task(ModelBundle.load(DEMO_MODEL), source, tasks[0], settings)
+    assert result.failed and f"Output folder {tmp_path / 'elsewhere'} not found on worker" in result.row["error"]
+
+
+# ------------------------------------------------------------------------------------------------
+# A BIDS root
+# ------------------------------------------------------------------------------------------------
+
+
+def test_a_bids_root_is_scored_with_the_runs_and_labels_load_data_gives(client, tmp_path):
+    root = write_ds003029_like(DS003029_META, tmp_path / "bids", subjects=("pt01", "ummc001"), max_channels=12)
+    plan = prepare_cohort(DEMO_MODEL, root, tmp_path / "out", CohortOptions(device="cpu"))
+    report = run_cohort(plan, client, progress=False)
+    expected = {(r.subject, r.run): r.soz is not None for r in load_data(root)}
+    table = report.cohort
+    assert (table["status"] == "ok").all() and len(table) == len(expected) == 4
+    assert {(s, r): pd.notna(n) for s, r, n in zip(table["subject"], table["run"], table["n_soz"])} == expected
+    assert set(table["centre"]) == {"NIH", "UMMC"} and set(table["session"]) == {"presurgery"}
+    assert set(report.patients["subject"]) == {"pt01", "ummc001"} and (report.patients["n_runs"] == 2).all()
 
 
 # ------------------------------------------------------------------------------------------------
