@@ -98,7 +98,9 @@ def test_no_module_imports_a_later_stage():
             if target == "sss_viewer" and module.startswith("sss_viewer."):
                 wrong.append(f"{module} imports the front door 'sss_viewer' (import the stage's module instead)")
             elif stage_of(target) > stage_of(module):
-                wrong.append(f"{module} ({STAGES[stage_of(module)][0]}) imports {target} ({STAGES[stage_of(target)][0]})")
+                wrong.append(
+                    f"{module} ({STAGES[stage_of(module)][0]}) imports {target} ({STAGES[stage_of(target)][0]})"
+                )
     assert not wrong, "\n".join(wrong)
 
 
@@ -110,10 +112,10 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
     stack: list[str] = []
     found: list[list[str]] = []
     counter = 0
-    for root in graph:
+    for root, targets in graph.items():
         if root in index:
             continue
-        work = [(root, iter(sorted(graph[root])))]
+        work = [(root, iter(sorted(targets)))]
         index[root] = low[root] = counter
         counter += 1
         stack.append(root)
@@ -160,7 +162,8 @@ def test_the_cycle_finder_finds_a_cycle():
 
 
 @pytest.mark.parametrize(
-    "module", ["sss_viewer.fileio", "sss_viewer.viewer.annotations", "sss_viewer.viewer.export", "sss_viewer.io.readers"]
+    "module",
+    ["sss_viewer.fileio", "sss_viewer.viewer.annotations", "sss_viewer.viewer.export", "sss_viewer.io.readers"],
 )
 def test_writing_files_and_reading_recordings_do_not_import_torch(module):
     code = f"import sys, {module}; print('torch' in sys.modules)"

@@ -116,7 +116,9 @@ def soz_from_table(recording: Recording, labels: pd.DataFrame, source: str | Pat
     mask, unmatched = match_soz(recording.ch_names, names, source=source, recording=recording.label)
     recording.info["unmatched_soz"] = unmatched
     if unmatched:
-        logger.warning("%s: SOZ channels in the labels table match no channel of the recording: %s", recording.label, unmatched)
+        logger.warning(
+            "%s: SOZ channels in the labels table match no channel of the recording: %s", recording.label, unmatched
+        )
     return mask
 
 
