@@ -209,8 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     where.add_argument(
         "--scheduler", metavar="ADDRESS",
-        help="cohort: score on the workers of a running Dask scheduler, e.g. tcp://host:8786 (the data, --out and "
-        "--cache-dir on a file system they all reach, at the same paths)",
+        help="cohort: score on the workers of a running Dask scheduler, e.g. tcp://host:8786 (the data and --out on "
+        "a file system they all reach, at the same paths; --cache-dir the same path on each, a local disk per machine)",
     )  # fmt: skip
     p.add_argument(
         "--stride",
