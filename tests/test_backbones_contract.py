@@ -22,6 +22,10 @@ DEFAULT_CONFIGS: dict[str, dict] = {
     "mamba": {"name": "mamba", "d_model": 32, "n_layers": 2, "patch_size": 64, "patch_stride": 16, "d_state": 16,
               "expand_factor": 2, "d_conv": 4, "head_dropout": 0.2, "revin": True, "revin_affine": True,
               "revin_eps": 1e-05},
+    "hydra": {"name": "hydra", "input_length": 1024, "kernels_per_group": 8, "groups": 64, "seed": 0, "revin": False,
+              "revin_eps": 1e-05},
+    "hydra_minirocket": {"name": "hydra_minirocket", "input_length": 1024, "kernels_per_group": 8, "groups": 64,
+                         "num_features": 9996, "seed": 0, "revin": False, "revin_eps": 1e-05},
     "minirocket": {"name": "minirocket", "input_length": 1024, "num_features": 9996, "seed": 0, "revin": False,
                    "revin_eps": 1e-05, "feature_context": "series"},
     "moderntcn": {"name": "moderntcn", "window_length": 1024, "patch_size": 8, "patch_stride": 4, "d_model": 32,
@@ -76,6 +80,8 @@ def test_config_survives_copy() -> None:
         ("rocket", {"seed": -1}, "Invalid seed=-1: expected a non-negative integer"),
         ("gru", {"pooling": "max"}, "Invalid pooling='max': expected one of 'mean', 'last'"),
         ("minirocket", {"seed": True}, "Invalid seed=True"),
+        ("hydra", {"groups": 0}, "Invalid groups=0: expected a positive integer"),
+        ("hydra_minirocket", {"kernels_per_group": 2.5}, "Invalid kernels_per_group=2.5"),
     ],
 )
 def test_declared_arguments_are_checked(name: str, params: dict, match: str) -> None:

@@ -23,6 +23,8 @@ SMALL_PARAMS: dict[str, dict] = {
     "gru": {"d_model": 8, "n_layers": 1},
     "lstm": {"d_model": 8, "n_layers": 1},
     "minirocket": {"input_length": 64, "num_features": 168},
+    "hydra": {"input_length": 64, "kernels_per_group": 4, "groups": 8},
+    "hydra_minirocket": {"input_length": 64, "kernels_per_group": 4, "groups": 8, "num_features": 168},
 }
 """Small, fast sizes per backbone; every registered backbone needs an entry."""
 
@@ -117,6 +119,8 @@ def test_every_backbone_has_its_app_c_configuration() -> None:
         "gru": {"lr": 1e-4, "d_model": 32, "n_layers": 3, "bidirectional": True},
         "lstm": {"lr": 1e-4, "d_model": 32, "n_layers": 3, "bidirectional": True},
         "minirocket": {"num_features": 9_996},  # not in the paper: Dempster et al.'s default
+        "hydra": {"kernels_per_group": 8, "groups": 64},  # not in the paper: Dempster et al. (2023)
+        "hydra_minirocket": {"kernels_per_group": 8, "groups": 64, "num_features": 9_996},
     }
     for name, values in expected.items():
         best = app_c_best(name)

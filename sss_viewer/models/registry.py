@@ -15,6 +15,7 @@ from typing import Any
 
 from sss_viewer.models.base import WindowModel
 from sss_viewer.models.dlinear import DLinear
+from sss_viewer.models.hydra import HydraClassifier, HydraMiniRocketClassifier
 from sss_viewer.models.mamba import MambaClassifier
 from sss_viewer.models.minirocket import MiniRocketClassifier
 from sss_viewer.models.moderntcn import ModernTCN
@@ -39,14 +40,14 @@ MODEL_REGISTRY: dict[str, type[WindowModel]] = {
     cls.name: cls
     for cls in (
         PatchTST, TimesNet, ModernTCN, DLinear, RocketClassifier, MambaClassifier, GRUClassifier, LSTMClassifier,
-        MiniRocketClassifier,
+        MiniRocketClassifier, HydraClassifier, HydraMiniRocketClassifier,
     )
 }  # fmt: skip
 """Known backbones by name."""
 
 FINITE_CONTEXT = ("patchtst", "timesnet", "moderntcn", "dlinear")
 """Backbones with a fixed input length L (``window_length``): whole channels are padded or truncated to L."""
-INFINITE_CONTEXT = ("rocket", "mamba", "gru", "lstm", "minirocket")
+INFINITE_CONTEXT = ("rocket", "mamba", "gru", "lstm", "minirocket", "hydra", "hydra_minirocket")
 """Backbones that read a whole variable-length channel (and equally a batch of fixed windows)."""
 
 
@@ -98,8 +99,9 @@ def build_model(name: str, **params: Any) -> WindowModel:
 def build_window_model(name: str, window_length: int, **params: Any) -> WindowModel:
     """A backbone that scores windows of ``window_length`` samples (the SSS local model).
 
-    Finite-context backbones get ``window_length``; ROCKET and MiniRocket get it as the reference
-    length of their kernel dilations (``input_length``); recurrent and Mamba backbones take any length.
+    Finite-context backbones get ``window_length``; ROCKET, MiniRocket and Hydra get it as the
+    reference length of their kernel dilations (``input_length``); recurrent and Mamba backbones take
+    any length.
     """
     accepted = _accepted_params(MODEL_REGISTRY[name]) if name in MODEL_REGISTRY else []
     if "window_length" in accepted:
