@@ -27,7 +27,7 @@ from sss_viewer.windows.splits import SPLIT_NAMES
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MINIROCKET_CS", "ReferenceResult", "fit_minirocket_logistic"]
+__all__ = ["MINIROCKET_CS", "ReferenceResult", "fit_minirocket_logistic", "select_logistic", "training_rows"]
 
 MINIROCKET_CS = (0.01, 0.1, 1.0)
 """Candidate inverse regularisation strengths of the logistic regression."""
@@ -46,6 +46,58 @@ class ReferenceResult:
 def _features(transform: MiniRocketFeatures, series_set: SeriesSet, members: np.ndarray) -> np.ndarray:
     """MiniRocket features of whole channels, (n, n_features)."""
     return whole_channel_features(transform, series_set, members, n_features=transform.n_features).numpy()
+
+
+def training_rows(series_set: SeriesSet, train: np.ndarray) -> np.ndarray:
+    """The training channels cut to the shortest of them: what a fixed transform is fitted on.
+
+    Parameters
+    ----------
+    series_set : SeriesSet
+    train : ndarray, shape (n_train,), int
+        Series numbers of the training channels.
+
+    Returns
+    -------
+    ndarray, shape (n_train, reference), float32
+        ``reference`` (the shortest training length) is also the transform's reference length.
+    """
+    reference = int(series_set.store.lengths[train].min())
+    return np.stack([series_set.store.series(int(i))[:reference] for i in train]).astype(np.float32)
+
+
+def select_logistic(
+    f_train: np.ndarray, y_train: np.ndarray, f_val: np.ndarray, y_val: np.ndarray, Cs: tuple[float, ...], seed: int
+) -> tuple[float, object, dict]:
+    """``StandardScaler + LogisticRegression`` fitted on the training features for each ``C``, chosen on validation AUC.
+
+    Parameters
+    ----------
+    f_train : ndarray, shape (n_train, n_features)
+    y_train : ndarray, shape (n_train,)
+    f_val : ndarray, shape (n_val, n_features)
+    y_val : ndarray, shape (n_val,)
+    Cs : tuple of float
+        Candidate inverse regularisation strengths; ties go to the smallest (the strongest regularisation).
+    seed : int
+        The solver's random state.
+
+    Returns
+    -------
+    C : float
+        The chosen ``C``.
+    pipeline : sklearn Pipeline
+        Its pipeline, fitted on the training features.
+    val_auc : dict
+        Validation AUC by ``C``.
+    """
+    fitted, val_auc = {}, {}
+    for C in sorted(Cs):
+        fitted[C] = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=1000, random_state=seed))
+        fitted[C].fit(f_train, y_train)
+        val_auc[C] = binary_auc(fitted[C].predict_proba(f_val)[:, 1], y_val)
+    best = max(sorted(Cs), key=lambda C: (np.nan_to_num(val_auc[C], nan=-1.0), -C))
+    return float(best), fitted[best], val_auc
 
 
 def fit_minirocket_logistic(
@@ -76,20 +128,12 @@ def fit_minirocket_logistic(
     split = np.asarray(split)
     labels = series_set.labels()
     train, val, test = (np.flatnonzero(split == name) for name in SPLIT_NAMES)
-    lengths = series_set.store.lengths[train]
-    reference = int(lengths.min())
-    transform = MiniRocketFeatures(reference, num_features, seed)
-    fit_rows = [series_set.store.series(int(i))[:reference] for i in train]
-    transform.fit(torch.from_numpy(np.stack(fit_rows).astype(np.float32)))
+    fit_rows = training_rows(series_set, train)
+    transform = MiniRocketFeatures(fit_rows.shape[1], num_features, seed)
+    transform.fit(torch.from_numpy(fit_rows))
     f_train, f_val, f_test = (_features(transform, series_set, rows) for rows in (train, val, test))
 
-    fitted, val_auc = {}, {}
-    for C in sorted(Cs):
-        fitted[C] = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=1000, random_state=seed))
-        fitted[C].fit(f_train, labels[train])
-        val_auc[C] = binary_auc(fitted[C].predict_proba(f_val)[:, 1], labels[val])
-    best = max(sorted(Cs), key=lambda C: (np.nan_to_num(val_auc[C], nan=-1.0), -C))
-    chosen = fitted[best]
+    best, chosen, val_auc = select_logistic(f_train, labels[train], f_val, labels[val], Cs, seed)
     logger.info("MiniRocket + logistic regression: validation AUC by C %s, chose C=%g", val_auc, best)
     return ReferenceResult(
         val_probs=chosen.predict_proba(f_val)[:, 1].astype(np.float64),

@@ -68,6 +68,11 @@ def estimate_run_bytes(recordings: Sequence[Recording], preprocess: PreprocessCo
         features = (n_train_windows + n_val_windows) * int(config.model_params.get("num_features", 9996)) * 4
     elif config.backbone == "rocket":
         features = (n_train_windows + n_val_windows) * 2 * int(config.model_params.get("num_kernels", 10_000)) * 4
+    elif config.backbone in ("hydra", "hydra_minirocket"):  # the count depends on L (one block per dilation)
+        from sss_viewer.models import build_window_model
+
+        n_features = build_window_model(config.backbone, L, **config.model_params).n_features
+        features = (n_train_windows + n_val_windows) * n_features * 4
     from sss_viewer.engine.training import FEATURE_CACHE_BYTES
 
     features = features if features <= FEATURE_CACHE_BYTES else 0  # larger caches are not built

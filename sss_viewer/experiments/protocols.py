@@ -23,7 +23,9 @@ SSS_MODEL = "sss"
 BASELINES = (*FINITE_CONTEXT, *INFINITE_CONTEXT)
 MINIROCKET_LR = "minirocket-lr"
 """MiniRocket features of the whole channel + logistic regression (the issue-6 reference, not trained by SGD)."""
-MODELS = (SSS_MODEL, *BASELINES, MINIROCKET_LR)
+HYDRA_MINIROCKET_RIDGE = "hydra-minirocket-ridge"
+"""Hydra + MiniRocket features of the whole channel + ridge (issue 18's strongest ROCKET-family peer, not trained by SGD)."""
+MODELS = (SSS_MODEL, *BASELINES, MINIROCKET_LR, HYDRA_MINIROCKET_RIDGE)
 SPLIT_MODES = ("channel", "patient")
 CV_SPLIT = "cv"
 """Split mode of cross-validation protocols: stratified k-fold by patient, inner validation from the training folds."""
@@ -70,7 +72,7 @@ PROTOCOLS = {
         Protocol("ablation-window", "App. A: SSS window length L", "ablation", "window_length", (512, 1024, 2048)),
         Protocol("ablation-calibration", "App. A: SSS calibration", "ablation", "calibrator", ("isotonic", "venn-abers", "none")),
         Protocol("bonn", "Bonn D vs C: stratified 5-fold CV x the seeds (repeats), inner validation in the training folds",
-                 "cv", default_preset="bonn", models=(SSS_MODEL, MINIROCKET_LR, *BASELINES)),
+                 "cv", default_preset="bonn", models=(SSS_MODEL, MINIROCKET_LR, HYDRA_MINIROCKET_RIDGE, *BASELINES)),
         Protocol("bonn-ablation", "Bonn: which SSS choices matter (window, normalisation, backbone, calibration, epochs)",
                  "cv", variants=BONN_ABLATION, default_preset="bonn", models=(SSS_MODEL,)),
     )

@@ -32,6 +32,7 @@ from sss_viewer.engine.training import train
 from sss_viewer.experiments.memory import check_fits_in_memory
 from sss_viewer.experiments.protocols import (
     BASELINES,
+    HYDRA_MINIROCKET_RIDGE,
     MINIROCKET_LR,
     PROTOCOLS,
     SSS_MODEL,
@@ -118,6 +119,8 @@ SMALL_BASELINE_PARAMS = {
     "gru": {"d_model": 16, "n_layers": 2, "patch_size": 64, "patch_stride": 32},
     "lstm": {"d_model": 16, "n_layers": 2, "patch_size": 64, "patch_stride": 32},
     "minirocket": {"num_features": 840},
+    "hydra": {"groups": 16},
+    "hydra_minirocket": {"groups": 16, "num_features": 840},
 }
 """Model sizes of the ``cpu`` preset's baselines (App. C sizes in the ``paper`` preset)."""
 
@@ -171,8 +174,8 @@ def run_settings_digest(preset: ExperimentPreset, run: RunSpec) -> str:
     """
     if run.model.startswith(SSS_MODEL):
         settings = _sss_config(preset, run).to_dict()
-    elif run.model == MINIROCKET_LR:
-        settings = {"model": MINIROCKET_LR}
+    elif run.model in (MINIROCKET_LR, HYDRA_MINIROCKET_RIDGE):
+        settings = {"model": run.model}
     else:
         settings = dataclasses.asdict(_baseline_config(preset, run))
     settings["experiment_preprocess"] = preprocess_preset("default", **preset.preprocess).to_dict()
@@ -208,6 +211,12 @@ def _execute(run: RunSpec, series_set: SeriesSet, preset: ExperimentPreset, memo
         reference = fit_minirocket_logistic(series_set, split, seed=run.seed)
         val_probs, test_probs = reference.val_probs, reference.test_probs
         extra["C"] = reference.C
+    elif run.model == HYDRA_MINIROCKET_RIDGE:
+        from sss_viewer.baselines.hydra_reference import fit_hydra_minirocket
+
+        peer = fit_hydra_minirocket(series_set, split, seed=run.seed)
+        val_probs, test_probs = peer.val_probs, peer.test_probs
+        extra["alpha"] = peer.alpha
     else:
         from sss_viewer.baselines.whole_channel import fit_whole_channel
 
