@@ -161,7 +161,12 @@ def test_report_and_csv_follow_one_rounding_rule(app, tmp_path):
     assert csv[0] == "rank,channel,shaft,score,time_above,lower,upper,label,n_windows,above"
     labels = {line.split(",")[7] for line in csv[1:]}
     assert labels <= {"1", "0", ""} and "1" in labels  # the demo's clinician labels as 1/0
-    assert all(line.split(",")[5] == "" for line in csv[1:])  # isotonic: no interval, empty cells
+    # Venn-Abers: every channel's interval [lower, upper] around its score, in the CSV and the report's table
+    rows = [line.split(",") for line in csv[1:]]
+    assert all(float(r[5]) <= float(r[3]) <= float(r[6]) for r in rows) and any(r[5] != r[6] for r in rows)
+    intervals = re.findall(r"<td>\[([\d.]+), ([\d.]+)\]</td>", report)
+    assert len(intervals) == min(len(rows), 30) and all(len(x.split(".")[1]) == 2 for pair in intervals for x in pair)  # top 30
+    assert [tuple(map(float, pair)) for pair in intervals] == [(float(r[5]), float(r[6])) for r in rows[:30]]
 
 
 def test_a_file_without_ieeg_channels_opens_for_reading(app, tmp_path):

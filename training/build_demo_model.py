@@ -56,6 +56,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--patients", type=int, default=12, help="synthetic training patients (default 12)")
     p.add_argument("--preset", default="minirocket", choices=TRAIN_PRESETS,
                    help="training preset (default minirocket: the real-data recipe; default: PatchTST)")
+    p.add_argument("--calibrator", choices=("isotonic", "venn-abers", "none"), default=None,
+                   help="calibrator (default: the preset's; venn-abers gives each channel score an interval)")
     p.add_argument("--epochs", type=int, default=0, help="training epochs (default 0: the preset's)")
     p.add_argument("--train-stride", type=int, default=256, help="training window stride in samples (default 256)")
     p.add_argument("--seed", type=int, default=TRAIN_SEED, help=f"cohort seed (default {TRAIN_SEED}; not {DEMO_SEED})")
@@ -73,15 +75,29 @@ def synth_cohort(n_patients: int, seed: int) -> list:
     return [synthesise_recording(k, 1, seed=seed, config=config)[0] for k in range(n_patients)]
 
 
-def channel_auc(bundle: ModelBundle, recordings: list) -> float:
-    """Pooled channel AUC of ``bundle`` over ``recordings`` (scores first, labels second)."""
-    scores, labels = [], []
+def channel_metrics(bundle: ModelBundle, recordings: list) -> dict:
+    """Pooled channel AUC and Brier score of ``bundle`` over ``recordings``, and its channel intervals' widths.
+
+    Returns
+    -------
+    metrics : dict
+        ``auc``, ``brier`` (of the channel scores against the channels' labels), ``mean_interval``
+        and ``median_interval`` (``upper - lower`` of the channel scores; 0 without Venn–Abers).
+    """
+    scores, labels, widths = [], [], []
     for recording in recordings:
         table = score_recording(bundle, recording, device="cpu", progress=False).channels
-        soz = dict(zip(recording.ch_names, recording.soz))
+        soz = dict(zip(recording.ch_names, recording.soz, strict=True))
         scores += table["score"].tolist()
         labels += [int(soz[c]) for c in table["channel"]]
-    return float(binary_auc(np.asarray(scores), np.asarray(labels)))
+        widths += (table["upper"] - table["lower"]).tolist()
+    scores_np, labels_np = np.asarray(scores), np.asarray(labels)
+    return {
+        "auc": float(binary_auc(scores_np, labels_np)),
+        "brier": float(np.mean((scores_np - labels_np) ** 2)),
+        "mean_interval": float(np.mean(widths)),
+        "median_interval": float(np.median(widths)),
+    }
 
 
 def write_demo_scores(model_dir: Path, out: Path, cache: str) -> None:
@@ -103,16 +119,18 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     recordings = synth_cohort(args.patients, args.seed)
     logger.info("synthesised %d patients in %.1f s", len(recordings), time.perf_counter() - started)
-    overrides = {k: v for k, v in (("epochs", args.epochs), ("train_stride", args.train_stride)) if v}
+    overrides = {
+        k: v for k, v in (("epochs", args.epochs), ("train_stride", args.train_stride), ("calibrator", args.calibrator)) if v
+    }
     config = train_preset(args.preset, device="cpu", seed=0, split="patient", **overrides)
     t0 = time.perf_counter()
     bundle = train(recordings, config, progress=False)
     train_seconds = time.perf_counter() - t0
     test = set(bundle.info["split"]["test"])
-    test_auc = channel_auc(bundle, [r for r in recordings if r.subject in test])
+    test_metrics = channel_metrics(bundle, [r for r in recordings if r.subject in test])
     with tempfile.TemporaryDirectory() as cache:
         demo = load_demo(cache)
-        demo_auc = channel_auc(bundle, [demo])
+        demo_metrics = channel_metrics(bundle, [demo])
         bundle.info["description"] = DEMO_DESCRIPTION
         bundle.info["training_preset"] = args.preset
         bundle.info["training_data"] = {
@@ -122,7 +140,12 @@ def main(argv: list[str] | None = None) -> int:
             "synth_config": TRAIN_SYNTH,
             "demo_recording": {"seed": DEMO_SEED, "patient_index": DEMO_PATIENT_INDEX, "in_training_data": False},
         }
-        bundle.info["demo_metrics"] = {"held_out_test_channel_auc": test_auc, "demo_recording_channel_auc": demo_auc}
+        bundle.info["demo_metrics"] = {
+            "held_out_test_channel_auc": test_metrics["auc"],
+            "demo_recording_channel_auc": demo_metrics["auc"],
+            "held_out_test": test_metrics,
+            "demo_recording": demo_metrics,
+        }
         model_dir = args.out / "model"
         if model_dir.exists():
             shutil.rmtree(model_dir)
@@ -132,10 +155,12 @@ def main(argv: list[str] | None = None) -> int:
         size = sum(p.stat().st_size for p in model_dir.iterdir())
         logger.info("saved %s (%.2f MB) after %.1f s of training", model_dir, size / 1e6, train_seconds)
         write_demo_scores(model_dir, args.out / "scores", cache)
-    logger.info(
-        "held-out test channel AUC %.3f, demo recording channel AUC %.3f; total %.1f s",
-        test_auc, demo_auc, time.perf_counter() - started,
-    )  # fmt: skip
+    for name, m in (("held-out test", test_metrics), ("demo recording", demo_metrics)):
+        logger.info(
+            "%s channels: AUC %.3f, Brier %.4f, interval width mean %.4f / median %.4f",
+            name, m["auc"], m["brier"], m["mean_interval"], m["median_interval"],
+        )  # fmt: skip
+    logger.info("calibrator %s; total %.1f s", config.calibrator, time.perf_counter() - started)
     return 0
 
 

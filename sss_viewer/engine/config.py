@@ -179,8 +179,9 @@ def train_preset(name: str, **overrides) -> TrainConfig:
         no per-window normalisation: the per-channel z-score keeps amplitude differences between
         windows), training/validation/scoring stride 256, a standardised logistic head trained by
         the channel loss on features computed once (Adam 1e-3, wd 1e-4, 20 epochs, patience 10),
-        isotonic calibration (the Bonn experiment turns calibration off: its 32 validation segments
-        are too few for isotonic regression).
+        Venn–Abers calibration: the isotonic fits of both labels, so every channel score carries an
+        interval ``[p0, p1]`` (ranking and Brier as with isotonic: ``docs/results.md``; the Bonn
+        experiment turns calibration off: its 32 validation segments are too few for it).
     """
     check_option("training preset", name, TRAIN_PRESETS)
     if name == "paper":
@@ -205,6 +206,7 @@ def train_preset(name: str, **overrides) -> TrainConfig:
             batch_size=64,
             epochs=20,
             patience=10,
+            calibrator="venn-abers",
         )
     else:
         base = TrainConfig()
