@@ -36,10 +36,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def train_once(torchrun: Path, ranks: int, cohort: Path, out: Path, args) -> tuple[float, float]:
+def torchrun_command() -> list[str]:
+    """``torchrun`` next to this Python, else its module (a machine whose scripts are not on the path)."""
+    script = Path(sys.executable).with_name("torchrun")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "torch.distributed.run"]
+
+
+def train_once(torchrun: list[str], ranks: int, cohort: Path, out: Path, args) -> tuple[float, float]:
     """Wall seconds and training windows/s (mean over epochs, all ranks together) of one run."""
     command = [
-        str(torchrun), "--standalone", "--nproc_per_node", str(ranks), "-m", "sss_viewer", "train", str(cohort),
+        *torchrun, "--standalone", "--nproc_per_node", str(ranks), "-m", "sss_viewer", "train", str(cohort),
         "--out", str(out), "--preset", args.preset, "--epochs", str(args.epochs), "--device", args.device,
         "--batch-size", str(args.batch_size // ranks), "--cache-dir", str(cohort.parent / "cache"), "--overwrite", "-q",
     ]  # fmt: skip
@@ -53,7 +59,7 @@ def train_once(torchrun: Path, ranks: int, cohort: Path, out: Path, args) -> tup
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    torchrun = Path(sys.executable).with_name("torchrun")
+    torchrun = torchrun_command()
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)
         cohort = work / "cohort"
@@ -61,12 +67,14 @@ def main(argv=None) -> int:
             subprocess.run([sys.executable, "-m", "sss_viewer", "synth", "--out", str(cohort), "--patients",
                             str(args.patients), "--duration-scale", "0.3", "--max-channels", "32", "-q"], check=True)  # fmt: skip
         results = {}
-        for ranks in (1, args.ranks):
+        for ranks in sorted({1, args.ranks}):
             runs = [train_once(torchrun, ranks, cohort, work / f"model-{ranks}", args) for _ in range(args.repeats)]
             results[ranks] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
             print(f"{ranks} rank(s): wall {results[ranks][0]:.1f} s (median of {args.repeats}), "
                   f"training {results[ranks][1]:.0f} windows/s")  # fmt: skip
     one, many = results[1], results[args.ranks]
+    if args.ranks == 1:
+        return 0
     print(f"{args.ranks} ranks / 1 rank: training windows/s ratio {many[1] / one[1]:.2f}, wall-time ratio {many[0] / one[0]:.2f}")
     return 0
 

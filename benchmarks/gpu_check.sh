@@ -5,6 +5,7 @@
 #   2. benchmarks/gpu_check.py: train the default and minirocket presets on CUDA (small synthetic
 #      cohort), score the latency recording (100 ch × 5 min × 1 kHz) with the bundled demo model and
 #      both trained models on CPU and GPU: agreement of window probabilities and windows/s.
+#   3. benchmarks/ddp_training.py: torchrun with nccl on 1 GPU and on all of the machine's GPUs.
 # Uses the machine's own python/torch (a CUDA build). Pure-Python packages the engine needs and the
 # machine may lack can be carried as wheels in .whl/ (see benchmarks/README.md).
 set -uo pipefail
@@ -21,5 +22,8 @@ echo "== GPU-marked tests"
 $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/test_training.py tests/test_minirocket_series.py; tests_rc=$?
 echo "== training and CPU-vs-GPU scoring"
 $PY benchmarks/gpu_check.py "$@"; check_rc=$?
-echo "gpu tests rc=$tests_rc, gpu_check rc=$check_rc"
-exit $(( tests_rc || check_rc ))
+echo "== torchrun (nccl): training windows/s on 1 GPU and on every GPU, same global batch"
+NGPU=$($PY -c "import torch; print(torch.cuda.device_count())")
+$PY benchmarks/ddp_training.py --device cuda --ranks "$NGPU" --repeats 1 --epochs 2; ddp_rc=$?
+echo "gpu tests rc=$tests_rc, gpu_check rc=$check_rc, ddp rc=$ddp_rc"
+exit $(( tests_rc || check_rc || ddp_rc ))
