@@ -1,4 +1,4 @@
-"""Hydra + MiniRocket features of whole channels with a ridge (or logistic) head: the strongest ROCKET-family peer.
+"""Hydra (+ MiniRocket) features of whole channels with a ridge (or logistic) head: the strongest ROCKET-family peer.
 
 Issue 18 asks SSS to beat, besides MiniRocket-LR (:mod:`sss_viewer.baselines.minirocket_reference`),
 the strongest whole-segment classifier of the ROCKET family: Hydra + MiniRocket (Dempster, Schmidt &
@@ -6,7 +6,8 @@ Webb 2023 combine Hydra with MultiRocket; MiniRocket here, the project's tested 
 whole channel goes through the front end of
 :class:`~sss_viewer.models.hydra.HydraMiniRocketClassifier` (reference length = the shortest
 training channel, MiniRocket's biases fitted on the training channels, exactly as MiniRocket-LR
-does), its :class:`~sss_viewer.models.hydra.SparseStandardizer` fitted on the channels the head is
+does) — or, with ``transform="hydra"``, of :class:`~sss_viewer.models.hydra.HydraClassifier`
+(Hydra alone: the paper's Hydra classifier) —, its :class:`~sss_viewer.models.hydra.SparseStandardizer` fitted on the channels the head is
 fitted on (square root and sparse scaling of the Hydra counts, standardisation of the PPV), then:
 
 * ``head="ridge"`` (the Hydra paper's classifier): ``RidgeClassifierCV`` over
@@ -37,30 +38,33 @@ from sss_viewer._validate import check_option
 from sss_viewer.baselines.minirocket_reference import MINIROCKET_CS, select_logistic, training_rows
 from sss_viewer.baselines.whole_channel import whole_channel_features
 from sss_viewer.engine.device import resolve_device
-from sss_viewer.models.hydra import HydraMiniRocketClassifier
+from sss_viewer.models.hydra import HydraClassifier, HydraMiniRocketClassifier
 from sss_viewer.windows.series_set import SeriesSet
 from sss_viewer.windows.splits import SPLIT_NAMES
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FIT_ON", "PEER_HEADS", "RIDGE_ALPHAS", "PeerResult", "fit_hydra_minirocket"]
+__all__ = ["FIT_ON", "PEER_HEADS", "PEER_TRANSFORMS", "RIDGE_ALPHAS", "PeerResult", "fit_hydra_peer"]
 
 RIDGE_ALPHAS = tuple(float(a) for a in np.logspace(-3, 3, 10))
 """Ridge penalties tried by leave-one-out (the Hydra and ROCKET papers' grid)."""
 PEER_HEADS = ("ridge", "logistic")
+PEER_TRANSFORMS = ("hydra_minirocket", "hydra")
+"""Front ends: Hydra + MiniRocket, or Hydra alone (registered backbone names)."""
 FIT_ON = ("train", "train+val")
 
 
 @dataclass
 class PeerResult:
-    """Validation and test scores of :func:`fit_hydra_minirocket` and the chosen penalty.
+    """Validation and test scores of :func:`fit_hydra_peer` and the chosen penalty.
 
     ``alpha`` is the ridge penalty (None for the logistic head), ``C`` the logistic inverse penalty
-    (None for the ridge); ``n_features`` the Hydra + MiniRocket feature count.
+    (None for the ridge); ``n_features`` the front end's feature count.
     """
 
     val_probs: np.ndarray
     test_probs: np.ndarray
+    transform: str
     head: str
     fit_on: str
     n_features: int
@@ -68,11 +72,12 @@ class PeerResult:
     C: float | None = None
 
 
-def fit_hydra_minirocket(
+def fit_hydra_peer(
     series_set: SeriesSet,
     split: np.ndarray,
     *,
     seed: int = 0,
+    transform: str = "hydra_minirocket",
     head: str = "ridge",
     fit_on: str = "train",
     kernels_per_group: int = 8,
@@ -82,7 +87,7 @@ def fit_hydra_minirocket(
     Cs: tuple[float, ...] = MINIROCKET_CS,
     device: str = "auto",
 ) -> PeerResult:
-    """Fit Hydra + MiniRocket + a ridge or logistic head on whole channels and score ``val`` and ``test``.
+    """Fit Hydra (+ MiniRocket) + a ridge or logistic head on whole channels and score ``val`` and ``test``.
 
     Parameters
     ----------
@@ -91,13 +96,15 @@ def fit_hydra_minirocket(
         ``train`` / ``val`` / ``test`` / ``unused`` per series.
     seed : int
         Seed of the Hydra kernels, of MiniRocket's bias fitting and of the logistic solver.
+    transform : {"hydra_minirocket", "hydra"}
+        The front end.
     head : {"ridge", "logistic"}
     fit_on : {"train", "train+val"}
         Channels the final head and the scaling are fitted on (module docstring).
     kernels_per_group, groups : int
         Hydra's ``k`` and ``g``.
     num_features : int
-        MiniRocket features.
+        MiniRocket features (``transform="hydra_minirocket"``).
     alphas : tuple of float
         Ridge penalties (leave-one-out choice).
     Cs : tuple of float
@@ -109,6 +116,7 @@ def fit_hydra_minirocket(
     -------
     PeerResult
     """
+    check_option("transform", transform, PEER_TRANSFORMS)
     check_option("head", head, PEER_HEADS)
     check_option("fit_on", fit_on, FIT_ON)
     split = np.asarray(split)
@@ -116,11 +124,14 @@ def fit_hydra_minirocket(
     train, val, test = (np.flatnonzero(split == name) for name in SPLIT_NAMES)
     for name, rows in (("train", train), ("val", val), ("test", test)):
         if len(rows) == 0:
-            raise ValueError(f"The {name} split is empty: fit_hydra_minirocket needs train, val and test channels.")
+            raise ValueError(f"The {name} split is empty: fit_hydra_peer needs train, val and test channels.")
     dev = resolve_device(device)
     fit_rows = training_rows(series_set, train)
-    model = HydraMiniRocketClassifier(fit_rows.shape[1], kernels_per_group, groups, num_features, seed).to(dev)
-    model.initialise_from_data(torch.from_numpy(fit_rows).to(dev))
+    if transform == "hydra":
+        model = HydraClassifier(fit_rows.shape[1], kernels_per_group, groups, seed).to(dev)
+    else:
+        model = HydraMiniRocketClassifier(fit_rows.shape[1], kernels_per_group, groups, num_features, seed).to(dev)
+        model.initialise_from_data(torch.from_numpy(fit_rows).to(dev))
     model.eval()
     raw = {
         name: whole_channel_features(model.frozen_features, series_set, rows, n_features=model.n_features, device=dev)
@@ -129,7 +140,7 @@ def fit_hydra_minirocket(
     fitted = np.concatenate([train, val]) if fit_on == "train+val" else train
     scaled = _scaled(model, raw, ("train", "val") if fit_on == "train+val" else ("train",))
     f_fit = np.concatenate([scaled["train"], scaled["val"]]) if fit_on == "train+val" else scaled["train"]
-    result = PeerResult(np.empty(0), np.empty(0), head, fit_on, model.n_features)
+    result = PeerResult(np.empty(0), np.empty(0), transform, head, fit_on, model.n_features)
     if head == "ridge":
         ridge = RidgeClassifierCV(alphas=alphas).fit(f_fit, labels[fitted])
         if list(ridge.classes_) != [0, 1]:
@@ -139,7 +150,7 @@ def fit_hydra_minirocket(
         def score(f: np.ndarray) -> np.ndarray:
             return expit(ridge.decision_function(f))
 
-        logger.info("Hydra + MiniRocket + ridge: %d features, alpha=%g by leave-one-out on %s", model.n_features,
+        logger.info("%s + ridge: %d features, alpha=%g by leave-one-out on %s", transform, model.n_features,
                     result.alpha, fit_on)  # fmt: skip
     else:
         selection = _scaled(model, raw, ("train",)) if fit_on == "train+val" else scaled  # C is chosen on train alone
@@ -151,18 +162,18 @@ def fit_hydra_minirocket(
         def score(f: np.ndarray) -> np.ndarray:
             return chosen.predict_proba(f)[:, 1]
 
-        logger.info("Hydra + MiniRocket + logistic regression: validation AUC by C %s, chose C=%g", val_auc, C)
+        logger.info("%s + logistic regression: validation AUC by C %s, chose C=%g", transform, val_auc, C)
     result.val_probs = np.asarray(score(scaled["val"]), dtype=np.float64)
     result.test_probs = np.asarray(score(scaled["test"]), dtype=np.float64)
     return result
 
 
-def _scaled(model: HydraMiniRocketClassifier, raw: dict, fit_names: tuple[str, ...]) -> dict:
+def _scaled(model: HydraClassifier | HydraMiniRocketClassifier, raw: dict, fit_names: tuple[str, ...]) -> dict:
     """Every feature matrix of ``raw`` scaled by the model's standardiser fitted on the ``fit_names`` matrices.
 
     Parameters
     ----------
-    model : HydraMiniRocketClassifier
+    model : HydraClassifier or HydraMiniRocketClassifier
         Its ``norm`` is reset and refitted.
     raw : dict of str to Tensor, shape (n, n_features)
     fit_names : tuple of str

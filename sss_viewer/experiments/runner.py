@@ -212,9 +212,9 @@ def _execute(run: RunSpec, series_set: SeriesSet, preset: ExperimentPreset, memo
         val_probs, test_probs = reference.val_probs, reference.test_probs
         extra["C"] = reference.C
     elif run.model == HYDRA_MINIROCKET_RIDGE:
-        from sss_viewer.baselines.hydra_reference import fit_hydra_minirocket
+        from sss_viewer.baselines.hydra_reference import fit_hydra_peer
 
-        peer = fit_hydra_minirocket(series_set, split, seed=run.seed)
+        peer = fit_hydra_peer(series_set, split, seed=run.seed)
         val_probs, test_probs = peer.val_probs, peer.test_probs
         extra["alpha"] = peer.alpha
     else:
