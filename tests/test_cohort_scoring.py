@@ -34,6 +34,7 @@ from sss_viewer.cohort_scoring import CohortOptions, prepare_cohort, run_cohort
 from sss_viewer.cohort_scoring.digests import Fingerprint
 from sss_viewer.cohort_scoring.outputs import leftovers
 from sss_viewer.cohort_scoring.plan import RecordingTask, find_recordings
+from sss_viewer.cohort_scoring.summary import short_run_name
 from sss_viewer.cohort_scoring.task import ScoreSettings, score_task
 from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.evaluation.patient_ranking import rank_patient_channels
@@ -153,7 +154,9 @@ def test_patients_csv_ranks_each_patient_over_the_written_runs(scored):
     out, _ = scored
     table = cohort_csv(out)
     runs = [
-        pd.read_csv(out / row.recording / "channels.csv").assign(subject=row.subject, run=row.recording)
+        pd.read_csv(out / row.recording / "channels.csv").assign(
+            subject=row.subject, run=short_run_name(row.recording, row.subject)
+        )
         for row in table.itertuples()
     ]
     expected = rank_patient_channels(pd.concat(runs, ignore_index=True))
@@ -162,6 +165,7 @@ def test_patients_csv_ranks_each_patient_over_the_written_runs(scored):
     pd.testing.assert_frame_equal(patients[["subject", "channel", "rank", "n_runs", "label"]], expected[["subject", "channel", "rank", "n_runs", "label"]], check_dtype=False)  # fmt: skip
     np.testing.assert_allclose(patients["score"], expected["score"], atol=1e-6)
     assert list(patients["run_scores"]) == list(expected["run_scores"])
+    assert not any("sub-" in cell or "_ieeg" in cell for cell in patients["run_scores"])  # names within the patient
 
 
 def test_a_recording_scores_as_the_single_file_score_does(capsys, cohort, scored, tmp_path):

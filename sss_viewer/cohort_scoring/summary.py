@@ -78,6 +78,20 @@ def cohort_table(rows: list[dict]) -> pd.DataFrame:
     return table
 
 
+def short_run_name(recording: str, subject: str | None) -> str:
+    """A recording's name within its subject, for ``run_scores``: ``ses-presurgery_task-ictal_run-01``.
+
+    The ``sub-<subject>_`` prefix and the ``_ieeg`` suffix of a BIDS name say nothing within one
+    patient's row; other names are kept whole.
+    """
+    name = recording
+    for prefix in (f"sub-{subject}_", f"{subject}_") if subject else ():
+        if name.startswith(prefix) and len(name) > len(prefix):
+            name = name[len(prefix) :]
+            break
+    return name[: -len("_ieeg")] if name.endswith("_ieeg") and len(name) > len("_ieeg") else name
+
+
 def run_channels(out: Path, cohort: pd.DataFrame) -> pd.DataFrame:
     """Every scored recording's ``channels.csv`` with its ``subject`` and ``run`` (= the recording's id).
 
@@ -99,7 +113,7 @@ def run_channels(out: Path, cohort: pd.DataFrame) -> pd.DataFrame:
         channels = pd.read_csv(
             out / row.recording / CHANNELS, dtype={"channel": str}, keep_default_na=False, na_values=[""]
         )
-        tables.append(channels.assign(subject=row.subject or "", run=row.recording))
+        tables.append(channels.assign(subject=row.subject or "", run=short_run_name(row.recording, row.subject)))
     if not tables:
         return pd.DataFrame(columns=["subject", "run", "channel", "score"])
     table = pd.concat(tables, ignore_index=True)
