@@ -355,3 +355,14 @@ def test_workers_use_the_preprocessing_cache_and_a_second_run_reuses_it(scored, 
     _, before, after = api_run
     assert len(before) == N_RECORDINGS  # the first run's workers wrote one entry per recording
     assert after == before  # the second run, into another folder, rebuilt none
+
+
+def test_the_local_cluster_listens_on_loopback_only():
+    """Task names are recording names (patient identifiers): nothing of a local cluster is reachable from outside."""
+    from sss_viewer.cohort_scoring.cluster import dask_client
+
+    with dask_client(workers=1) as client:
+        info = client.scheduler_info()
+        assert info["address"].startswith("tcp://127.0.0.1:")
+        assert all(address.startswith("tcp://127.0.0.1:") for address in info["workers"])
+        assert client.dashboard_link.startswith("http://127.0.0.1:")

@@ -12,6 +12,8 @@ logger = logging.getLogger(__name__)
 MAX_DEFAULT_WORKERS = 4
 """The default local cluster has one single-threaded worker process per CPU core, at most this many."""
 CONNECT_TIMEOUT_S = 30
+LOOPBACK = "127.0.0.1"
+"""Where a local cluster listens: nothing of it is reachable from another machine."""
 """How long connecting to an existing scheduler may take."""
 
 
@@ -62,10 +64,12 @@ def dask_client(scheduler: str | None = None, workers: int | None = None) -> Ite
     n = default_workers() if workers is None else workers
     if n < 1:
         raise ValueError(f"--workers must be at least 1; got {n}.")
-    # the dashboard (and the scheduler's HTTP routes, served even without it) on a free port, not 8787:
-    # two runs on one machine must not collide
+    # the scheduler, workers and dashboard on loopback only (task names are recording names, i.e. patient
+    # identifiers), the dashboard on a free port, not 8787: two runs on one machine must not collide
     with (
-        LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster,
+        LocalCluster(
+            n_workers=n, threads_per_worker=1, processes=True, host=LOOPBACK, dashboard_address=f"{LOOPBACK}:0"
+        ) as cluster,
         Client(cluster) as client,
     ):
         logger.info(
