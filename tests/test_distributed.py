@@ -72,17 +72,12 @@ def _rank(rank: int, init_file: str, window_loss_weight: float, results) -> None
         dist.destroy_process_group()
 
 
-@pytest.mark.parametrize("window_loss_weight", [0.0, 0.5])
-def test_channel_loss_over_ranks_is_the_global_batch_loss_and_gradient(tmp_path, window_loss_weight):
-    """A series' windows of one global batch fall on both ranks: the per-series sums are summed over ranks."""
-    expected = _single_process(window_loss_weight)
+def run_ranks(target, init_file: str, *args) -> list:
+    """Run ``target(rank, init_file, *args, results)`` in WORLD spawned processes; every rank's ``results[rank]``."""
     ctx = mp.get_context("spawn")
     with ctx.Manager() as manager:
         results = manager.dict()
-        procs = [
-            ctx.Process(target=_rank, args=(r, str(tmp_path / "init"), window_loss_weight, results))
-            for r in range(WORLD)
-        ]
+        procs = [ctx.Process(target=target, args=(r, init_file, *args, results)) for r in range(WORLD)]
         for p in procs:
             p.start()
         for p in procs:
@@ -90,7 +85,14 @@ def test_channel_loss_over_ranks_is_the_global_batch_loss_and_gradient(tmp_path,
             if p.is_alive():
                 p.kill()
         assert [p.exitcode for p in procs] == [0] * WORLD, "a rank failed"
-        ranks = [results[r] for r in range(WORLD)]
+        return [results[r] for r in range(WORLD)]
+
+
+@pytest.mark.parametrize("window_loss_weight", [0.0, 0.5])
+def test_channel_loss_over_ranks_is_the_global_batch_loss_and_gradient(tmp_path, window_loss_weight):
+    """A series' windows of one global batch fall on both ranks: the per-series sums are summed over ranks."""
+    expected = _single_process(window_loss_weight)
+    ranks = run_ranks(_rank, str(tmp_path / "init"), window_loss_weight)
     assert len(ranks[0]) == len(ranks[1]) == len(expected)
     for step, (loss, grad_w, grad_b) in enumerate(expected):
         for rank in range(WORLD):
@@ -139,18 +141,7 @@ def test_frozen_features_are_computed_in_shards_and_gathered_on_every_rank(tmp_p
     assert [len(f) for f in expected] == [len(s) for s in sets] and min(len(s) for s in sets) > WORLD
     bounds = [distributed.shard_bounds(len(sets[1]), distributed.Ranks(r, WORLD)) for r in range(WORLD)]
     assert bounds[0][0] == 0 and bounds[0][1] == bounds[1][0] and bounds[-1][1] == len(sets[1])
-    ctx = mp.get_context("spawn")
-    with ctx.Manager() as manager:
-        results = manager.dict()
-        procs = [ctx.Process(target=_feature_rank, args=(r, str(tmp_path / "init"), results)) for r in range(WORLD)]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join(timeout=240)
-            if p.is_alive():
-                p.kill()
-        assert [p.exitcode for p in procs] == [0] * WORLD, "a rank failed"
-        gathered = [results[r] for r in range(WORLD)]
+    gathered = run_ranks(_feature_rank, str(tmp_path / "init"))
     for rank in range(WORLD):
         for got, want in zip(gathered[rank], expected):
             np.testing.assert_array_equal(got, want)
