@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Table 1 + Table 2 at the `paper` preset (App. C sizes: PatchTST d_model 128, L = 1024 on the native
+# rate pooled 24/12, stride 5, batch 8192, 50 epochs, patience 15; baselines at App. C sizes) on a
+# ds003029 copy, on every GPU of this machine. Resumable: rerun the same command to continue.
+#
+#   training/paper_tables_gpu.sh DATA [OUT] [SEEDS]
+#     DATA   a BIDS copy of OpenNeuro ds003029 (or any labelled BIDS/cohort root with centres)
+#     OUT    results folder (default experiments/paper-gpu)
+#     SEEDS  seeds to run (default "0 1 2 3 4")
+#   SMOKE=1 training/paper_tables_gpu.sh DATA OUT "0"   one seed of the `smoke` preset: checks the set-up in minutes
+#
+# How the GPUs are used: the grid is 5 seeds x 2 split modes x 9 settings x (SSS + 11 baselines) = 1080
+# independent runs, so each GPU runs whole runs — one seed per process, `CUDA_VISIBLE_DEVICES`
+# pinning it to its GPU, all writing their run records into the same folders (one file per run,
+# written atomically; nothing else is shared). Splitting one run over GPUs (torchrun, README
+# "Scaling out") pays only for a run too large for one GPU's memory or time; for this grid it would add
+# an all-reduce to every step of runs that already fit. When every seed has finished, one last call
+# per protocol (all runs found finished, nothing trained) writes the complete results.csv and tables.md.
+#
+# Expected time: the authors report 2–3 h for 5 seeds of SSS on 4 GPUs with their code at these sizes;
+# with the eleven baselines at App. C sizes, budget 6–10 h on 4 H100-class GPUs and about 4x that on
+# one. Not yet measured here: no GPU was lent (docs/results.md §1). Checked on the CPU with SMOKE=1 on a
+# 12-patient synthetic cohort, seeds "0 1": 1,232 s, both protocols' complete tables written.
+set -euo pipefail
+DATA=${1:?usage: training/paper_tables_gpu.sh DATA [OUT] [SEEDS]}
+OUT=${2:-experiments/paper-gpu}
+SEEDS=${3:-0 1 2 3 4}
+SSS=${SSS_VIEWER_BIN:-.venv/bin/sss-viewer}
+PRESET=paper
+[ "${SMOKE:-0}" = 1 ] && PRESET=smoke
+NGPU=$(${PYTHON:-.venv/bin/python} -c "import torch; print(torch.cuda.device_count())")
+SLOTS=$NGPU
+if [ "$NGPU" -lt 1 ]; then
+  # the smoke preset also runs on a CPU (one process at a time): a check of this script itself
+  [ "$PRESET" = smoke ] || { echo "error: no CUDA device; this script is for GPU machines (training/cpu_grid.sh runs the cpu preset)" >&2; exit 1; }
+  SLOTS=1
+fi
+mkdir -p "$OUT/logs"
+wait_for() {  # a seed's process; its failure stops the script with the log to read
+  wait "$1" || { echo "error: a seed of $2 failed; its last lines:" >&2; tail -n 3 "$OUT"/logs/"$2"-seed*.log >&2; exit 1; }
+}
+start=$(date +%s)
+for protocol in paper-table1 paper-table2; do
+  gpu=0
+  pids=()
+  for seed in $SEEDS; do
+    CUDA_VISIBLE_DEVICES=$([ "$NGPU" -ge 1 ] && echo "$gpu") "$SSS" experiment "$protocol" --data "$DATA" --preset "$PRESET" --seeds "$seed" \
+      --out "$OUT/$protocol-$PRESET" -q >"$OUT/logs/$protocol-seed$seed.log" 2>&1 &
+    pids+=($!)
+    gpu=$(( (gpu + 1) % SLOTS ))
+    if [ "${#pids[@]}" -ge "$SLOTS" ]; then wait_for "${pids[0]}" "$protocol"; pids=("${pids[@]:1}"); fi
+  done
+  for pid in "${pids[@]}"; do wait_for "$pid" "$protocol"; done
+  # shellcheck disable=SC2086
+  "$SSS" experiment "$protocol" --data "$DATA" --preset "$PRESET" --seeds $SEEDS --out "$OUT/$protocol-$PRESET" -q
+  echo "$protocol ($PRESET preset, seeds $SEEDS, $NGPU GPU(s)): $(( $(date +%s) - start )) s wall so far"
+done
+echo "tables: $OUT/paper-table1-$PRESET/tables.md and $OUT/paper-table2-$PRESET/tables.md"
