@@ -25,7 +25,12 @@ MINIROCKET_LR = "minirocket-lr"
 """MiniRocket features of the whole channel + logistic regression (the issue-6 reference, not trained by SGD)."""
 HYDRA_MINIROCKET_RIDGE = "hydra-minirocket-ridge"
 """Hydra + MiniRocket features of the whole channel + ridge (issue 18's strongest ROCKET-family peer, not trained by SGD)."""
-MODELS = (SSS_MODEL, *BASELINES, MINIROCKET_LR, HYDRA_MINIROCKET_RIDGE)
+FULL_FOLD = "-full"
+"""Suffix of a reference trained on the whole training fold (train + inner validation), choices still made on
+the inner validation split: what plain k-fold CV gives it (``minirocket-lr-full``, ``hydra-minirocket-ridge-full``)."""
+REFERENCES = (MINIROCKET_LR, MINIROCKET_LR + FULL_FOLD, HYDRA_MINIROCKET_RIDGE, HYDRA_MINIROCKET_RIDGE + FULL_FOLD)
+"""Whole-channel references fitted in closed form (not by SGD)."""
+MODELS = (SSS_MODEL, *BASELINES, *REFERENCES)
 SPLIT_MODES = ("channel", "patient")
 CV_SPLIT = "cv"
 """Split mode of cross-validation protocols: stratified k-fold by patient, inner validation from the training folds."""
@@ -63,6 +68,17 @@ BONN_ABLATION = (
 The scoring strides (test windows every 512 / 1024 samples instead of 256) measure what a cheaper
 viewer default costs: MiniRocket scoring time is proportional to the number of windows."""
 
+BONN_CANDIDATES = (
+    (),
+    (("window_length", 2048),),
+    (("backbone", "rocket"),),
+    (("backbone", "hydra"),),
+    (("backbone", "hydra_minirocket"),),
+    (("backbone", "hydra_minirocket"), ("window_length", 2048)),
+)  # fmt: skip
+"""Issue 18's candidates for SSS on Bonn, one row each (the empty tuple is the ``bonn`` preset, MiniRocket at
+L = 1024); the protocol's tables add the nested choice among them by inner-validation AUC."""
+
 PROTOCOLS = {
     p.name: p
     for p in (
@@ -72,7 +88,10 @@ PROTOCOLS = {
         Protocol("ablation-window", "App. A: SSS window length L", "ablation", "window_length", (512, 1024, 2048)),
         Protocol("ablation-calibration", "App. A: SSS calibration", "ablation", "calibrator", ("isotonic", "venn-abers", "none")),
         Protocol("bonn", "Bonn D vs C: stratified 5-fold CV x the seeds (repeats), inner validation in the training folds",
-                 "cv", default_preset="bonn", models=(SSS_MODEL, MINIROCKET_LR, HYDRA_MINIROCKET_RIDGE, *BASELINES)),
+                 "cv", default_preset="bonn", models=(SSS_MODEL, *REFERENCES, *BASELINES)),
+        Protocol("bonn-candidates", "Bonn: SSS local models and windows of issue 18 (MiniRocket, ROCKET, Hydra, "
+                 "Hydra + MiniRocket; L = 1024 / 2048), chosen per fold on inner validation",
+                 "cv", variants=BONN_CANDIDATES, default_preset="bonn", models=(SSS_MODEL,)),
         Protocol("bonn-ablation", "Bonn: which SSS choices matter (window, normalisation, backbone, calibration, epochs)",
                  "cv", variants=BONN_ABLATION, default_preset="bonn", models=(SSS_MODEL,)),
     )

@@ -32,9 +32,11 @@ from sss_viewer.engine.training import train
 from sss_viewer.experiments.memory import check_fits_in_memory
 from sss_viewer.experiments.protocols import (
     BASELINES,
+    FULL_FOLD,
     HYDRA_MINIROCKET_RIDGE,
     MINIROCKET_LR,
     PROTOCOLS,
+    REFERENCES,
     SSS_MODEL,
     RunSpec,
     plan_runs,
@@ -101,7 +103,9 @@ PRESETS = {
         preprocess={"target_sfreq": None},
         backbone_params={"patchtst": {"d_model": 64, "d_ff": 128, "n_heads": 4, "n_layers": 2},
                          "minirocket": {"num_features": 9996, "revin": False},
-                         "rocket": {"num_kernels": 2000}, "dlinear": {}},
+                         "rocket": {"num_kernels": 2000}, "dlinear": {},
+                         "hydra": {"kernels_per_group": 8, "groups": 64},
+                         "hydra_minirocket": {"kernels_per_group": 8, "groups": 64, "num_features": 9996}},
         strides_follow_window=False,
     ),
 }  # fmt: skip
@@ -174,7 +178,7 @@ def run_settings_digest(preset: ExperimentPreset, run: RunSpec) -> str:
     """
     if run.model.startswith(SSS_MODEL):
         settings = _sss_config(preset, run).to_dict()
-    elif run.model in (MINIROCKET_LR, HYDRA_MINIROCKET_RIDGE):
+    elif run.model in REFERENCES:
         settings = {"model": run.model}
     else:
         settings = dataclasses.asdict(_baseline_config(preset, run))
@@ -205,16 +209,18 @@ def _execute(run: RunSpec, series_set: SeriesSet, preset: ExperimentPreset, memo
         extra["best_epoch"] = int(bundle.info["best_epoch"])
         if "head_l2" in bundle.info:
             extra["head_l2"] = float(bundle.info["head_l2"])
-    elif run.model == MINIROCKET_LR:
+    elif run.model.startswith(MINIROCKET_LR):
         from sss_viewer.baselines.minirocket_reference import fit_minirocket_logistic
 
-        reference = fit_minirocket_logistic(series_set, split, seed=run.seed)
+        fit_on = "train+val" if run.model.endswith(FULL_FOLD) else "train"
+        reference = fit_minirocket_logistic(series_set, split, seed=run.seed, fit_on=fit_on)
         val_probs, test_probs = reference.val_probs, reference.test_probs
         extra["C"] = reference.C
-    elif run.model == HYDRA_MINIROCKET_RIDGE:
+    elif run.model.startswith(HYDRA_MINIROCKET_RIDGE):
         from sss_viewer.baselines.hydra_reference import fit_hydra_peer
 
-        peer = fit_hydra_peer(series_set, split, seed=run.seed)
+        fit_on = "train+val" if run.model.endswith(FULL_FOLD) else "train"
+        peer = fit_hydra_peer(series_set, split, seed=run.seed, fit_on=fit_on)
         val_probs, test_probs = peer.val_probs, peer.test_probs
         extra["alpha"] = peer.alpha
     else:
