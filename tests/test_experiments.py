@@ -177,3 +177,20 @@ def test_cross_validation_tables_aggregate_folds_and_select_on_validation():
     # per fold the best validation AUC picks the variant: fold 1 -> L=512, the others -> sss
     assert f"| {SELECTED_LABEL} | **0.880 ± 0.040**" in text
     assert "Chosen: sss (8x), sss window_length=512 (2x)" in text
+
+
+def test_named_sss_rows_of_the_tables():
+    """``sss-recipe`` is the minirocket training preset at its own sizes; ``sss-patchtst-l1024`` the preset's SSS at L=1024."""
+    from sss_viewer.engine.config import train_preset
+    from sss_viewer.experiments.protocols import check_models
+    from sss_viewer.experiments.runner import PRESETS, _sss_config
+
+    runs = {r.model: r for r in plan_runs("paper-table1", ["A", "B"], ["sss", "sss-recipe", "sss-patchtst-l1024"], [3], ["patient"])}
+    recipe = _sss_config(PRESETS["cpu"], runs["sss-recipe"])
+    assert recipe == train_preset("minirocket", seed=3, device="auto")
+    plain, wide = _sss_config(PRESETS["cpu"], runs["sss"]), _sss_config(PRESETS["cpu"], runs["sss-patchtst-l1024"])
+    assert (plain.backbone, plain.window_length) == ("patchtst", 256)
+    assert (wide.backbone, wide.window_length, wide.train_stride, wide.inference_stride) == ("patchtst", 1024, 1024, 256)
+    assert wide.model_params == plain.model_params and wide.epochs == plain.epochs
+    with pytest.raises(ValueError, match="SSS backbone"):
+        check_models(["sss-recipes"])

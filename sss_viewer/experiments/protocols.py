@@ -25,12 +25,22 @@ MINIROCKET_LR = "minirocket-lr"
 """MiniRocket features of the whole channel + logistic regression (the issue-6 reference, not trained by SGD)."""
 HYDRA_MINIROCKET_RIDGE = "hydra-minirocket-ridge"
 """Hydra + MiniRocket features of the whole channel + ridge (issue 18's strongest ROCKET-family peer, not trained by SGD)."""
+SSS_ROWS = {
+    "sss-recipe": {"preset": "minirocket"},
+    "sss-patchtst-l1024": {"window_length": 1024},
+}
+"""Named SSS rows of the tables: ``sss-recipe`` is the ``minirocket`` training preset at its own sizes (the
+recipe that works on real data: MiniRocket, L = 1024, stride 256, Venn–Abers), whatever the experiment
+preset; ``sss-patchtst-l1024`` is the experiment preset's SSS (PatchTST) with the window raised to
+L = 1024 (strides following it). Plain ``sss`` stays the experiment preset's SSS (``cpu``: PatchTST at
+L = 256, which does not learn on the synthetic cohort)."""
+
 FULL_FOLD = "-full"
 """Suffix of a reference trained on the whole training fold (train + inner validation), choices still made on
 the inner validation split: what plain k-fold CV gives it (``minirocket-lr-full``, ``hydra-minirocket-ridge-full``)."""
 REFERENCES = (MINIROCKET_LR, MINIROCKET_LR + FULL_FOLD, HYDRA_MINIROCKET_RIDGE, HYDRA_MINIROCKET_RIDGE + FULL_FOLD)
 """Whole-channel references fitted in closed form (not by SGD)."""
-MODELS = (SSS_MODEL, *BASELINES, *REFERENCES)
+MODELS = (SSS_MODEL, *SSS_ROWS, *BASELINES, *REFERENCES)
 SPLIT_MODES = ("channel", "patient")
 CV_SPLIT = "cv"
 """Split mode of cross-validation protocols: stratified k-fold by patient, inner validation from the training folds."""
@@ -131,10 +141,10 @@ class RunSpec:
 
 
 def check_models(models) -> list[str]:
-    """Validate model names (``sss``, ``sss-<backbone>`` or a baseline) before anything is trained."""
+    """Validate model names (``sss``, a named SSS row, ``sss-<backbone>`` or a baseline) before anything is trained."""
     out = []
     for name in models:
-        if name.startswith(SSS_MODEL + "-"):
+        if name.startswith(SSS_MODEL + "-") and name not in SSS_ROWS:
             check_option("SSS backbone", name[len(SSS_MODEL) + 1 :], BASELINES)
         else:
             check_option("model", name, MODELS)

@@ -38,6 +38,7 @@ from sss_viewer.experiments.protocols import (
     PROTOCOLS,
     REFERENCES,
     SSS_MODEL,
+    SSS_ROWS,
     RunSpec,
     plan_runs,
     split_for_run,
@@ -137,12 +138,14 @@ def _sss_config(preset: ExperimentPreset, run: RunSpec):
     batch larger than the preset's ``windows_per_epoch`` raises the latter to one full batch (else
     every batch size above it would train identically).
     """
-    params = dict(preset.sss)
+    row = SSS_ROWS.get(run.model, {})
+    params = dict(row) if "preset" in row else dict(preset.sss)  # a named training preset at its own sizes
     name = params.pop("preset", "default")
     # the training preset's own model sizes unless the experiment preset or the run says otherwise
     params["model_params"] = dict(params.get("model_params", train_preset(name).model_params))
-    overrides = dict(run.overrides)
-    backbone = overrides.pop("backbone", run.model[len(SSS_MODEL) + 1 :] if run.model != SSS_MODEL else None)
+    overrides = {**({} if "preset" in row else row), **dict(run.overrides)}
+    named_backbone = run.model[len(SSS_MODEL) + 1 :] if run.model != SSS_MODEL and not row else None
+    backbone = overrides.pop("backbone", named_backbone)
     if backbone is not None:
         params["backbone"] = backbone
         if preset.name == "cpu":
