@@ -16,7 +16,15 @@ from sss_viewer.windows.splits import SPLIT_MODES
 logger = logging.getLogger(__name__)
 
 
-TRAIN_PRESETS = ("default", "paper", "minirocket")
+TRAIN_PRESETS = ("default", "paper", "minirocket", "hydra", "hydra_minirocket")
+
+
+_RECIPE_SIZES = {
+    "minirocket": {"num_features": 9996, "revin": False},
+    "hydra": {"kernels_per_group": 8, "groups": 64, "revin": False},
+    "hydra_minirocket": {"kernels_per_group": 8, "groups": 64, "num_features": 9996, "revin": False},
+}
+"""Local model sizes of the real-data recipe and of its Hydra variants (same training, backbone swapped)."""
 
 
 CALIBRATE_ON = ("val", "train+val")
@@ -182,6 +190,9 @@ def train_preset(name: str, **overrides) -> TrainConfig:
         Venn–Abers calibration: the isotonic fits of both labels, so every channel score carries an
         interval ``[p0, p1]`` (ranking and Brier as with isotonic: ``docs/results.md``; the Bonn
         experiment turns calibration off: its 32 validation segments are too few for it).
+    ``hydra``, ``hydra_minirocket``
+        The ``minirocket`` recipe with the local model swapped for Hydra (k = 8, g = 64: 7,168
+        counts at L = 1024) or Hydra + MiniRocket (17,164 features), issue 18.
     """
     check_option("training preset", name, TRAIN_PRESETS)
     if name == "paper":
@@ -195,10 +206,10 @@ def train_preset(name: str, **overrides) -> TrainConfig:
             class_balanced_loss=False,
             mixed_native_rates=True,
         )
-    elif name == "minirocket":
+    elif name in _RECIPE_SIZES:
         base = TrainConfig(
-            backbone="minirocket",
-            model_params={"num_features": 9996, "revin": False},
+            backbone=name,
+            model_params=dict(_RECIPE_SIZES[name]),
             window_length=1024,
             train_stride=256,
             val_stride=256,
