@@ -18,8 +18,9 @@ Hydra features of every segment (ours: ``HydraClassifier.frozen_features``; aeon
 
 **Speed.** Windows/s of the frozen front ends for ``--batch`` (512) windows of L = 1024 on this
 machine, each the median of ``--repeats`` passes after a warm-up, in the same run: ``hydra``,
-``hydra_minirocket``, ``minirocket`` reading each window on its own (``feature_context="window"``)
-and ``minirocket`` reading each row as a channel (``"series"``, the default, numba).
+``hydra_minirocket``, ``minirocket`` reading each window on its own (``feature_context="window"``),
+``minirocket`` reading each row as a channel (``"series"``, the default, numba's own threads) and
+aeon's ``HydraTransformer`` (``n_jobs=--threads``).
 
 aeon is not a dependency (its pins would move numpy/numba/pandas): it runs in its own environment,
 ``--aeon-python`` (``make bench-env``), in a child process given the same arrays; that environment
@@ -119,7 +120,7 @@ import numpy as np
 import aeon
 from aeon.transformations.collection.convolution_based import HydraTransformer
 x = np.load(sys.argv[1])[:, None, :]
-hydra = HydraTransformer(n_kernels=8, n_groups=64, n_jobs=2, random_state=0).fit(x[:8])
+hydra = HydraTransformer(n_kernels=8, n_groups=64, n_jobs=int(sys.argv[4]), random_state=0).fit(x[:8])
 hydra.transform(x[:8])
 times = []
 for _ in range(int(sys.argv[2])):
@@ -263,14 +264,14 @@ def speed(args) -> None:
         path = Path(tmp) / "windows.npy"
         np.save(path, windows.numpy())
         site = sysconfig.get_paths()["purelib"]
-        command = [args.aeon_python, "-c", AEON_SPEED_SCRIPT, str(path), str(args.repeats), site]
+        command = [args.aeon_python, "-c", AEON_SPEED_SCRIPT, str(path), str(args.repeats), site, str(args.threads)]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         print(f"aeon: failed\n{done.stderr[-2000:]}", file=sys.stderr)
         return
     aeon = json.loads(done.stdout.strip().splitlines()[-1])
     print(f"  {'aeon ' + aeon['version'] + ' Hydra':22s} {7168:6d} features  {aeon['seconds']:6.2f} s  "
-          f"{args.batch / aeon['seconds']:7.0f} windows/s (HydraTransformer n_jobs=2)")  # fmt: skip
+          f"{args.batch / aeon['seconds']:7.0f} windows/s (HydraTransformer n_jobs={args.threads})")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -281,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch", type=int, default=512, help="windows of the speed measurement")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--threads", type=int, default=2, help="torch threads (aeon: n_jobs=2 regardless)")
+    p.add_argument("--threads", type=int, default=2, help="torch threads; aeon's n_jobs in the speed part")
     p.add_argument("--aeon-python", default=str(ROOT / ".venv-aeon" / "bin" / "python"))
     p.add_argument("--skip-aeon", action="store_true")
     p.add_argument("--skip-speed", action="store_true")
