@@ -480,7 +480,8 @@ def _fit(series_set, config, labels, train_idx, val_idx, test_idx, device, progr
             x = _crop(series_set.store.series(int(train_idx[pick[0]])), config.max_length, rng)[None]
         else:
             x = _crop_batch([series_set.store.series(int(i)) for i in train_idx[pick]], config.max_length, rng)
-        return model(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device))
+        # a copy: a single channel's crop is a view of the (read-only, memory-mapped) store
+        return model(torch.from_numpy(np.array(x, dtype=np.float32)).to(device))
 
     def batch_losses(epoch: int):
         order = rng.permutation(len(train_idx))
