@@ -132,8 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, type=Path, help="model directory to write")
     p.add_argument(
         "--preset", default="default", choices=_TrainingChoices("TRAIN_PRESETS"), metavar="PRESET",
-        help="training preset, one of %(choices)s: default (PatchTST, CPU-sized), paper (App. C budget) or "
-        "minirocket (the real-data recipe); the options below override it (default: default)",
+        help="training preset, one of %(choices)s: default (PatchTST, CPU-sized), paper (App. C budget), "
+        "minirocket (the real-data recipe, Venn-Abers intervals), hydra / hydra_minirocket (the recipe with a Hydra "
+        "or Hydra + MiniRocket local model); the options below override it (default: default)",
     )  # fmt: skip
     p.add_argument("--backbone", help="local model, e.g. patchtst or minirocket (default: the preset's)")
     p.add_argument("--epochs", type=int, help="training epochs (default: the preset's)")
@@ -148,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--windows-per-epoch", type=int, help="train each epoch on a random draw of this many windows")
     p.add_argument(
         "--calibrator", choices=("isotonic", "venn-abers", "none"),
-        help="probability calibration of the window scores (default: the preset's, isotonic)",
+        help="probability calibration of the window scores (default: the preset's: isotonic, venn-abers for the "
+        "minirocket and hydra presets)",
     )  # fmt: skip
     p.add_argument(
         "--calibrate-on", choices=_TrainingChoices("CALIBRATE_ON"), metavar="WINDOWS",

@@ -167,7 +167,7 @@ def test_minirocket_training_preset_is_the_real_data_recipe_and_a_cli_choice():
     config = train_preset("minirocket")
     assert PRESETS["bonn"].sss == {"preset": "minirocket", "calibrator": "none"}  # the recipe, written once
     assert config.backbone == "minirocket" and config.model_params == {"num_features": 9996, "revin": False}
-    assert config.calibrator == "isotonic"
+    assert config.calibrator == "venn-abers"  # every channel score with its interval (docs/results.md)
     # Another backbone does not inherit MiniRocket's sizes.
     assert train_preset("minirocket", backbone="patchtst").model_params == {}
 
