@@ -171,3 +171,17 @@ def test_a_torchrun_job_that_lost_a_rank_resumes_on_two_ranks_to_the_uninterrupt
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
     assert not checkpoint.exists()
     _same_model(tmp_path / "whole", out)
+
+
+def test_a_checkpoint_is_read_once_however_often_its_state_is_asked_for(tmp_path):
+    from sss_viewer.engine.checkpoint import TrainingCheckpoint
+
+    path = tmp_path / "model.checkpoint.pt"
+    TrainingCheckpoint(path, "run-a").save({"epoch": 2, "weights": torch.arange(3.0)})
+    checkpoint = TrainingCheckpoint(path, "run-a", resume=True)
+    first = checkpoint.load()
+    path.unlink()  # a second read would now fail
+    assert checkpoint.load() is first and first["epoch"] == 2
+    TrainingCheckpoint(path, "run-a").save({"epoch": 1})
+    with pytest.raises(ValueError, match="another configuration"):
+        TrainingCheckpoint(path, "run-b", resume=True).load()

@@ -72,9 +72,13 @@ class TrainingCheckpoint:
         self.fingerprint = fingerprint
         self.resume = resume
         self.write = write
+        self._loaded: dict | None = None
 
     def load(self) -> dict | None:
         """The state to resume from, or None to start at epoch 1.
+
+        The file is read and checked once; later calls return the same state (the trainer checks it
+        before any feature work and resumes from it after).
 
         Raises
         ------
@@ -83,6 +87,8 @@ class TrainingCheckpoint:
         """
         if not self.resume:
             return None
+        if self._loaded is not None:
+            return self._loaded
         if not self.path.is_file():
             raise ValueError(f"Nothing to resume: no training checkpoint at {self.path} (train without --resume).")
         try:
@@ -98,6 +104,7 @@ class TrainingCheckpoint:
                 "(--overwrite)."
             )
         logger.info("resuming from %s after epoch %d", self.path, state["epoch"])
+        self._loaded = state
         return state
 
     def save(self, state: dict) -> None:
