@@ -53,6 +53,27 @@ def toy_cohort() -> list[Recording]:
     return [toy_recording(f"toy{i:02d}", i) for i in range(8)]
 
 
+@pytest.fixture(scope="session")
+def toy_series_split(toy_cohort):
+    """The first four toy recordings as a series set, split into channels to train, validate and test.
+
+    Returns ``(series_set, split)``: 8 SOZ and 24 other channels; 2 + 2 of each class validate and test,
+    the rest train (split: (n_channels,) of "train" / "val" / "test", seed 0).
+    """
+    from sss_viewer.preprocessing.config import preprocess_preset
+    from sss_viewer.windows.series_set import build_series_set
+
+    series_set = build_series_set(toy_cohort[:4], preprocess_preset("default"), min_length=256, progress=False)
+    labels = series_set.labels()
+    split = np.full(len(labels), "train", dtype=object)
+    rng = np.random.default_rng(0)
+    for label in (0, 1):
+        rows = rng.permutation(np.flatnonzero(labels == label))
+        split[rows[:2]] = "val"
+        split[rows[2:4]] = "test"
+    return series_set, split.astype(str)
+
+
 DS003029_META = TEST_DATA / "ds003029-meta"
 """The vendored subset of the real ds003029 sidecars (CC0, no signals) that ``write_ds003029_like`` mirrors."""
 

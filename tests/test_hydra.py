@@ -192,30 +192,14 @@ def test_presets_swap_only_the_backbone():
     assert differing == {"backbone", "model_params"}
 
 
-@pytest.fixture(scope="module")
-def toy_series(toy_cohort):
-    from sss_viewer.preprocessing.config import preprocess_preset
-    from sss_viewer.windows.series_set import build_series_set
-
-    series_set = build_series_set(toy_cohort[:4], preprocess_preset("default"), min_length=256, progress=False)
-    labels = series_set.labels()
-    split = np.full(len(labels), "train", dtype=object)
-    rng = np.random.default_rng(0)
-    for label in (0, 1):  # 8 SOZ and 24 other channels: 2 + 2 of each class validate and test
-        rows = rng.permutation(np.flatnonzero(labels == label))
-        split[rows[:2]] = "val"
-        split[rows[2:4]] = "test"
-    return series_set, split.astype(str)
-
-
 @pytest.mark.parametrize(
     ("transform", "head", "fit_on"), [("hydra_minirocket", "ridge", "train"), ("hydra", "logistic", "train+val")]
 )
-def test_whole_segment_peer_fits_and_scores(toy_series, transform, head, fit_on):
+def test_whole_segment_peer_fits_and_scores(toy_series_split, transform, head, fit_on):
     from sss_viewer.baselines.hydra_reference import fit_hydra_peer
     from sss_viewer.metrics import binary_auc
 
-    series_set, split = toy_series
+    series_set, split = toy_series_split
     labels = series_set.labels()
     result = fit_hydra_peer(
         series_set, split, transform=transform, head=head, fit_on=fit_on, kernels_per_group=4, groups=8,
@@ -229,7 +213,7 @@ def test_whole_segment_peer_fits_and_scores(toy_series, transform, head, fit_on)
     assert binary_auc(result.test_probs, labels[split == "test"]) > 0.5  # the toy SOZ channels carry spikes
 
 
-def test_whole_segment_peer_is_a_bonn_model_and_checks_its_options(toy_series):
+def test_whole_segment_peer_is_a_bonn_model_and_checks_its_options(toy_series_split):
     from sss_viewer.baselines.hydra_reference import fit_hydra_peer
     from sss_viewer.experiments.protocols import HYDRA_MINIROCKET_RIDGE, PROTOCOLS, plan_runs
     from sss_viewer.experiments.runner import PRESETS, run_settings_digest
@@ -238,7 +222,7 @@ def test_whole_segment_peer_is_a_bonn_model_and_checks_its_options(toy_series):
     runs = plan_runs("bonn", ["Bonn"], [HYDRA_MINIROCKET_RIDGE, "sss-hydra", "hydra_minirocket"], [0], ["cv"])
     assert {r.model for r in runs} == {HYDRA_MINIROCKET_RIDGE, "sss-hydra", "hydra_minirocket"}
     assert len({run_settings_digest(PRESETS["bonn"], r) for r in runs if r.setting == "fold 1"}) == 3
-    series_set, split = toy_series
+    series_set, split = toy_series_split
     with pytest.raises(ValueError, match="Invalid head='svm'"):
         fit_hydra_peer(series_set, split, head="svm")
     with pytest.raises(ValueError, match="Invalid transform='rocket'"):

@@ -9,24 +9,8 @@ from sss_viewer.baselines.minirocket_reference import fit_minirocket_logistic
 from sss_viewer.experiments.protocols import MODELS, PROTOCOLS
 
 
-@pytest.fixture(scope="module")
-def toy_split(toy_cohort):
-    from sss_viewer.preprocessing.config import preprocess_preset
-    from sss_viewer.windows.series_set import build_series_set
-
-    series_set = build_series_set(toy_cohort[:4], preprocess_preset("default"), min_length=256, progress=False)
-    labels = series_set.labels()
-    split = np.full(len(labels), "train", dtype=object)
-    rng = np.random.default_rng(1)
-    for label in (0, 1):
-        rows = rng.permutation(np.flatnonzero(labels == label))
-        split[rows[:2]] = "val"
-        split[rows[2:4]] = "test"
-    return series_set, split.astype(str)
-
-
-def test_the_full_fold_reference_chooses_c_as_before_and_refits_on_train_and_val(toy_split):
-    series_set, split = toy_split
+def test_the_full_fold_reference_chooses_c_as_before_and_refits_on_train_and_val(toy_series_split):
+    series_set, split = toy_series_split
     inner = fit_minirocket_logistic(series_set, split, num_features=840)
     full = fit_minirocket_logistic(series_set, split, num_features=840, fit_on="train+val")
     assert len(full.test_probs) == (split == "test").sum() and np.isfinite(full.test_probs).all()

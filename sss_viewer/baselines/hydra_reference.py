@@ -35,7 +35,7 @@ from scipy.special import expit
 from sklearn.linear_model import RidgeClassifierCV
 
 from sss_viewer._validate import check_option
-from sss_viewer.baselines.minirocket_reference import MINIROCKET_CS, select_logistic, training_rows
+from sss_viewer.baselines.minirocket_reference import FIT_ON, MINIROCKET_CS, select_logistic, training_rows
 from sss_viewer.baselines.whole_channel import whole_channel_features
 from sss_viewer.engine.device import resolve_device
 from sss_viewer.models.hydra import HydraClassifier, HydraMiniRocketClassifier
@@ -51,7 +51,6 @@ RIDGE_ALPHAS = tuple(float(a) for a in np.logspace(-3, 3, 10))
 PEER_HEADS = ("ridge", "logistic")
 PEER_TRANSFORMS = ("hydra_minirocket", "hydra")
 """Front ends: Hydra + MiniRocket, or Hydra alone (registered backbone names)."""
-FIT_ON = ("train", "train+val")
 
 
 @dataclass

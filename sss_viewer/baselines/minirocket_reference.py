@@ -28,7 +28,7 @@ from sss_viewer.windows.splits import SPLIT_NAMES
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MINIROCKET_CS", "ReferenceResult", "fit_minirocket_logistic", "select_logistic", "training_rows"]
+__all__ = ["FIT_ON", "MINIROCKET_CS", "ReferenceResult", "fit_minirocket_logistic", "select_logistic", "training_rows"]
 
 FIT_ON = ("train", "train+val")
 """What the final reference is trained on: the training channels, or the whole training fold."""
