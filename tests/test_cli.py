@@ -22,27 +22,12 @@ import pytest
 import sss_viewer
 from sss_viewer.cli import EXIT_ERROR, EXIT_USAGE, build_parser, main
 from tests.conftest import toy_recording
+from tests.fixtures.cli import one_error_line, run
 
 DEMO_MODEL = Path(sss_viewer.__file__).parent / "data" / "demo" / "model"
 SYNTH = ["--patients", "4", "--duration-scale", "0.06", "--max-channels", "6"]
 """The smallest cohort the commands accept: a patient split needs 3 patients, the demo model a 4.1-s window."""
 TINY_TRAIN = ["--epochs", "1", "--window-length", "128", "--train-stride", "64", "--batch-size", "64", "--device", "cpu"]  # fmt: skip
-
-
-def run(capsys, *argv) -> tuple[int, str, str]:
-    """``main(argv)`` (quiet, paths as text): (exit status, stdout, stderr)."""
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(err: str, *needles) -> str:
-    """The single ``error:`` line of ``err`` (no traceback), containing every needle."""
-    lines = [line for line in err.splitlines() if "error:" in line]
-    assert len(lines) == 1 and "Traceback" not in err, err[-2000:]
-    for needle in needles:
-        assert str(needle) in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

@@ -41,27 +41,12 @@ from sss_viewer.evaluation.patient_ranking import rank_patient_channels
 from sss_viewer.io.cohort import load_data
 from tests.conftest import DS003029_META
 from tests.fixtures.bids_fixture import write_ds003029_like
+from tests.fixtures.cli import one_error_line, run
 
 DEMO_MODEL = Path(sss_viewer.__file__).parent / "data" / "demo" / "model"
 SYNTH = ["--patients", "3", "--runs", "2", "--duration-scale", "0.06", "--max-channels", "6"]
 """6 recordings (3 patients × 2 runs) of 6 channels, 8.5-60 s: each longer than the demo model's 4.1-s window."""
 N_RECORDINGS = 6
-
-
-def run(capsys, *argv) -> tuple[int, str, str]:
-    """``main(argv)`` (paths as text): (exit status, stdout, stderr)."""
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(err: str, *needles) -> str:
-    """The single ``error:`` line of ``err`` (no traceback), containing every needle."""
-    lines = [line for line in err.splitlines() if "error:" in line]
-    assert len(lines) == 1 and "Traceback" not in err, err[-2000:]
-    for needle in needles:
-        assert str(needle) in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 def local_cluster() -> LocalCluster:
