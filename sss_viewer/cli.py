@@ -252,6 +252,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
 
     p = sub.add_parser(
+        "compare",
+        help="paired differences of cross-validated models on the same folds (corrected resampled t-test) and their cost",
+    )
+    p.add_argument("folders", type=Path, nargs="+", help="--out folders of sss-viewer experiment (e.g. bonn, bonn-candidates)")
+    p.add_argument("--candidate", required=True, help="the row to compare (a label of the runs; 'selected on inner "
+                   "validation' for a protocol's nested choice)")  # fmt: skip
+    p.add_argument("--against", nargs="+", required=True, help="rows to compare it with")
+    p.add_argument("--metric", default="auc", help="test metric (default auc)")
+    _add_common(p)
+
+    p = sub.add_parser(
         "demo", help="synthesise a cohort, train a small model, score a held-out patient, print the ranking"
     )
     p.add_argument("--out", type=Path, default=Path("demo_output"), help="working folder (default ./demo_output)")
@@ -716,6 +727,15 @@ def _cmd_experiment(args, progress: bool) -> int:
     return 0
 
 
+def _cmd_compare(args, progress: bool) -> int:
+    from sss_viewer.experiments.paired import cost_summary, load_many, markdown_comparison, paired_differences
+
+    runs = load_many(args.folders)
+    diffs = paired_differences(runs, args.candidate, args.against, metric=args.metric)
+    print(markdown_comparison(diffs, cost_summary(runs, [args.candidate, *args.against]), metric=args.metric), end="")
+    return 0
+
+
 def _one_line(err: BaseException) -> str:
     """``err``'s message on one line (a multi-line message's lines joined with "; ")."""
     text = str(err) or type(err).__name__
@@ -724,6 +744,7 @@ def _one_line(err: BaseException) -> str:
 
 COMMANDS = {
     "experiment": _cmd_experiment,
+    "compare": _cmd_compare,
     "cohort": _cmd_cohort,
     "synth": _cmd_synth,
     "train": _cmd_train,

@@ -140,10 +140,10 @@ def test_a_folder_of_another_protocol_is_refused(cohort, tmp_path):
 
 def test_a_preset_that_cannot_fit_in_memory_is_refused_before_training(cohort, tmp_path):
     from sss_viewer.experiments.memory import check_fits_in_memory, estimate_run_bytes
-    from sss_viewer.experiments.runner import PRESETS, _sss_config
+    from sss_viewer.experiments.runner import PRESETS, sss_run_config
 
     run = plan_runs("paper-table1", ["JHH", "NIH", "UMMC"], ["sss"], [0], ["channel"])[0]
-    config = _sss_config(PRESETS["paper"], run)
+    config = sss_run_config(PRESETS["paper"], run)
     estimate = estimate_run_bytes(cohort, preprocess_preset("default"), config)
     assert estimate["window_index"] > 0 and estimate["total"] == sum(v for k, v in estimate.items() if k != "total")
     with pytest.raises(ValueError, match=r"Preset 'paper' cannot fit in memory.*GB are available"):
@@ -184,12 +184,12 @@ def test_named_sss_rows_of_the_tables():
     """``sss-recipe`` is the minirocket training preset at its own sizes; ``sss-patchtst-l1024`` the preset's SSS at L=1024."""
     from sss_viewer.engine.config import train_preset
     from sss_viewer.experiments.protocols import check_models
-    from sss_viewer.experiments.runner import PRESETS, _sss_config
+    from sss_viewer.experiments.runner import PRESETS, sss_run_config
 
     runs = {r.model: r for r in plan_runs("paper-table1", ["A", "B"], ["sss", "sss-recipe", "sss-patchtst-l1024"], [3], ["patient"])}
-    recipe = _sss_config(PRESETS["cpu"], runs["sss-recipe"])
+    recipe = sss_run_config(PRESETS["cpu"], runs["sss-recipe"])
     assert recipe == train_preset("minirocket", seed=3, device="auto")
-    plain, wide = _sss_config(PRESETS["cpu"], runs["sss"]), _sss_config(PRESETS["cpu"], runs["sss-patchtst-l1024"])
+    plain, wide = sss_run_config(PRESETS["cpu"], runs["sss"]), sss_run_config(PRESETS["cpu"], runs["sss-patchtst-l1024"])
     assert (plain.backbone, plain.window_length) == ("patchtst", 256)
     assert (wide.backbone, wide.window_length, wide.train_stride, wide.inference_stride) == ("patchtst", 1024, 1024, 256)
     assert wide.model_params == plain.model_params and wide.epochs == plain.epochs

@@ -130,7 +130,7 @@ SMALL_BASELINE_PARAMS = {
 """Model sizes of the ``cpu`` preset's baselines (App. C sizes in the ``paper`` preset)."""
 
 
-def _sss_config(preset: ExperimentPreset, run: RunSpec):
+def sss_run_config(preset: ExperimentPreset, run: RunSpec):
     """The SSS training configuration of a run: the preset's, its backbone's sizes, then the run's overrides.
 
     Overrides ``backbone=<name>`` switch the local model (with the preset's sizes for it),
@@ -180,7 +180,7 @@ def run_settings_digest(preset: ExperimentPreset, run: RunSpec) -> str:
     preset's was made with other settings and is run again (other runs are kept).
     """
     if run.model.startswith(SSS_MODEL):
-        settings = _sss_config(preset, run).to_dict()
+        settings = sss_run_config(preset, run).to_dict()
     elif run.model in REFERENCES:
         settings = {"model": run.model}
     else:
@@ -207,7 +207,7 @@ def _execute(run: RunSpec, series_set: SeriesSet, preset: ExperimentPreset, memo
     started = time.perf_counter()
     extra = {}
     if run.model.startswith(SSS_MODEL):
-        bundle = train([], _sss_config(preset, run), progress=False, series_set=series_set, split=split, feature_memo=memo)
+        bundle = train([], sss_run_config(preset, run), progress=False, series_set=series_set, split=split, feature_memo=memo)
         val_probs, test_probs = _sss_test_probs(bundle, series_set, val), _sss_test_probs(bundle, series_set, test)
         extra["best_epoch"] = int(bundle.info["best_epoch"])
         if "head_l2" in bundle.info:
@@ -315,7 +315,7 @@ def run_experiment(
     atomic_write(plan_file, lambda p: Path(p).write_text(json.dumps(
         {"protocol": protocol, "preset": preset, "preset_digest": digest, "runs": [r.key for r in runs]}, indent=1)))  # fmt: skip
     sss_configs = {}
-    for config in (_sss_config(spec, r) for r in runs if r.model.startswith(SSS_MODEL)):
+    for config in (sss_run_config(spec, r) for r in runs if r.model.startswith(SSS_MODEL)):
         sss_configs.setdefault(json.dumps(config.to_dict(), sort_keys=True, default=str), config)
     min_length = max([c.window_length for c in sss_configs.values()] or [1])
     preprocess = preprocess_preset("default", **spec.preprocess)
