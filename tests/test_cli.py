@@ -48,7 +48,7 @@ def model(cohort, tmp_path_factory) -> Path:
 # Parser: version, help, options
 # ------------------------------------------------------------------------------------------------
 
-COMMANDS = ("synth", "cohort", "train", "score", "evaluate", "experiment", "demo")
+COMMANDS = ("synth", "cohort", "train", "score", "evaluate", "experiment", "compare", "demo")
 
 
 def test_every_command_is_tested_here():
