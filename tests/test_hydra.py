@@ -229,3 +229,16 @@ def test_whole_segment_peer_is_a_bonn_model_and_checks_its_options(toy_series_sp
         fit_hydra_peer(series_set, split, transform="rocket")
     with pytest.raises(ValueError, match="Invalid fit_on='all'"):
         fit_hydra_peer(series_set, split, fit_on="all")
+
+
+@pytest.mark.parametrize("head", ["ridge", "logistic"])
+def test_the_full_fold_peer_keeps_validation_scores_out_of_sample(toy_series_split, head):
+    """fit_on="train+val" changes the test scores only: the threshold is chosen on a head that never saw validation."""
+    from sss_viewer.baselines.hydra_reference import fit_hydra_peer
+
+    series_set, split = toy_series_split
+    kwargs = dict(transform="hydra", head=head, kernels_per_group=4, groups=8, device="cpu")
+    inner = fit_hydra_peer(series_set, split, fit_on="train", **kwargs)
+    full = fit_hydra_peer(series_set, split, fit_on="train+val", **kwargs)
+    np.testing.assert_allclose(full.val_probs, inner.val_probs, rtol=1e-10, atol=1e-12)
+    assert not np.allclose(full.test_probs, inner.test_probs)  # another training set, another model

@@ -19,9 +19,11 @@ fitted on (square root and sparse scaling of the Hydra counts, standardisation o
   ``C`` chosen on validation AUC among fits on the training channels.
 
 ``fit_on="train+val"`` fits the final head (and the scaling) on the training and validation
-channels together (for the logistic head: refitted with the ``C`` chosen as above); the
-validation scores are then in-sample and only the test scores are honest. Test channels are never
-looked at before scoring.
+channels together (the ridge penalty re-chosen by leave-one-out on both; the logistic head refitted
+with the ``C`` chosen as above) for the test scores; the validation scores, on which the decision
+threshold is chosen, still come from the head fitted on the training channels alone, so they stay
+out of sample (as in :func:`~sss_viewer.baselines.minirocket_reference.fit_minirocket_logistic`).
+Test channels are never looked at before scoring.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from scipy.special import expit
+from sklearn.base import clone
 from sklearn.linear_model import RidgeClassifierCV
 
 from sss_viewer._validate import check_option
@@ -138,33 +141,36 @@ def fit_hydra_peer(
     }
     fitted = np.concatenate([train, val]) if fit_on == "train+val" else train
     scaled = _scaled(model, raw, ("train", "val") if fit_on == "train+val" else ("train",))
+    # validation probabilities always come from a head that did not see validation (the threshold is chosen on them)
+    train_only = _scaled(model, raw, ("train",)) if fit_on == "train+val" else scaled
     f_fit = np.concatenate([scaled["train"], scaled["val"]]) if fit_on == "train+val" else scaled["train"]
     result = PeerResult(np.empty(0), np.empty(0), transform, head, fit_on, model.n_features)
     if head == "ridge":
-        ridge = RidgeClassifierCV(alphas=alphas).fit(f_fit, labels[fitted])
-        if list(ridge.classes_) != [0, 1]:
-            raise ValueError(f"The fitted channels hold class(es) {list(ridge.classes_)}: need SOZ and non-SOZ.")
-        result.alpha = float(ridge.alpha_)
-
-        def score(f: np.ndarray) -> np.ndarray:
-            return expit(ridge.decision_function(f))
-
+        on_train = _fit_ridge(train_only["train"], labels[train], alphas)
+        final = _fit_ridge(f_fit, labels[fitted], alphas) if fit_on == "train+val" else on_train
+        result.alpha = float(final.alpha_)
+        result.val_probs = expit(on_train.decision_function(train_only["val"]))
+        result.test_probs = expit(final.decision_function(scaled["test"]))
         logger.info("%s + ridge: %d features, alpha=%g by leave-one-out on %s", transform, model.n_features,
                     result.alpha, fit_on)  # fmt: skip
     else:
-        selection = _scaled(model, raw, ("train",)) if fit_on == "train+val" else scaled  # C is chosen on train alone
-        C, chosen, val_auc = select_logistic(selection["train"], labels[train], selection["val"], labels[val], Cs, seed)
-        if fit_on == "train+val":
-            chosen.fit(f_fit, labels[fitted])
+        C, on_train, val_auc = select_logistic(train_only["train"], labels[train], train_only["val"], labels[val], Cs, seed)
+        final = clone(on_train).fit(f_fit, labels[fitted]) if fit_on == "train+val" else on_train
         result.C = C
-
-        def score(f: np.ndarray) -> np.ndarray:
-            return chosen.predict_proba(f)[:, 1]
-
+        result.val_probs = on_train.predict_proba(train_only["val"])[:, 1]
+        result.test_probs = final.predict_proba(scaled["test"])[:, 1]
         logger.info("%s + logistic regression: validation AUC by C %s, chose C=%g", transform, val_auc, C)
-    result.val_probs = np.asarray(score(scaled["val"]), dtype=np.float64)
-    result.test_probs = np.asarray(score(scaled["test"]), dtype=np.float64)
+    result.val_probs = np.asarray(result.val_probs, dtype=np.float64)
+    result.test_probs = np.asarray(result.test_probs, dtype=np.float64)
     return result
+
+
+def _fit_ridge(features: np.ndarray, labels: np.ndarray, alphas) -> RidgeClassifierCV:
+    """Ridge classifier with the penalty chosen by leave-one-out on ``features (n, n_features)``."""
+    ridge = RidgeClassifierCV(alphas=alphas).fit(features, labels)
+    if list(ridge.classes_) != [0, 1]:
+        raise ValueError(f"The fitted channels hold class(es) {list(ridge.classes_)}: need SOZ and non-SOZ.")
+    return ridge
 
 
 def _scaled(model: HydraClassifier | HydraMiniRocketClassifier, raw: dict, fit_names: tuple[str, ...]) -> dict:
