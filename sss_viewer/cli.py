@@ -515,7 +515,7 @@ def _score_cohort(args, progress: bool) -> int:
     """``score MODEL ROOT``: every recording of a BIDS root or cohort folder as one Dask task."""
     from sss_viewer.cohort_scoring import CohortOptions, prepare_cohort, run_cohort
     from sss_viewer.cohort_scoring.cluster import dask_client
-    from sss_viewer.cohort_scoring.outputs import is_cohort_output
+    from sss_viewer.cohort_scoring.outputs import cohort_output_lock, is_cohort_output
     from sss_viewer.preprocessing.cache import default_cache_dir
 
     if args.workers is not None and args.workers < 1:
@@ -527,15 +527,16 @@ def _score_cohort(args, progress: bool) -> int:
         cache_dir=None if args.no_cache else (args.cache_dir or default_cache_dir()), labels=args.labels,
         labels_fallback=args.labels_fallback,
     )  # fmt: skip
-    plan = prepare_cohort(args.model, args.recording, args.out, options, overwrite=args.overwrite)
-    import distributed  # noqa: F401  (importing it sets its loggers' levels: ours must come after)
+    with cohort_output_lock(args.out):  # two runs into one folder would score and summarise each other's recordings
+        plan = prepare_cohort(args.model, args.recording, args.out, options, overwrite=args.overwrite)
+        import distributed  # noqa: F401  (importing it sets its loggers' levels: ours must come after)
 
-    logging.getLogger("distributed").setLevel(logging.DEBUG if args.verbose > 1 else logging.WARNING)  # chatty INFO
-    if plan.to_score:
-        with dask_client(scheduler=args.scheduler, workers=args.workers) as client:
-            report = run_cohort(plan, client, progress=progress)
-    else:
-        report = run_cohort(plan, progress=progress)
+        logging.getLogger("distributed").setLevel(logging.DEBUG if args.verbose > 1 else logging.WARNING)  # chatty INFO
+        if plan.to_score:
+            with dask_client(scheduler=args.scheduler, workers=args.workers) as client:
+                report = run_cohort(plan, client, progress=progress)
+        else:
+            report = run_cohort(plan, progress=progress)
     counts = ", ".join(f"{report.count(s)} {s}" for s in ("ok", "skipped", "failed"))
     skipped = " (skipped: up to date from an earlier run into this folder)" if report.count("skipped") else ""
     print(f"{len(report.cohort)} recordings of {args.recording}: {counts}{skipped}")

@@ -208,6 +208,28 @@ def test_a_changed_model_is_refused_unless_overwrite(capsys, cohort, client, sco
     assert len(recorded) == 1 and recorded != original
 
 
+def test_a_second_run_into_a_folder_in_use_is_refused_and_a_killed_holder_frees_it(capsys, cohort, scored, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(scored[0], out)
+    before = output_files(out)
+    hold = (
+        "import sys, time; from pathlib import Path; from sss_viewer.cohort_scoring.outputs import cohort_output_lock\n"
+        "with cohort_output_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(120)"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        code, _, err = run(capsys, "score", DEMO_MODEL, cohort, "--out", out, "--cache-dir", scored[1], "-q")
+        assert code == EXIT_ERROR
+        one_error_line(err, out, "being written by another sss-viewer score run")
+        assert output_files(out) == before
+    finally:
+        holder.kill()
+        holder.communicate()
+    code, stdout, _ = run(capsys, "score", DEMO_MODEL, cohort, "--out", out, "--cache-dir", scored[1], "-q")
+    assert code == 0 and "6 skipped" in stdout  # a SIGKILLed holder leaves no stale lock
+
+
 def test_a_folder_that_is_not_a_cohort_output_is_refused(capsys, cohort, tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "notes.txt").write_text("mine")

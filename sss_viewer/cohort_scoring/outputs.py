@@ -16,14 +16,16 @@ scored again, and hidden temporary files that a killed writer left are removed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 
 from sss_viewer._version import __version__
-from sss_viewer.fileio import atomic_write
+from sss_viewer.fileio import LockTimeout, atomic_write, file_lock
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +143,35 @@ def read_manifest(out: Path) -> dict | None:
     if manifest is None or manifest.get("command") != "score" or manifest.get("mode") != COHORT_MODE:
         return None
     return manifest
+
+
+def output_lock_path(out: Path) -> Path:
+    """The lock file of a cohort output folder: hidden, beside the folder (so the folder's own checks never see it)."""
+    out = Path(out).absolute()
+    return out.parent / f".{out.name}.sss-viewer-score.lock"
+
+
+@contextlib.contextmanager
+def cohort_output_lock(out: Path) -> Iterator[None]:
+    """Hold ``out`` for one cohort run: a second run into the same folder is refused at once, not interleaved.
+
+    The lock (``flock`` on :func:`output_lock_path`) is released when the block ends or the process
+    dies, so a killed run never blocks the next one; the empty lock file stays.
+
+    Raises
+    ------
+    ValueError
+        Another process is scoring into ``out``.
+    """
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(file_lock(output_lock_path(out), timeout_s=0.0))
+        except LockTimeout:
+            raise ValueError(
+                f"Output folder {Path(out).absolute()} is being written by another sss-viewer score run; wait for it "
+                "to finish (rerun then: finished recordings are skipped) or choose another folder."
+            ) from None
+        yield
 
 
 def is_cohort_output(out: Path) -> bool:
