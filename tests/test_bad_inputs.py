@@ -945,12 +945,21 @@ def _(m: Material, tmp: Path, caplog):
 def _(m: Material, tmp: Path, caplog):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead_pid = int(dead.stdout)
+    from sss_viewer.preprocessing.cache import _HOST, FOREIGN_TEMPORARY_AGE_S
+
     root = tmp / "cache"
-    for name in (f".tmp-{'a' * 64}-{dead_pid}", f".discard-{'b' * 64}-{dead_pid}", f".tmp-{'c' * 64}-{os.getpid()}"):
+    gone = [f".tmp-{'a' * 64}-{dead_pid}@{_HOST}", f".discard-{'b' * 64}-{dead_pid}@{_HOST}",
+            f".tmp-{'d' * 64}-{dead_pid}",  # named before hosts were recorded
+            f".tmp-{'e' * 64}-{dead_pid}@other-node.example"]  # another machine's, abandoned long ago
+    kept = [f".tmp-{'c' * 64}-{os.getpid()}@{_HOST}",  # a live build
+            f".tmp-{'f' * 64}-{dead_pid}@other-node.example"]  # another machine's pid means nothing here  # fmt: skip
+    for name in gone + kept:
         (root / name).mkdir(parents=True)
         (root / name / "series.f32").write_bytes(b"\0" * 64)
+    old = time.time() - FOREIGN_TEMPORARY_AGE_S - 60
+    os.utime(root / gone[-1], (old, old))
     SeriesCache(root)
-    assert sorted(p.name for p in root.iterdir()) == [f".tmp-{'c' * 64}-{os.getpid()}"]  # a live build is left alone
+    assert sorted(p.name for p in root.iterdir()) == sorted(kept)
 
 
 KILLED_BUILD = """

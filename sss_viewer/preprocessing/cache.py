@@ -24,7 +24,10 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
+import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +39,18 @@ from sss_viewer.preprocessing.config import PreprocessConfig
 from sss_viewer.preprocessing.streaming import preprocess_into
 
 logger = logging.getLogger(__name__)
+
+_HOST = re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname()) or "localhost"
+"""This machine's name as it appears in the names of its temporary folders."""
+_TEMPORARY_NAME = re.compile(r"^\.(?:tmp|discard)-[0-9a-f]+-(?P<pid>\d+)(?:@(?P<host>[A-Za-z0-9._-]+))?$")
+"""``.tmp-<key>-<pid>@<host>`` (or, from before hosts were recorded, ``.tmp-<key>-<pid>``)."""
+FOREIGN_TEMPORARY_AGE_S = 2 * 86400
+"""Age after which another machine's temporary folder in a shared cache counts as abandoned."""
+
+
+def _owner() -> str:
+    """``<pid>@<host>``: who builds a temporary folder (a pid alone is ambiguous in a cache shared by machines)."""
+    return f"{os.getpid()}@{_HOST}"
 
 CACHE_VERSION = 3
 """Bump when the preprocessing code changes what it writes for the same config (2: entries carry a checksum; 3: notches and high-pass filtered as one cascade)."""
@@ -152,11 +167,24 @@ class SeriesCache:
         return f"SeriesCache({str(self.root)!r})"
 
     def _remove_stale_temporaries(self) -> None:
-        """Remove ``.tmp-<key>-<pid>`` / ``.discard-…`` folders whose process is gone (killed mid-build)."""
+        """Remove ``.tmp-<key>-<pid>@<host>`` / ``.discard-…`` folders of builds that were killed.
+
+        A process id means something on its own machine only: a folder of this host goes when its
+        process is gone; one of another host sharing the cache (a network file system) is left to
+        its own machine, unless it has not changed for :data:`FOREIGN_TEMPORARY_AGE_S`.
+        """
         for folder in [*self.root.glob(".tmp-*-*"), *self.root.glob(".discard-*-*")]:
-            pid = folder.name.rsplit("-", 1)[1]
-            if folder.is_dir() and pid.isdigit() and not pid_alive(int(pid)):
-                logger.info("removing %s, left by an interrupted cache build (process %s)", folder, pid)
+            owner = _TEMPORARY_NAME.match(folder.name)
+            if owner is None or not folder.is_dir():
+                continue
+            pid, host = int(owner["pid"]), owner["host"]
+            if host in (None, _HOST):
+                stale, why = not pid_alive(pid), f"process {pid} is gone"
+            else:
+                age = time.time() - folder.stat().st_mtime
+                stale, why = age > FOREIGN_TEMPORARY_AGE_S, f"host {host}'s build, untouched for {age / 86400:.1f} days"
+            if stale:
+                logger.info("removing %s, left by an interrupted cache build (%s)", folder, why)
                 shutil.rmtree(folder, ignore_errors=True)
 
     def _check_free_space(self, needed: int, recording: Recording) -> None:
@@ -266,7 +294,7 @@ class SeriesCache:
         offsets = np.arange(len(picks), dtype=np.int64) * n_out
         total = n_out * len(picks)
         self._check_free_space(4 * total, recording)
-        tmp = self.root / f".tmp-{key}-{os.getpid()}"
+        tmp = self.root / f".tmp-{key}-{_owner()}"
         shutil.rmtree(tmp, ignore_errors=True)
         try:
             tmp.mkdir()
@@ -330,7 +358,7 @@ class SeriesCache:
 
     def _discard(self, entry: Path) -> None:
         """Move a damaged entry aside and delete it (a reader holding its memmap keeps its bytes)."""
-        trash = self.root / f".discard-{entry.name}-{os.getpid()}"
+        trash = self.root / f".discard-{entry.name}-{_owner()}"
         try:
             os.replace(entry, trash)
         except OSError:
