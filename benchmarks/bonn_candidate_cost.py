@@ -1,15 +1,16 @@
-"""Scoring cost of each SSS candidate of the ``bonn-candidates`` protocol, on the real Bonn segments.
+"""Training time and scoring speed of each SSS candidate of ``bonn-candidates``, on the real Bonn segments.
 
-For every candidate (the ``bonn`` preset's local model and window, with the protocol's overrides) it
-builds the local model exactly as training does (data-dependent set-up on training windows), then
-scores every window of the 200 Bonn segments at the candidate's scoring stride through
-``predict_window_probs`` — the product's scoring path (the per-sample evidence route where the model
-has one). Weights do not change the cost of a frozen front end plus a linear head, so no training is
-needed; the training time of each candidate is in its protocol runs (``seconds``).
+Training: each candidate (the ``bonn`` preset's local model and window, with the protocol's overrides)
+is trained once on the first fold of seed 0, from scratch (no feature memo: in a protocol run, rows
+that share a front end reuse its features, so the runs' ``seconds`` depend on their order), and so are
+the whole-segment references of the ``bonn`` protocol on the same fold.
 
-It prints, per candidate, the median over ``--repeats`` of windows/s and of seconds of signal scored
-per second (windows of different lengths at different strides are not comparable by count alone),
-and the ratio to the ``bonn`` preset's model (MiniRocket, L = 1024) measured in the same run.
+Scoring: the candidate's local model, built and set up from data as training does, scores every window
+of the 200 segments at its scoring stride through ``predict_window_probs`` — the product's scoring
+path (the per-sample evidence route where the model has one); weights do not change the cost of a
+frozen front end plus a linear head. Printed: the median over ``--repeats`` of windows/s and of
+seconds of signal scored per second (windows of different lengths and strides are not comparable by
+count alone), and the ratio to the ``bonn`` preset's model (MiniRocket, L = 1024) in the same run.
 
 Usage::
 
@@ -27,7 +28,8 @@ import numpy as np
 import torch
 
 from sss_viewer.engine.inference import predict_window_probs
-from sss_viewer.experiments.protocols import BONN_CANDIDATES, plan_runs
+from sss_viewer.engine.training import train
+from sss_viewer.experiments.protocols import BONN_CANDIDATES, plan_runs, split_for_run
 from sss_viewer.experiments.runner import PRESETS, sss_run_config
 from sss_viewer.io.cohort import load_data
 from sss_viewer.models import build_window_model
@@ -38,14 +40,41 @@ from sss_viewer.windows.store import WindowIndex
 logger = logging.getLogger("bonn_candidate_cost")
 
 
-def candidate_configs(seed: int = 0) -> dict:
-    """``{label: TrainConfig}`` of every ``bonn-candidates`` row, for ``seed``'s first fold."""
+def candidate_runs(seed: int = 0) -> dict:
+    """``{label: (RunSpec, TrainConfig)}`` of every ``bonn-candidates`` row, on ``seed``'s first fold."""
     runs = plan_runs("bonn-candidates", ["Bonn"], ["sss"], [seed], ["cv"])
-    configs = {}
+    chosen = {}
     for variant in BONN_CANDIDATES:
-        run = next(r for r in runs if r.overrides == variant)
-        configs[run.label] = sss_run_config(PRESETS["bonn"], run)
-    return configs
+        run = next(r for r in runs if r.overrides == variant and r.setting == "fold 1")
+        chosen[run.label] = (run, sss_run_config(PRESETS["bonn"], run))
+    return chosen
+
+
+def time_training(config, series_set, split: np.ndarray) -> float:
+    """Wall seconds of one SSS training run of ``config`` on ``split`` (features computed from scratch)."""
+    t0 = time.perf_counter()
+    train([], config, progress=False, series_set=series_set, split=split, feature_memo=None)
+    return time.perf_counter() - t0
+
+
+def time_references(series_set, split: np.ndarray, seed: int = 0) -> dict:
+    """Wall seconds of fitting each whole-segment reference of the ``bonn`` protocol on ``split``."""
+    from sss_viewer.baselines.hydra_reference import fit_hydra_peer
+    from sss_viewer.baselines.minirocket_reference import fit_minirocket_logistic
+
+    fits = {
+        "minirocket-lr": lambda: fit_minirocket_logistic(series_set, split, seed=seed),
+        "minirocket-lr-full": lambda: fit_minirocket_logistic(series_set, split, seed=seed, fit_on="train+val"),
+        "hydra-minirocket-ridge": lambda: fit_hydra_peer(series_set, split, seed=seed),
+        "hydra-minirocket-ridge-full": lambda: fit_hydra_peer(series_set, split, seed=seed, fit_on="train+val"),
+    }
+    seconds = {}
+    for name, fit in fits.items():
+        t0 = time.perf_counter()
+        fit()
+        seconds[name] = time.perf_counter() - t0
+        logger.info("%s fitted in %.1f s", name, seconds[name])
+    return seconds
 
 
 def time_scoring(config, series_set, repeats: int) -> dict:
@@ -75,25 +104,32 @@ def main() -> None:
     parser.add_argument("--data", required=True, help="the Bonn data folder (as for sss-viewer experiment bonn)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--skip-training", action="store_true", help="time scoring only")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s", force=True)
     torch.set_num_threads(args.threads)
-    configs = candidate_configs()
+    candidates = candidate_runs()
     preprocess = preprocess_preset("default", **PRESETS["bonn"].preprocess)
-    min_length = max(c.window_length for c in configs.values())
+    min_length = max(config.window_length for _, config in candidates.values())
     series_set = build_series_set(load_data(args.data), preprocess, min_length=min_length, progress=False)
+    split = split_for_run(series_set.meta, next(iter(candidates.values()))[0])  # the same fold for every candidate
     results = {}
-    for label, config in configs.items():
+    for label, (run, config) in candidates.items():
         results[label] = time_scoring(config, series_set, args.repeats)
-        logger.info("%s: %.0f windows/s (repeats %s)", label, results[label]["windows_per_s"],
-                    [round(x) for x in results[label]["repeats"]])  # fmt: skip
+        results[label]["train_s"] = float("nan") if args.skip_training else time_training(config, series_set, split)
+        logger.info("%s: %.0f windows/s (repeats %s), trained in %.1f s", label, results[label]["windows_per_s"],
+                    [round(x) for x in results[label]["repeats"]], results[label]["train_s"])  # fmt: skip
     base = results["sss"]["signal_s_per_s"]
-    print("| candidate | L | stride | windows | windows/s | signal s/s | ratio to sss |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| candidate | L | stride | training s (fold 1) | windows | windows/s | signal s/s | scoring ratio to sss |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for label, r in results.items():
-        print(f"| {label} | {r['L']} | {r['stride']} | {r['windows']} | {r['windows_per_s']:,.0f} | "
+        print(f"| {label} | {r['L']} | {r['stride']} | {r['train_s']:.1f} | {r['windows']} | {r['windows_per_s']:,.0f} | "
               f"{r['signal_s_per_s']:,.0f} | {r['signal_s_per_s'] / base:.2f} |")  # fmt: skip
-    print(f"(median of {args.repeats} repeat(s), {args.threads} threads)")
+    if not args.skip_training:
+        print("\n| whole-segment reference | training + scoring s (fold 1) |\n|---|---:|")
+        for name, seconds in time_references(series_set, split).items():
+            print(f"| {name} | {seconds:.1f} |")
+    print(f"(scoring: median of {args.repeats} repeat(s); {args.threads} threads; training once each)")
 
 
 if __name__ == "__main__":
