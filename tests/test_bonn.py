@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -70,6 +72,44 @@ def test_cv_folds_are_stratified_disjoint_and_the_same_for_every_model(tmp_path)
     assert sorted(i for t in seed0 for i in t) == list(range(40))  # every segment tested once per repeat
     with pytest.raises(ValueError, match="split mode of bonn"):
         plan_runs("bonn", ["Bonn"], ["sss"], [0], ["channel"])
+
+
+def test_a_window_ensemble_averages_the_single_window_rows_exactly(tmp_path):
+    """``window_lengths=1024+2048`` trains the L = 1024 and L = 2048 rows' very models and averages their probabilities."""
+    import dataclasses
+
+    from sss_viewer.engine.feature_memo import FeatureMemo
+    from sss_viewer.experiments import plan_runs, split_for_run
+    from sss_viewer.experiments.protocols import ensemble_members
+    from sss_viewer.experiments.runner import PRESETS, _sss_run_probs, run_settings_digest, sss_run_config
+    from sss_viewer.preprocessing.config import preprocess_preset
+    from sss_viewer.windows.series_set import build_series_set
+
+    runs = {r.label: r for r in plan_runs("bonn-candidates", ["Bonn"], ["sss"], [0], ["cv"]) if r.setting == "fold 1"}
+    bonn = PRESETS["bonn"]
+    config = lambda run: sss_run_config(bonn, run).to_dict()  # noqa: E731
+    for backbone in ("", "backbone=hydra_minirocket, "):
+        ensemble = runs[f"sss {backbone}window_lengths=1024+2048"]
+        short, long = ensemble_members(ensemble)
+        assert config(short) == config(runs[f"sss {backbone}".strip().rstrip(",")])
+        assert config(long) == config(runs[f"sss {backbone}window_length=2048"])
+        assert run_settings_digest(bonn, ensemble) not in {run_settings_digest(bonn, m) for m in (short, long)}
+    for bad in ("1024", "1024+1024", "1024+x", "0+2048"):
+        with pytest.raises(ValueError, match=re.escape(f"window_lengths={bad!r}: expected two or more different window lengths")):
+            ensemble_members(dataclasses.replace(ensemble, overrides=(("window_lengths", bad),)))
+
+    # the same on a small fake Bonn set, trained for real: the ensemble's probabilities are the members' mean
+    small = dataclasses.replace(bonn, name="bonn-test", sss={**bonn.sss, "epochs": 2, "model_params": {"num_features": 840, "revin": False}})
+    series = build_series_set(load_bonn(_fake_bonn(tmp_path, n=20, length=4097)), preprocess_preset("default", target_sfreq=None),
+                              min_length=2048, progress=False)  # fmt: skip
+    ensemble = runs["sss window_lengths=1024+2048"]
+    split = split_for_run(series.meta, ensemble)
+    val, test, _ = _sss_run_probs(ensemble, series, split, small, FeatureMemo())
+    members = [_sss_run_probs(m, series, split, small, FeatureMemo())[:2] for m in ensemble_members(ensemble)]
+    assert val.shape == ((split == "val").sum(),) and test.shape == ((split == "test").sum(),)
+    np.testing.assert_allclose(val, np.mean([m[0] for m in members], axis=0), rtol=1e-6)
+    np.testing.assert_allclose(test, np.mean([m[1] for m in members], axis=0), rtol=1e-6)
+    assert not np.allclose(members[0][1], members[1][1])  # two different models were averaged
 
 
 @needs_bonn

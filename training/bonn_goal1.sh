@@ -7,7 +7,7 @@
 #     DATA   the Bonn data folder (default ../shared/data/bonn-epilepsy)
 #     OUT    results folder (default experiments)
 #
-# Writes OUT/bonn-candidates (6 SSS candidates x 5 folds x 3 repeats), OUT/bonn-bonn (SSS at the bonn
+# Writes OUT/bonn-candidates (8 SSS candidates x 5 folds x 3 repeats), OUT/bonn-bonn (SSS at the bonn
 # preset, MiniRocket-LR and Hydra + MiniRocket + ridge, each on the inner split and on the whole fold),
 # OUT/bonn-goal1.md (paired differences + wall time per fold) and OUT/bonn-candidate-cost.md (scoring
 # windows/s). Every choice is made on inner validation; the test folds only score.

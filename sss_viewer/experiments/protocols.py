@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -78,6 +78,10 @@ BONN_ABLATION = (
 The scoring strides (test windows every 512 / 1024 samples instead of 256) measure what a cheaper
 viewer default costs: MiniRocket scoring time is proportional to the number of windows."""
 
+WINDOW_ENSEMBLE = "window_lengths"
+"""Override of an SSS run that trains one model per window length (``"1024+2048"``) and averages their
+segment probabilities (validation and test alike); see :func:`ensemble_members`."""
+
 BONN_CANDIDATES = (
     (),
     (("window_length", 2048),),
@@ -85,9 +89,12 @@ BONN_CANDIDATES = (
     (("backbone", "hydra"),),
     (("backbone", "hydra_minirocket"),),
     (("backbone", "hydra_minirocket"), ("window_length", 2048)),
+    ((WINDOW_ENSEMBLE, "1024+2048"),),
+    (("backbone", "hydra_minirocket"), (WINDOW_ENSEMBLE, "1024+2048")),
 )  # fmt: skip
 """Issue 18's candidates for SSS on Bonn, one row each (the empty tuple is the ``bonn`` preset, MiniRocket at
-L = 1024); the protocol's tables add the nested choice among them by inner-validation AUC."""
+L = 1024; ``window_lengths=1024+2048`` averages the probabilities of the two single-window models); the
+protocol's tables add the nested choice among them by inner-validation AUC."""
 
 PROTOCOLS = {
     p.name: p
@@ -138,6 +145,28 @@ class RunSpec:
         if not self.overrides:
             return self.model
         return f"{self.model} " + ", ".join(f"{k}={v}" for k, v in self.overrides)
+
+
+def ensemble_members(run: RunSpec) -> list[RunSpec]:
+    """The single-window runs an SSS run averages: itself, or one per length of its ``window_lengths`` override.
+
+    A member is the run with ``window_lengths=A+B`` replaced by ``window_length=A`` (then ``B``), so it is
+    trained exactly as the single-window row of that length (same seed, same split).
+
+    Raises
+    ------
+    ValueError
+        The lengths are not positive integers joined by ``+``, fewer than two, or repeated.
+    """
+    value = dict(run.overrides).get(WINDOW_ENSEMBLE)
+    if value is None:
+        return [run]
+    parts = str(value).split("+")
+    if len(parts) < 2 or not all(p.isdigit() and int(p) > 0 for p in parts) or len(set(parts)) != len(parts):
+        raise ValueError(f"{WINDOW_ENSEMBLE}={value!r}: expected two or more different window lengths joined by '+', "
+                         "e.g. '1024+2048'")  # fmt: skip
+    others = tuple(o for o in run.overrides if o[0] not in (WINDOW_ENSEMBLE, "window_length"))
+    return [replace(run, overrides=(*others, ("window_length", int(p)))) for p in parts]
 
 
 def check_models(models) -> list[str]:

@@ -40,6 +40,7 @@ from sss_viewer.experiments.protocols import (
     SSS_MODEL,
     SSS_ROWS,
     RunSpec,
+    ensemble_members,
     plan_runs,
     split_for_run,
 )
@@ -179,7 +180,9 @@ def run_settings_digest(preset: ExperimentPreset, run: RunSpec) -> str:
     Stored in each run's record; on resume, a finished run whose digest differs from the current
     preset's was made with other settings and is run again (other runs are kept).
     """
-    if run.model.startswith(SSS_MODEL):
+    if run.model.startswith(SSS_MODEL) and len(members := ensemble_members(run)) > 1:
+        settings = {"ensemble": [sss_run_config(preset, m).to_dict() for m in members]}
+    elif run.model.startswith(SSS_MODEL):
         settings = sss_run_config(preset, run).to_dict()
     elif run.model in REFERENCES:
         settings = {"model": run.model}
@@ -187,6 +190,30 @@ def run_settings_digest(preset: ExperimentPreset, run: RunSpec) -> str:
         settings = dataclasses.asdict(_baseline_config(preset, run))
     settings["experiment_preprocess"] = preprocess_preset("default", **preset.preprocess).to_dict()
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _sss_run_probs(run: RunSpec, series_set: SeriesSet, split: np.ndarray, preset: ExperimentPreset, memo: FeatureMemo):
+    """Validation and test segment probabilities of an SSS run (the mean of its members' for a window ensemble).
+
+    Returns
+    -------
+    val_probs : ndarray, shape (n_val,)
+    test_probs : ndarray, shape (n_test,)
+    extra : dict
+        ``best_epoch`` (the latest of the members') and, for one model with an L-BFGS head, ``head_l2``.
+    """
+    val, test = np.flatnonzero(split == "val"), np.flatnonzero(split == "test")
+    val_probs, test_probs, extra = [], [], {"best_epoch": 0}
+    members = ensemble_members(run)
+    for member in members:
+        config = sss_run_config(preset, member)
+        bundle = train([], config, progress=False, series_set=series_set, split=split, feature_memo=memo)
+        val_probs.append(_sss_test_probs(bundle, series_set, val))
+        test_probs.append(_sss_test_probs(bundle, series_set, test))
+        extra["best_epoch"] = max(extra["best_epoch"], int(bundle.info["best_epoch"]))
+        if "head_l2" in bundle.info and len(members) == 1:
+            extra["head_l2"] = float(bundle.info["head_l2"])
+    return np.mean(val_probs, axis=0), np.mean(test_probs, axis=0), extra
 
 
 def _sss_test_probs(bundle, series_set: SeriesSet, members: np.ndarray) -> np.ndarray:
@@ -207,11 +234,7 @@ def _execute(run: RunSpec, series_set: SeriesSet, preset: ExperimentPreset, memo
     started = time.perf_counter()
     extra = {}
     if run.model.startswith(SSS_MODEL):
-        bundle = train([], sss_run_config(preset, run), progress=False, series_set=series_set, split=split, feature_memo=memo)
-        val_probs, test_probs = _sss_test_probs(bundle, series_set, val), _sss_test_probs(bundle, series_set, test)
-        extra["best_epoch"] = int(bundle.info["best_epoch"])
-        if "head_l2" in bundle.info:
-            extra["head_l2"] = float(bundle.info["head_l2"])
+        val_probs, test_probs, extra = _sss_run_probs(run, series_set, split, preset, memo)
     elif run.model.startswith(MINIROCKET_LR):
         from sss_viewer.baselines.minirocket_reference import fit_minirocket_logistic
 
@@ -315,7 +338,7 @@ def run_experiment(
     atomic_write(plan_file, lambda p: Path(p).write_text(json.dumps(
         {"protocol": protocol, "preset": preset, "preset_digest": digest, "runs": [r.key for r in runs]}, indent=1)))  # fmt: skip
     sss_configs = {}
-    for config in (sss_run_config(spec, r) for r in runs if r.model.startswith(SSS_MODEL)):
+    for config in (sss_run_config(spec, m) for r in runs if r.model.startswith(SSS_MODEL) for m in ensemble_members(r)):
         sss_configs.setdefault(json.dumps(config.to_dict(), sort_keys=True, default=str), config)
     min_length = max([c.window_length for c in sss_configs.values()] or [1])
     preprocess = preprocess_preset("default", **spec.preprocess)
