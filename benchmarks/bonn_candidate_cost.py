@@ -29,7 +29,7 @@ import torch
 
 from sss_viewer.engine.inference import predict_window_probs
 from sss_viewer.engine.training import train
-from sss_viewer.experiments.protocols import BONN_CANDIDATES, plan_runs, split_for_run
+from sss_viewer.experiments.protocols import BONN_CANDIDATES, ensemble_members, plan_runs, split_for_run
 from sss_viewer.experiments.runner import PRESETS, sss_run_config
 from sss_viewer.io.cohort import load_data
 from sss_viewer.models import build_window_model
@@ -46,8 +46,26 @@ def candidate_runs(seed: int = 0) -> dict:
     chosen = {}
     for variant in BONN_CANDIDATES:
         run = next(r for r in runs if r.overrides == variant and r.setting == "fold 1")
-        chosen[run.label] = (run, sss_run_config(PRESETS["bonn"], run))
+        if len(ensemble_members(run)) == 1:  # a window ensemble costs the sum of its members (single-window rows)
+            chosen[run.label] = (run, sss_run_config(PRESETS["bonn"], run))
     return chosen
+
+
+def ensemble_costs(results: dict, seed: int = 0) -> dict:
+    """Cost of each window ensemble of ``bonn-candidates`` from its members' rows in ``results``: both trained, both scored."""
+    out = {}
+    by_overrides = {run.overrides: label for label, (run, _) in candidate_runs(seed).items()}
+    for run in plan_runs("bonn-candidates", ["Bonn"], ["sss"], [seed], ["cv"]):
+        members = ensemble_members(run)
+        if run.setting != "fold 1" or len(members) == 1:
+            continue
+        parts = [results[by_overrides.get(m.overrides) or by_overrides[tuple(o for o in m.overrides if o != ("window_length", 1024))]]
+                 for m in members]  # fmt: skip
+        signal = 1.0 / sum(1.0 / p["signal_s_per_s"] for p in parts)
+        out[run.label] = {"L": "+".join(str(p["L"]) for p in parts), "stride": "+".join(str(p["stride"]) for p in parts),
+                          "windows": sum(p["windows"] for p in parts), "windows_per_s": float("nan"),
+                          "signal_s_per_s": signal, "train_s": sum(p["train_s"] for p in parts)}  # fmt: skip
+    return out
 
 
 def time_training(config, series_set, split: np.ndarray) -> float:
@@ -119,6 +137,7 @@ def main() -> None:
         results[label]["train_s"] = float("nan") if args.skip_training else time_training(config, series_set, split)
         logger.info("%s: %.0f windows/s (repeats %s), trained in %.1f s", label, results[label]["windows_per_s"],
                     [round(x) for x in results[label]["repeats"]], results[label]["train_s"])  # fmt: skip
+    results.update(ensemble_costs(results))
     base = results["sss"]["signal_s_per_s"]
     print("| candidate | L | stride | training s (fold 1) | windows | windows/s | signal s/s | scoring ratio to sss |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
