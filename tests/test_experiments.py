@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from sss_viewer.experiments import PROTOCOLS, plan_runs, run_experiment, split_for_run
-from sss_viewer.experiments.protocols import BASELINES, MODELS, SSS_MODEL
+from sss_viewer.experiments.protocols import BASELINES, MODELS, SSS_MODEL, SSS_ROWS
 from sss_viewer.preprocessing.config import preprocess_preset
 from sss_viewer.windows.series_set import build_series_set
 
@@ -36,7 +36,7 @@ def test_plans_cover_every_setting_model_seed_and_split():
         ("unseen A", ("B", "C"), "A"), ("unseen B", ("A", "C"), "B"), ("unseen C", ("A", "B"), "C")
     ]
     batch = plan_runs("ablation-batch", ["A", "B"], MODELS, [0], ["channel"])
-    sss_rows = ("sss", "sss-recipe", "sss-patchtst-l1024")  # an ablation varies every SSS row it is given
+    sss_rows = ("sss", *SSS_ROWS)  # an ablation varies every SSS row it is given
     assert [r.label for r in batch] == [f"{m} batch_size={b}" for m in sss_rows for b in (128, 512, 2048, 4096, 8192)]
     assert set(PROTOCOLS) >= {"paper-table1", "paper-table2", "ablation-batch", "ablation-window", "ablation-calibration"}
 
@@ -195,3 +195,18 @@ def test_named_sss_rows_of_the_tables():
     assert wide.model_params == plain.model_params and wide.epochs == plain.epochs
     with pytest.raises(ValueError, match="SSS backbone"):
         check_models(["sss-recipes"])
+
+
+def test_the_hydra_ensemble_row_is_two_hydra_recipe_windows():
+    """``sss-hydra-ensemble``: the hydra_minirocket training preset at L = 1024 and at L = 2048, its own strides."""
+    from sss_viewer.engine.config import train_preset
+    from sss_viewer.experiments.protocols import ensemble_members
+    from sss_viewer.experiments.runner import PRESETS, run_settings_digest, sss_run_config
+
+    (run,) = plan_runs("paper-table1", ["A"], ["sss-hydra-ensemble"], [2], ["channel"])[:1]
+    members = ensemble_members(run)
+    for preset in ("cpu", "paper"):  # whatever the experiment preset
+        configs = [sss_run_config(PRESETS[preset], m) for m in members]
+        assert configs == [train_preset("hydra_minirocket", seed=2, device="auto", window_length=L) for L in (1024, 2048)]
+        assert run_settings_digest(PRESETS[preset], run) not in {run_settings_digest(PRESETS[preset], m) for m in members}
+    assert run.label == "sss-hydra-ensemble"

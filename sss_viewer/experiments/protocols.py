@@ -25,15 +25,22 @@ MINIROCKET_LR = "minirocket-lr"
 """MiniRocket features of the whole channel + logistic regression (the issue-6 reference, not trained by SGD)."""
 HYDRA_MINIROCKET_RIDGE = "hydra-minirocket-ridge"
 """Hydra + MiniRocket features of the whole channel + ridge (issue 18's strongest ROCKET-family peer, not trained by SGD)."""
+WINDOW_ENSEMBLE = "window_lengths"
+"""Override of an SSS run that trains one model per window length (``"1024+2048"``) and averages their
+segment probabilities (validation and test alike); see :func:`ensemble_members`."""
+
 SSS_ROWS = {
     "sss-recipe": {"preset": "minirocket"},
     "sss-patchtst-l1024": {"window_length": 1024},
+    "sss-hydra-ensemble": {"preset": "hydra_minirocket", WINDOW_ENSEMBLE: "1024+2048"},
 }
 """Named SSS rows of the tables: ``sss-recipe`` is the ``minirocket`` training preset at its own sizes (the
 recipe that works on real data: MiniRocket, L = 1024, stride 256, Venn–Abers), whatever the experiment
 preset; ``sss-patchtst-l1024`` is the experiment preset's SSS (PatchTST) with the window raised to
-L = 1024 (strides following it). Plain ``sss`` stays the experiment preset's SSS (``cpu``: PatchTST at
-L = 256, which does not learn on the synthetic cohort)."""
+L = 1024 (strides following it); ``sss-hydra-ensemble`` is the ``hydra_minirocket`` training preset at its own
+sizes with two windows, L = 1024 and 2048, whose probabilities are averaged (the strongest SSS candidate on
+Bonn, issue 18). Plain ``sss`` stays the experiment preset's SSS (``cpu``: PatchTST at L = 256, which does
+not learn on the synthetic cohort)."""
 
 FULL_FOLD = "-full"
 """Suffix of a reference trained on the whole training fold (train + inner validation), choices still made on
@@ -77,10 +84,6 @@ BONN_ABLATION = (
 
 The scoring strides (test windows every 512 / 1024 samples instead of 256) measure what a cheaper
 viewer default costs: MiniRocket scoring time is proportional to the number of windows."""
-
-WINDOW_ENSEMBLE = "window_lengths"
-"""Override of an SSS run that trains one model per window length (``"1024+2048"``) and averages their
-segment probabilities (validation and test alike); see :func:`ensemble_members`."""
 
 BONN_CANDIDATES = (
     (),
@@ -150,15 +153,18 @@ class RunSpec:
 def ensemble_members(run: RunSpec) -> list[RunSpec]:
     """The single-window runs an SSS run averages: itself, or one per length of its ``window_lengths`` override.
 
-    A member is the run with ``window_lengths=A+B`` replaced by ``window_length=A`` (then ``B``), so it is
-    trained exactly as the single-window row of that length (same seed, same split).
+    A member is the run with ``window_lengths=A+B`` (an override, or a named row's setting) replaced by
+    ``window_length=A`` (then ``B``), so it is trained exactly as the single-window row of that length
+    (same seed, same split).
 
     Raises
     ------
     ValueError
         The lengths are not positive integers joined by ``+``, fewer than two, or repeated.
     """
-    value = dict(run.overrides).get(WINDOW_ENSEMBLE)
+    overrides = dict(run.overrides)
+    row_value = None if "window_length" in overrides else SSS_ROWS.get(run.model, {}).get(WINDOW_ENSEMBLE)
+    value = overrides.get(WINDOW_ENSEMBLE, row_value)  # a member of a named row has its own window_length
     if value is None:
         return [run]
     parts = str(value).split("+")

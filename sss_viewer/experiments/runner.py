@@ -39,6 +39,7 @@ from sss_viewer.experiments.protocols import (
     REFERENCES,
     SSS_MODEL,
     SSS_ROWS,
+    WINDOW_ENSEMBLE,
     RunSpec,
     ensemble_members,
     plan_runs,
@@ -139,7 +140,7 @@ def sss_run_config(preset: ExperimentPreset, run: RunSpec):
     batch larger than the preset's ``windows_per_epoch`` raises the latter to one full batch (else
     every batch size above it would train identically).
     """
-    row = SSS_ROWS.get(run.model, {})
+    row = {k: v for k, v in SSS_ROWS.get(run.model, {}).items() if k != WINDOW_ENSEMBLE}  # members: ensemble_members
     params = dict(row) if "preset" in row else dict(preset.sss)  # a named training preset at its own sizes
     name = params.pop("preset", "default")
     # the training preset's own model sizes unless the experiment preset or the run says otherwise
@@ -158,7 +159,7 @@ def sss_run_config(preset: ExperimentPreset, run: RunSpec):
     params.update(overrides)
     if params.get("windows_per_epoch") and params.get("batch_size", 0) > params["windows_per_epoch"]:
         params["windows_per_epoch"] = params["batch_size"]  # one full batch per epoch at least (batch ablation)
-    if "window_length" in overrides and preset.strides_follow_window:
+    if "window_length" in overrides and preset.strides_follow_window and "preset" not in row:
         params["inference_stride"] = max(1, params["window_length"] // 4)
         params["train_stride"] = params["window_length"]
     return train_preset(name, seed=run.seed, device="auto", **params)
