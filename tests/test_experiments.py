@@ -210,3 +210,16 @@ def test_the_hydra_ensemble_row_is_two_hydra_recipe_windows():
         assert configs == [train_preset("hydra_minirocket", seed=2, device="auto", window_length=L) for L in (1024, 2048)]
         assert run_settings_digest(PRESETS[preset], run) not in {run_settings_digest(PRESETS[preset], m) for m in members}
     assert run.label == "sss-hydra-ensemble"
+
+
+def test_the_cpu_grid_script_runs_every_sss_row_and_baseline():
+    """training/cpu_grid.sh names its rows by hand: they must be the project's, all of them."""
+    import re
+    from pathlib import Path
+
+    from sss_viewer.experiments.protocols import check_models
+
+    script = (Path(__file__).parents[1] / "training" / "cpu_grid.sh").read_text()
+    rows = {name: re.search(rf'^{name}="([^"]+)"', script, re.M).group(1).split() for name in ("SSS_ROWS", "BASELINE_ROWS")}
+    check_models(rows["SSS_ROWS"] + rows["BASELINE_ROWS"])
+    assert rows["SSS_ROWS"] == ["sss", *SSS_ROWS] and rows["BASELINE_ROWS"] == list(BASELINES)
