@@ -38,8 +38,8 @@ SSS_ROWS = {
 recipe that works on real data: MiniRocket, L = 1024, stride 256, Venn–Abers), whatever the experiment
 preset; ``sss-patchtst-l1024`` is the experiment preset's SSS (PatchTST) with the window raised to
 L = 1024 (strides following it); ``sss-hydra-ensemble`` is the ``hydra_minirocket`` training preset at its own
-sizes with two windows, L = 1024 and 2048, whose probabilities are averaged (the strongest SSS candidate on
-Bonn, issue 18). Plain ``sss`` stays the experiment preset's SSS (``cpu``: PatchTST at L = 256, which does
+sizes with two windows, L = 1024 and 2048, whose probabilities are averaged (one of issue 18's Bonn
+candidates; too slow for the 2-core grid until Hydra scores on a per-sample route). Plain ``sss`` stays the experiment preset's SSS (``cpu``: PatchTST at L = 256, which does
 not learn on the synthetic cohort)."""
 
 FULL_FOLD = "-full"
