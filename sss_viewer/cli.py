@@ -358,10 +358,11 @@ def _cmd_train(args, progress: bool) -> int:
     recordings = _labelled_data(args)
     ranks = distributed.start(config.device)  # a no-op unless torchrun started several ranks
     try:
-        bundle = train(
-            recordings, config, progress=progress and ranks.is_main, cache=_cache(args), checkpoint=checkpoint,
-            resume=args.resume,
-        )  # fmt: skip
+        with distributed.stopped_by_launcher(ranks):  # another rank failed: torchrun's SIGTERM becomes a clear error
+            bundle = train(
+                recordings, config, progress=progress and ranks.is_main, cache=_cache(args), checkpoint=checkpoint,
+                resume=args.resume,
+            )  # fmt: skip
     except RuntimeError as exc:
         hint = (
             f" The last completed epoch is in {checkpoint}: rerun the same command with --resume."

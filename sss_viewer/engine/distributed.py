@@ -12,8 +12,12 @@ calibrates and returns the model, the other ranks return None.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -23,6 +27,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "RankLost",
+    "RankStopped",
     "Ranks",
     "broadcast_float",
     "current",
@@ -31,6 +36,7 @@ __all__ = [
     "shard_bounds",
     "start",
     "stop",
+    "stopped_by_launcher",
     "sum_over_ranks",
 ]
 
@@ -62,6 +68,35 @@ class RankLost(RuntimeError):
     """This rank lost contact with the others (one died, was killed, or its node went away)."""
 
 
+class RankStopped(RankLost):
+    """torchrun stopped this rank (SIGTERM) because another rank failed first."""
+
+
+@contextlib.contextmanager
+def stopped_by_launcher(ranks: Ranks) -> Iterator[None]:
+    """Within the block, the SIGTERM torchrun sends the surviving ranks when one fails raises :class:`RankStopped`.
+
+    Without it a surviving rank that had not yet noticed the loss (busy computing, not communicating) dies
+    silently on torchrun's SIGTERM; with it, it reports what happened like a rank that lost contact.
+    A no-op in a single process or outside the main thread.
+    """
+    if not ranks.distributed or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise RankStopped(
+            f"rank {ranks.rank} of {ranks.world_size} was stopped by torchrun during training: another rank died or "
+            "was killed (torchrun's report names it and its exit code). No model was saved."
+        )
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def lost_rank(exc: BaseException, ranks: Ranks, resume_hint: str = "") -> RankLost | None:
     """A :class:`RankLost` saying what happened in plain words, when ``exc`` is a failed collective; else None.
 
@@ -75,6 +110,8 @@ def lost_rank(exc: BaseException, ranks: Ranks, resume_hint: str = "") -> RankLo
     """
     if not ranks.distributed:
         return None
+    if isinstance(exc, RankLost):
+        return type(exc)(f"{exc}{resume_hint}")
     text = str(exc)
     if not (
         isinstance(exc, dist.DistError)
