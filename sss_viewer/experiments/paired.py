@@ -23,6 +23,7 @@ import pandas as pd
 from scipy import stats
 
 from sss_viewer.experiments.protocols import PROTOCOLS
+from sss_viewer.experiments.runner import read_run_records
 from sss_viewer.experiments.tables import SELECTED_LABEL, select_on_validation
 
 __all__ = ["cost_summary", "load_many", "load_runs", "markdown_comparison", "paired_differences"]
@@ -58,7 +59,7 @@ def load_runs(folder: str | Path) -> pd.DataFrame:
     if not plan_file.is_file():
         raise ValueError(f"{folder} is not an experiment folder: no plan.json (an --out folder of sss-viewer experiment).")
     plan = json.loads(plan_file.read_text())
-    rows = [json.loads(p.read_text()) for p in (folder / "runs" / f"{key}.json" for key in plan["runs"]) if p.is_file()]
+    rows = read_run_records(folder, plan["runs"])
     if not rows:
         raise ValueError(f"{folder}: none of the {len(plan['runs'])} planned runs has finished yet.")
     runs = pd.DataFrame(rows)

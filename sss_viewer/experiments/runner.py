@@ -379,16 +379,18 @@ def _finished(out_dir: Path, run: RunSpec, spec: ExperimentPreset, unchanged_pre
     return True
 
 
+def read_run_records(out_dir: str | Path, keys: Sequence[str]) -> list[dict]:
+    """The records of the finished runs among ``keys`` (``runs/<key>.json`` of ``out_dir``), in that order."""
+    paths = (Path(out_dir) / "runs" / f"{key}.json" for key in keys)
+    return [json.loads(path.read_text()) for path in paths if path.is_file()]
+
+
 def collect_results(out_dir: Path, runs: Sequence[RunSpec]) -> pd.DataFrame:
     """The finished runs' records, in plan order (runs not finished yet are left out)."""
-    rows = []
-    for run in runs:
-        path = Path(out_dir) / "runs" / f"{run.key}.json"
-        if path.is_file():
-            record = json.loads(path.read_text())
-            record.pop("seconds", None)  # wall time differs between an interrupted and a straight run
-            record.pop("settings_digest", None)
-            rows.append(record)
+    rows = read_run_records(out_dir, [run.key for run in runs])
+    for record in rows:
+        record.pop("seconds", None)  # wall time differs between an interrupted and a straight run
+        record.pop("settings_digest", None)
     table = pd.DataFrame(rows)
     for column in ("train_centres", "overrides"):
         if column in table:
