@@ -20,6 +20,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import statistics
 import time
@@ -51,16 +52,20 @@ def candidate_runs(seed: int = 0) -> dict:
     return chosen
 
 
+def _config_key(config) -> str:
+    return json.dumps(config.to_dict(), sort_keys=True, default=str)
+
+
 def ensemble_costs(results: dict, seed: int = 0) -> dict:
     """Cost of each window ensemble of ``bonn-candidates`` from its members' rows in ``results``: both trained, both scored."""
     out = {}
-    by_overrides = {run.overrides: label for label, (run, _) in candidate_runs(seed).items()}
+    by_config = {_config_key(config): label for label, (_, config) in candidate_runs(seed).items()}
     for run in plan_runs("bonn-candidates", ["Bonn"], ["sss"], [seed], ["cv"]):
         members = ensemble_members(run)
         if run.setting != "fold 1" or len(members) == 1:
             continue
-        parts = [results[by_overrides.get(m.overrides) or by_overrides[tuple(o for o in m.overrides if o != ("window_length", 1024))]]
-                 for m in members]  # fmt: skip
+        # a member trains exactly as a single-window row: find that row by its training configuration
+        parts = [results[by_config[_config_key(sss_run_config(PRESETS["bonn"], m))]] for m in members]
         signal = 1.0 / sum(1.0 / p["signal_s_per_s"] for p in parts)
         out[run.label] = {"L": "+".join(str(p["L"]) for p in parts), "stride": "+".join(str(p["stride"]) for p in parts),
                           "windows": sum(p["windows"] for p in parts), "windows_per_s": float("nan"),
