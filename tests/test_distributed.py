@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -209,6 +211,11 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+SURVIVOR_SAYS_WHY = re.compile(r"error: rank 0 of 2 (lost contact with the other ranks|was stopped by torchrun) during training")
+"""What the surviving rank prints when another is killed: it noticed the lost peer itself, or torchrun's SIGTERM
+reached it first (both are real outcomes of the same kill; which one depends on timing)."""
+
+
 @pytest.mark.slow
 def test_a_rank_killed_mid_training_ends_the_job_and_writes_no_model(tmp_path):
     import os
@@ -248,7 +255,7 @@ def test_a_rank_killed_mid_training_ends_the_job_and_writes_no_model(tmp_path):
     output = "".join(lines) + rest
     assert job.returncode != 0, output[-3000:]
     assert "SIGKILL" in output or "Signal 9" in output or "exitcode" in output, output[-3000:]
-    assert "lost contact with the other ranks during training" in output, output[-3000:]  # the survivor says why
+    assert SURVIVOR_SAYS_WHY.search(output), output[-3000:]
     model = tmp_path / "model"
     assert not model.exists() or not any(model.iterdir())  # nothing half-written
     assert not list(tmp_path.glob(".model*"))  # no temporary folder left beside it
