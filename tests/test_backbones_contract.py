@@ -23,9 +23,9 @@ DEFAULT_CONFIGS: dict[str, dict] = {
               "expand_factor": 2, "d_conv": 4, "head_dropout": 0.2, "revin": True, "revin_affine": True,
               "revin_eps": 1e-05},
     "hydra": {"name": "hydra", "input_length": 1024, "kernels_per_group": 8, "groups": 64, "seed": 0, "revin": False,
-              "revin_eps": 1e-05},
+              "revin_eps": 1e-05, "feature_context": "series"},
     "hydra_minirocket": {"name": "hydra_minirocket", "input_length": 1024, "kernels_per_group": 8, "groups": 64,
-                         "num_features": 9996, "seed": 0, "revin": False, "revin_eps": 1e-05},
+                         "num_features": 9996, "seed": 0, "revin": False, "revin_eps": 1e-05, "feature_context": "series"},
     "minirocket": {"name": "minirocket", "input_length": 1024, "num_features": 9996, "seed": 0, "revin": False,
                    "revin_eps": 1e-05, "feature_context": "series"},
     "moderntcn": {"name": "moderntcn", "window_length": 1024, "patch_size": 8, "patch_stride": 4, "d_model": 32,
@@ -61,7 +61,8 @@ def test_config_casts_like_the_constructors_did() -> None:
     cfg = build_model("dlinear", window_length=32, moving_avg=3, d_hidden=4, dropout=0, revin=1).get_config()
     assert cfg["dropout"] == 0.0 and type(cfg["dropout"]) is float
     assert cfg["revin"] is True
-    assert build_model("minirocket", input_length=64, num_features=84, revin=True).get_config()["feature_context"] == "window"
+    for name in ("minirocket", "hydra", "hydra_minirocket"):  # RevIN normalises each window: no shared series
+        assert build_model(name, input_length=64, revin=True).get_config()["feature_context"] == "window"
 
 
 def test_config_survives_copy() -> None:

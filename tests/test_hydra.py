@@ -8,7 +8,7 @@ import torch
 
 from sss_viewer.engine.config import train_preset
 from sss_viewer.models import build_model, build_window_model, model_from_config
-from sss_viewer.models import hydra as hydra_module
+from sss_viewer.models import hydra_features as hydra_features_module
 from sss_viewer.models.hydra import (
     HydraClassifier,
     HydraFeatures,
@@ -97,7 +97,7 @@ def test_features_do_not_depend_on_the_batch_or_the_chunking(monkeypatch):
     whole = features(x)
     alone = torch.cat([features(x[i : i + 1]) for i in range(len(x))])
     torch.testing.assert_close(alone, whole, rtol=1e-6, atol=1e-5)
-    monkeypatch.setattr(hydra_module, "_CPU_CHUNK_ELEMENTS", 1000)  # rows one by one, positions in stretches
+    monkeypatch.setattr(hydra_features_module, "_CPU_CHUNK_ELEMENTS", 1000)  # rows one by one, positions in stretches
     torch.testing.assert_close(features(x), whole, rtol=1e-6, atol=1e-4)
     long = torch.randn(1, 5000)
     chunked = features(long)

@@ -129,10 +129,13 @@ def fit_hydra_peer(
             raise ValueError(f"The {name} split is empty: fit_hydra_peer needs train, val and test channels.")
     dev = resolve_device(device)
     fit_rows = training_rows(series_set, train)
+    # Each whole channel is read on its own (MiniRocket's PPV with its half-count ties, as the MiniRocket-LR peer).
     if transform == "hydra":
-        model = HydraClassifier(fit_rows.shape[1], kernels_per_group, groups, seed).to(dev)
+        model = HydraClassifier(fit_rows.shape[1], kernels_per_group, groups, seed, feature_context="window").to(dev)
     else:
-        model = HydraMiniRocketClassifier(fit_rows.shape[1], kernels_per_group, groups, num_features, seed).to(dev)
+        model = HydraMiniRocketClassifier(
+            fit_rows.shape[1], kernels_per_group, groups, num_features, seed, feature_context="window"
+        ).to(dev)
         model.initialise_from_data(torch.from_numpy(fit_rows).to(dev))
     model.eval()
     raw = {

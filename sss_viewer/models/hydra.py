@@ -5,34 +5,8 @@ time series classification* (Data Mining and Knowledge Discovery 37), written he
 the paper's description. The SSS paper does not use it; issue 18 asks for it as a local model and
 as the strongest whole-segment peer of the ROCKET family on Bonn.
 
-Transform
----------
-``groups`` groups of ``kernels_per_group`` random kernels of length 9 per dilation: weights drawn
-from N(0, 1), then every kernel is centred (zero mean over its 9 taps) and scaled to a unit sum of
-absolute weights. Dilations are ``2 ** 0 ... 2 ** E`` with ``E`` the largest exponent for which
-the dilated kernel spans at most ``input_length`` samples (``8 * 2 ** E <= input_length - 1``);
-every dilation has its own kernels. With more than one group, half the groups read the input and
-half its first difference (``x[t + 1] - x[t]``, one sample shorter). Convolutions use "same" zero
-padding (``4 * dilation`` each side), so every input position gives one output.
-
-At each output position the kernels of a group compete. For every (dilation, input or difference,
-group) two features per kernel are pooled over the positions:
-
-* **soft max count** — the sum, over the positions where the kernel's response is the group's
-  largest, of that response;
-* **hard min count** — the number of positions where the kernel's response is the group's smallest.
-
-A position where several kernels tie (e.g. all taps zero, where every response is 0) counts for
-every tied kernel; the paper's code gives it to the first one. Ties of distinct random kernels on
-real data need all nine taps to be zero, so only flat stretches are affected. Features are laid
-out per dilation (increasing), then input / difference, then soft max / hard min, then group, then
-kernel: ``2 * groups * kernels_per_group`` features per dilation (7,168 at L = 1024 with the
-defaults k = 8, g = 64).
-
-Counts are sums over positions. They are expressed per ``input_length`` positions: an input of
-``T`` samples is scaled by ``input_length / T``, which is 1 at the reference length (the paper's
-counts exactly) and lets one model read windows and whole channels of other lengths on one scale,
-as MiniRocket's proportions do.
+The transform (kernels, dilations, competition, counts, and their series definition) is
+:mod:`sss_viewer.models.hydra_features` and :mod:`sss_viewer.models.hydra_series`.
 
 Scaling and head
 ----------------
@@ -48,13 +22,24 @@ small data; the whole-segment peer in :mod:`sss_viewer.baselines.hydra_reference
 Hydra + MiniRocket
 ------------------
 :class:`HydraMiniRocketClassifier` concatenates the Hydra counts with MiniRocket's PPV features
-(:class:`~sss_viewer.models.minirocket_features.MiniRocketFeatures`, each window read on its own,
-biases fitted on training windows), one standardiser (square root and sparse scaling for the Hydra
+(:class:`~sss_viewer.models.minirocket_features.MiniRocketFeatures`, biases fitted on training
+windows, windows read as the feature context below says), one standardiser (square root and sparse scaling for the Hydra
 columns only, plain standardisation for the PPV) and one head, as the paper's Hydra + MultiRocket
 combines the two transforms (MiniRocket here: the project's tested transform).
 
 Both front ends are frozen (nothing before the head is trained), so training computes the
 features once per window (``frozen_features``) and fits only the head (``classify``).
+
+Feature context
+---------------
+``feature_context="series"`` (the default for new models without RevIN): a window is read within
+its channel, its counts summed over its own positions of one pass of the kernels over the whole
+channel (:mod:`sss_viewer.models.hydra_series`), and Hydra + MiniRocket's PPV features follow
+MiniRocket's series definition (:mod:`sss_viewer.models.minirocket_series`). Windows are then
+scored at any stride for the cost of one pass per channel (``store_window_logits``) and trained on
+the same numbers (``store_window_features``); a bare row given to ``forward`` is read as a whole
+channel. ``"window"`` reads each window on its own, zero-padded at its edges: models saved before
+the series route (a config without the key loads as ``"window"``) and RevIN models.
 """
 
 from __future__ import annotations
@@ -62,12 +47,15 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sss_viewer._validate import check_positive_int
+from sss_viewer.models import minirocket_series
 from sss_viewer.models.base import WindowModel
+from sss_viewer.models.hydra_features import KERNEL_LENGTH, HydraFeatures, hydra_dilations
+from sss_viewer.models.hydra_series import GROUP_WINDOWS, window_counts
+from sss_viewer.models.minirocket import FEATURE_CONTEXTS
 from sss_viewer.models.minirocket_features import MiniRocketFeatures
 from sss_viewer.models.revin import RevIN
 from sss_viewer.models.rocket import RunningStandardizer
@@ -84,12 +72,6 @@ __all__ = [
     "hydra_dilations",
 ]
 
-KERNEL_LENGTH = 9
-_CPU_CHUNK_ELEMENTS = 1 << 22
-"""Convolution outputs computed at once on the CPU (16 MB of float32): rows (and, for long rows, stretches
-of positions) are processed in chunks of this size, so memory stays bounded whatever ``B x T``."""
-_DEVICE_CHUNK_ELEMENTS = 1 << 26
-"""The same bound on an accelerator (256 MB of float32)."""
 SPARSE_EXPONENT = 4
 """The scale of a Hydra feature grows by (fraction of zero training values) ** this (the paper's code: 4)."""
 
@@ -110,132 +92,6 @@ APP_C_BEST: dict[str, Any] = {
     },
 }  # fmt: skip
 """Default configurations (the published defaults; the SSS paper has no Hydra table)."""
-
-
-def hydra_dilations(input_length: int) -> list[int]:
-    """Dilations ``2 ** 0 ... 2 ** E``: the largest ``E`` with ``8 * 2 ** E <= input_length - 1``.
-
-    Parameters
-    ----------
-    input_length : int
-        Reference length (at least 9).
-
-    Returns
-    -------
-    list of int
-    """
-    check_positive_int("input_length", input_length)
-    if input_length < KERNEL_LENGTH:
-        raise ValueError(f"Invalid input_length={input_length}: expected at least {KERNEL_LENGTH} samples.")
-    top = ((input_length - 1) // (KERNEL_LENGTH - 1)).bit_length() - 1
-    return [2**e for e in range(top + 1)]
-
-
-class HydraFeatures(nn.Module):
-    """The Hydra transform: ``(B, T)`` → soft max and hard min counts ``(B, n_features)``.
-
-    Parameters
-    ----------
-    input_length : int
-        Reference length: the dilation range and the scale of the counts (module docstring).
-    kernels_per_group : int
-        ``k``, kernels competing in a group (8 in the paper).
-    groups : int
-        ``g``, groups per dilation (64 in the paper); 1, or even (half on the input, half on its
-        first difference).
-    seed : int
-        Seed of the kernels' private generator (the same seed and sizes give the same kernels).
-
-    Attributes
-    ----------
-    dilations : list of int
-    n_features : int
-        ``len(dilations) * 2 * groups * kernels_per_group``.
-    weights : Tensor, shape (n_dilations, n_inputs, groups // n_inputs * k, 9), float32
-        Kernels (a buffer, saved in the state dict); ``n_inputs`` is 2 (input, difference) or 1.
-    """
-
-    def __init__(self, input_length: int, kernels_per_group: int = 8, groups: int = 64, seed: int = 0) -> None:
-        super().__init__()
-        check_positive_int("kernels_per_group", kernels_per_group)
-        check_positive_int("groups", groups)
-        if groups > 1 and groups % 2:
-            raise ValueError(
-                f"Invalid groups={groups}: expected 1 or an even number (half the groups read the input, half "
-                "its first difference)."
-            )
-        self.input_length = int(input_length)
-        self.dilations = hydra_dilations(input_length)
-        self.kernels_per_group = int(kernels_per_group)
-        self.n_inputs = 2 if groups > 1 else 1
-        self.groups_per_input = groups // self.n_inputs
-        self.n_features = len(self.dilations) * 2 * groups * kernels_per_group
-        gen = torch.Generator().manual_seed(int(seed))
-        shape = (len(self.dilations), self.n_inputs, self.groups_per_input * kernels_per_group, KERNEL_LENGTH)
-        raw = torch.randn(shape, generator=gen)
-        centred = raw - raw.mean(-1, keepdim=True)
-        self.register_buffer("weights", centred / centred.abs().sum(-1, keepdim=True))
-
-    def forward(self, x: Tensor) -> Tensor:
-        """Soft max and hard min counts.
-
-        Parameters
-        ----------
-        x : Tensor, shape (B, T), float, T >= 9
-
-        Returns
-        -------
-        Tensor, shape (B, n_features), dtype of ``x``
-            Per dilation, input / difference, soft max / hard min, group, kernel; counts per
-            ``input_length`` positions.
-        """
-        b, t = x.shape
-        h, k = self.groups_per_input, self.kernels_per_group
-        feats = x.new_zeros(b, len(self.dilations), self.n_inputs, 2, h, k)
-        budget = _CPU_CHUNK_ELEMENTS if x.device.type == "cpu" else _DEVICE_CHUNK_ELEMENTS
-        inputs = [x, torch.diff(x, dim=1)][: self.n_inputs]
-        weights = self.weights.to(x.dtype)
-        for i, dilation in enumerate(self.dilations):
-            for j, series in enumerate(inputs):
-                _pool_competition(series, weights[i, j], dilation, k, budget, feats[:, i, j])
-        return feats.reshape(b, -1) * (self.input_length / t)
-
-
-def _pool_competition(x: Tensor, weights: Tensor, dilation: int, k: int, budget: int, out: Tensor) -> None:
-    """Accumulate one (dilation, input) block of counts into ``out (B, 2, h, k)``, in chunks of rows and positions.
-
-    Parameters
-    ----------
-    x : Tensor, shape (B, T)
-    weights : Tensor, shape (h * k, 9)
-    dilation : int
-    k : int
-        Kernels per group.
-    budget : int
-        Most convolution outputs held at once.
-    out : Tensor, shape (B, 2, h, k)
-        Soft max counts in ``out[:, 0]``, hard min counts in ``out[:, 1]`` (added to).
-    """
-    b, t = x.shape
-    n_kernels = weights.shape[0]
-    h = n_kernels // k
-    reach = KERNEL_LENGTH // 2 * dilation
-    xp = F.pad(x, (reach, reach))
-    span = min(t, max(1, budget // n_kernels))
-    rows = max(1, budget // (n_kernels * span))
-    for lo in range(0, b, rows):
-        hi = min(b, lo + rows)
-        for p0 in range(0, t, span):
-            p1 = min(t, p0 + span)
-            taps = torch.stack([xp[lo:hi, p0 + m * dilation : p1 + m * dilation] for m in range(KERNEL_LENGTH)], 1)
-            resp = torch.matmul(weights, taps).view((hi - lo) * h, k, p1 - p0)  # (rows * h, k, positions)
-            top = resp.amax(1, keepdim=True)
-            bottom = resp.amin(1, keepdim=True)
-            # 0/1 masks written as floats straight away (a bool mask and its conversion take ~3x longer)
-            mask = torch.eq(resp, top, out=torch.empty_like(resp))
-            out[lo:hi, 0] += torch.bmm(mask, top.transpose(1, 2)).view(hi - lo, h, k)
-            torch.eq(resp, bottom, out=mask)
-            out[lo:hi, 1] += mask.sum(-1).view(hi - lo, h, k)
 
 
 class SparseStandardizer(RunningStandardizer):
@@ -293,7 +149,132 @@ class SparseStandardizer(RunningStandardizer):
         return torch.where(self.sparse & (rooted == 0), torch.zeros((), dtype=out.dtype, device=out.device), out)
 
 
-class HydraClassifier(WindowModel):
+class _HydraWindowModel(WindowModel):
+    """What the Hydra classifiers share: the feature context, the series route, the head.
+
+    Subclasses set ``self.revin``, ``self.norm``, ``self.head`` and implement :meth:`_window_transform` (rows read on their own) and
+    :meth:`_series_features` (windows of one channel read within it).
+    """
+
+    has_frozen_front_end: ClassVar[bool] = True
+
+    def _set_context(self, feature_context: str | None, revin: bool) -> None:
+        if feature_context is None:
+            feature_context = "window" if revin else "series"
+        if feature_context not in FEATURE_CONTEXTS:
+            raise ValueError(f"Invalid feature_context={feature_context!r}: expected one of {FEATURE_CONTEXTS}.")
+        if feature_context == "series" and revin:
+            raise ValueError(
+                "feature_context='series' shares one pass of the kernels over the channel between windows; "
+                "revin=True normalises each window on its own. Use feature_context='window' with revin=True."
+            )
+        self.record_args(feature_context=feature_context)
+        self.feature_context = feature_context
+
+    @property
+    def reads_series(self) -> bool:
+        """Whether windows are read within their channel (``feature_context="series"``)."""
+        return self.feature_context == "series"
+
+    def _window_transform(self, x: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def _series_features(self, row: np.ndarray, starts: np.ndarray, window_length: int, device: torch.device) -> Tensor:
+        """Features ``(len(starts), n_features)`` of windows ``[s, s + L)`` of one channel ``row (T,)``, read within it."""
+        raise NotImplementedError
+
+    def frozen_features(self, x: Tensor) -> Tensor:
+        """The untrained front end, ``(B, T)`` → raw features ``(B, n_features)``: training loops may cache it per window.
+
+        Under ``feature_context="series"`` every row is read as a whole channel.
+        """
+        self.check_input(x)
+        if not self.reads_series:
+            return self._window_transform(x)
+        rows = x.detach().float().cpu().numpy()
+        origin = np.zeros(1, dtype=np.int64)
+        return torch.cat([self._series_features(row, origin, x.shape[1], x.device) for row in rows]).to(x.dtype)
+
+    def classify(self, feats: Tensor) -> Tensor:
+        """The trained part: scale raw features ``(B, n_features)`` and apply the logistic head → ``(B,)`` logits."""
+        return self.head(self.norm(feats)).squeeze(-1)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.classify(self.frozen_features(x))
+
+    def _by_channel(self, store, starts: np.ndarray, window_length: int):
+        """Yield ``(window indices, channel samples (T,), local starts)`` for each channel holding windows."""
+        series, local, used = store.locate(np.asarray(starts, dtype=np.int64), window_length)
+        order = np.argsort(series, kind="stable")
+        bounds = np.searchsorted(series[order], used, side="right")
+        lo = 0
+        for channel, hi in zip(used, bounds):
+            picked = order[lo:hi]
+            lo = hi
+            yield picked, np.array(store.series(int(channel)), dtype=np.float32), local[picked]  # a copy: memmaps are read-only
+
+    def store_window_features(self, store, starts: np.ndarray, window_length: int) -> Tensor:
+        """Features ``(n_windows, n_features)`` float32 of windows of a store, each read within its channel.
+
+        Parameters
+        ----------
+        store : SeriesStore
+        starts : ndarray, shape (n_windows,), int64
+            Absolute window starts in the store's address space.
+        window_length : int
+
+        Returns
+        -------
+        Tensor, shape (n_windows, n_features), float32, on the model's device
+        """
+        self._check_ready()
+        device = self.head.weight.device
+        out = torch.empty(len(starts), self.n_features, device=device)
+        for picked, row, local in self._by_channel(store, starts, window_length):
+            out[torch.from_numpy(picked).to(device)] = self._series_features(row, local, window_length, device)
+        return out
+
+    @torch.no_grad()
+    def store_window_logits(
+        self, store, starts: np.ndarray, window_length: int, *, device: torch.device | str = "cpu",
+        on_progress=None,
+    ) -> np.ndarray:  # fmt: skip
+        """Window logits through the series route: one pass of the kernels per channel, any stride.
+
+        Parameters
+        ----------
+        store : SeriesStore
+        starts : ndarray, shape (n_windows,), int64
+            Absolute window starts in the store's address space.
+        window_length : int
+        device : torch.device or str
+            Where the kernels and the head run.
+        on_progress : callable, optional
+            Called with the fraction of windows done after each channel; an exception it raises stops the work.
+
+        Returns
+        -------
+        ndarray, shape (n_windows,), float64
+        """
+        self._check_ready()
+        device = torch.device(device)
+        out = np.empty(len(starts), dtype=np.float64)
+        done = 0
+        for picked, row, local in self._by_channel(store, starts, window_length):
+            for lo in range(0, len(picked), GROUP_WINDOWS):  # features of one group of windows at a time
+                part = slice(lo, lo + GROUP_WINDOWS)
+                feats = self._series_features(row, local[part], window_length, device)
+                out[picked[part]] = self.classify(feats.to(device)).double().cpu().numpy()
+            done += len(picked)
+            if on_progress is not None:
+                on_progress(done / max(len(starts), 1))
+        return out
+
+    def _check_ready(self) -> None:
+        """Raise unless the front end can score (subclasses with fitted parts check them)."""
+
+
+class HydraClassifier(_HydraWindowModel):
     """Hydra counts with a sparse-scaled logistic head: ``(B, T)`` → ``(B,)`` logits.
 
     Parameters
@@ -312,6 +293,8 @@ class HydraClassifier(WindowModel):
         between windows, which the soft max counts read).
     revin_eps : float
         RevIN's variance floor.
+    feature_context : {"series", "window"}, optional
+        How windows are read (module docstring); default ``"series"``, ``"window"`` with RevIN.
 
     Attributes
     ----------
@@ -326,9 +309,10 @@ class HydraClassifier(WindowModel):
 
     def __init__(
         self, input_length: int = 1024, kernels_per_group: int = 8, groups: int = 64, seed: int = 0,
-        revin: bool = False, revin_eps: float = 1e-5,
+        revin: bool = False, revin_eps: float = 1e-5, feature_context: str | None = None,
     ) -> None:  # fmt: skip
         super().__init__()
+        self._set_context(feature_context, revin)
         self.features = HydraFeatures(input_length, kernels_per_group, groups, seed)
         self.n_features = self.features.n_features
         self.min_length = KERNEL_LENGTH
@@ -336,22 +320,15 @@ class HydraClassifier(WindowModel):
         self.norm = SparseStandardizer(torch.ones(self.n_features, dtype=torch.bool))
         self.head = _zero_head(self.n_features)
 
-    has_frozen_front_end: ClassVar[bool] = True
-
-    def frozen_features(self, x: Tensor) -> Tensor:
-        """The untrained front end, ``(B, T)`` → raw counts ``(B, n_features)``: training loops may cache it per window."""
-        self.check_input(x)
+    def _window_transform(self, x: Tensor) -> Tensor:
         return self.features(self.revin(x))
 
-    def classify(self, feats: Tensor) -> Tensor:
-        """The trained part: scale raw counts ``(B, n_features)`` and apply the logistic head → ``(B,)`` logits."""
-        return self.head(self.norm(feats)).squeeze(-1)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.classify(self.frozen_features(x))
+    def _series_features(self, row: np.ndarray, starts: np.ndarray, window_length: int, device: torch.device) -> Tensor:
+        x = torch.from_numpy(row).to(device=device, dtype=torch.float32)
+        return window_counts(self.features, x, starts, window_length)
 
 
-class HydraMiniRocketClassifier(WindowModel):
+class HydraMiniRocketClassifier(_HydraWindowModel):
     """Hydra counts and MiniRocket PPV features, one standardiser, one logistic head: ``(B, T)`` → ``(B,)`` logits.
 
     Parameters
@@ -367,6 +344,8 @@ class HydraMiniRocketClassifier(WindowModel):
     revin : bool
         Z-score every row first (see :class:`HydraClassifier`).
     revin_eps : float
+    feature_context : {"series", "window"}, optional
+        How windows are read (module docstring); default ``"series"``, ``"window"`` with RevIN.
 
     Attributes
     ----------
@@ -382,9 +361,10 @@ class HydraMiniRocketClassifier(WindowModel):
 
     def __init__(
         self, input_length: int = 1024, kernels_per_group: int = 8, groups: int = 64, num_features: int = 9_996,
-        seed: int = 0, revin: bool = False, revin_eps: float = 1e-5,
+        seed: int = 0, revin: bool = False, revin_eps: float = 1e-5, feature_context: str | None = None,
     ) -> None:  # fmt: skip
         super().__init__()
+        self._set_context(feature_context, revin)
         self.hydra = HydraFeatures(input_length, kernels_per_group, groups, seed)
         self.minirocket = MiniRocketFeatures(input_length, num_features, seed)
         self.n_features = self.hydra.n_features + self.minirocket.n_features
@@ -399,27 +379,34 @@ class HydraMiniRocketClassifier(WindowModel):
         """Fit MiniRocket's biases on training examples ``(N, T)`` before training (training loops call this)."""
         self.minirocket.fit(self.revin(x))
 
-    has_frozen_front_end: ClassVar[bool] = True
-
-    def frozen_features(self, x: Tensor) -> Tensor:
-        """The untrained front end, ``(B, T)`` → ``(B, n_features)``: Hydra counts, then MiniRocket PPV."""
-        self.check_input(x)
-        x = self.revin(x)
+    def _check_ready(self, x: Tensor | None = None) -> None:
         if not bool(self.minirocket.fitted):
-            if not self.training:
+            if not self.training or x is None:
                 raise RuntimeError(
                     "HydraMiniRocketClassifier: MiniRocket's biases were never fitted; train the model (or call "
                     "model.initialise_from_data(x) on training data) before scoring."
                 )
             self.minirocket.fit(x.detach())
+
+    def frozen_features(self, x: Tensor) -> Tensor:
+        """The untrained front end, ``(B, T)`` → ``(B, n_features)``: Hydra counts, then MiniRocket PPV.
+
+        Under ``feature_context="series"`` every row is read as a whole channel.
+        """
+        self.check_input(x)
+        self._check_ready(self.revin(x))
+        return super().frozen_features(x)
+
+    def _window_transform(self, x: Tensor) -> Tensor:
+        x = self.revin(x)
         return torch.cat([self.hydra(x), self.minirocket(x)], dim=1)
 
-    def classify(self, feats: Tensor) -> Tensor:
-        """The trained part: scale ``(B, n_features)`` and apply the logistic head → ``(B,)`` logits."""
-        return self.head(self.norm(feats)).squeeze(-1)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.classify(self.frozen_features(x))
+    def _series_features(self, row: np.ndarray, starts: np.ndarray, window_length: int, device: torch.device) -> Tensor:
+        x = torch.from_numpy(row).to(device=device, dtype=torch.float32)
+        ppv = minirocket_series.window_features(
+            self.minirocket, [row], np.zeros(len(starts), dtype=np.int64), starts, window_length
+        )
+        return torch.cat([window_counts(self.hydra, x, starts, window_length), torch.from_numpy(ppv).to(device)], dim=1)
 
 
 def _zero_head(n_features: int) -> nn.Linear:

@@ -137,6 +137,6 @@ def model_from_config(cfg: dict[str, Any]) -> WindowModel:
     if "name" not in cfg:
         raise ValueError(f"Model config lacks 'name': got keys {sorted(cfg)}.")
     params = dict(cfg)
-    if params["name"] == "minirocket":  # saved before issue 15: windows were read on their own
-        params.setdefault("feature_context", "window")
+    if params["name"] in ("minirocket", "hydra", "hydra_minirocket"):  # saved before their series route: windows
+        params.setdefault("feature_context", "window")  # were read on their own
     return build_model(params.pop("name"), **params)
