@@ -11,6 +11,8 @@ path (the per-sample evidence route where the model has one); weights do not cha
 frozen front end plus a linear head. Printed: the median over ``--repeats`` of windows/s and of
 seconds of signal scored per second (windows of different lengths and strides are not comparable by
 count alone), and the ratio to the ``bonn`` preset's model (MiniRocket, L = 1024) in the same run.
+``--window-route`` adds, for each Hydra candidate, the same model reading every window on its own
+(``feature_context="window"``: the route before the series one), scored in the same run.
 
 Usage::
 
@@ -100,11 +102,11 @@ def time_references(series_set, split: np.ndarray, seed: int = 0) -> dict:
     return seconds
 
 
-def time_scoring(config, series_set, repeats: int) -> dict:
+def time_scoring(config, series_set, repeats: int, **model_overrides) -> dict:
     """Median windows/s and signal-seconds/s of scoring every window of ``series_set`` with ``config``'s model."""
     L = config.window_length
     torch.manual_seed(config.seed)
-    model = build_window_model(config.backbone, L, **config.model_params)
+    model = build_window_model(config.backbone, L, **{**config.model_params, **model_overrides})
     index = WindowIndex.build(series_set.store.lengths, L, config.inference_stride, cover_end=True)
     starts = index.absolute_starts(series_set.store)
     if hasattr(model, "initialise_from_data"):
@@ -128,6 +130,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-training", action="store_true", help="time scoring only")
+    parser.add_argument("--window-route", action="store_true",
+                        help="also score each Hydra candidate reading every window on its own")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s", force=True)
     torch.set_num_threads(args.threads)
@@ -143,6 +147,12 @@ def main() -> None:
         logger.info("%s: %.0f windows/s (repeats %s), trained in %.1f s", label, results[label]["windows_per_s"],
                     [round(x) for x in results[label]["repeats"]], results[label]["train_s"])  # fmt: skip
     results.update(ensemble_costs(results))
+    if args.window_route:
+        for label, (run, config) in candidates.items():
+            if config.backbone in ("hydra", "hydra_minirocket"):
+                results[f"{label} [each window on its own]"] = {
+                    **time_scoring(config, series_set, args.repeats, feature_context="window"), "train_s": float("nan")
+                }
     base = results["sss"]["signal_s_per_s"]
     print("| candidate | L | stride | training s (fold 1) | windows | windows/s | signal s/s | scoring ratio to sss |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")

@@ -53,9 +53,9 @@ from torch import Tensor, nn
 
 from sss_viewer.models import minirocket_series
 from sss_viewer.models.base import WindowModel
+from sss_viewer.models.feature_context import SeriesReading
 from sss_viewer.models.hydra_features import KERNEL_LENGTH, HydraFeatures, hydra_dilations
 from sss_viewer.models.hydra_series import GROUP_WINDOWS, window_counts
-from sss_viewer.models.minirocket import FEATURE_CONTEXTS
 from sss_viewer.models.minirocket_features import MiniRocketFeatures
 from sss_viewer.models.revin import RevIN
 from sss_viewer.models.rocket import RunningStandardizer
@@ -149,7 +149,7 @@ class SparseStandardizer(RunningStandardizer):
         return torch.where(self.sparse & (rooted == 0), torch.zeros((), dtype=out.dtype, device=out.device), out)
 
 
-class _HydraWindowModel(WindowModel):
+class _HydraWindowModel(SeriesReading, WindowModel):
     """What the Hydra classifiers share: the feature context, the series route, the head.
 
     Subclasses set ``self.revin``, ``self.norm``, ``self.head`` and implement :meth:`_window_transform` (rows read on their own) and
@@ -157,24 +157,6 @@ class _HydraWindowModel(WindowModel):
     """
 
     has_frozen_front_end: ClassVar[bool] = True
-
-    def _set_context(self, feature_context: str | None, revin: bool) -> None:
-        if feature_context is None:
-            feature_context = "window" if revin else "series"
-        if feature_context not in FEATURE_CONTEXTS:
-            raise ValueError(f"Invalid feature_context={feature_context!r}: expected one of {FEATURE_CONTEXTS}.")
-        if feature_context == "series" and revin:
-            raise ValueError(
-                "feature_context='series' shares one pass of the kernels over the channel between windows; "
-                "revin=True normalises each window on its own. Use feature_context='window' with revin=True."
-            )
-        self.record_args(feature_context=feature_context)
-        self.feature_context = feature_context
-
-    @property
-    def reads_series(self) -> bool:
-        """Whether windows are read within their channel (``feature_context="series"``)."""
-        return self.feature_context == "series"
 
     def _window_transform(self, x: Tensor) -> Tensor:
         raise NotImplementedError
@@ -214,19 +196,7 @@ class _HydraWindowModel(WindowModel):
             yield picked, np.array(store.series(int(channel)), dtype=np.float32), local[picked]  # a copy: memmaps are read-only
 
     def store_window_features(self, store, starts: np.ndarray, window_length: int) -> Tensor:
-        """Features ``(n_windows, n_features)`` float32 of windows of a store, each read within its channel.
-
-        Parameters
-        ----------
-        store : SeriesStore
-        starts : ndarray, shape (n_windows,), int64
-            Absolute window starts in the store's address space.
-        window_length : int
-
-        Returns
-        -------
-        Tensor, shape (n_windows, n_features), float32, on the model's device
-        """
+        """Counts (and PPV) by segment sums (:meth:`SeriesReading.store_window_features`), on the model's device."""
         self._check_ready()
         device = self.head.weight.device
         out = torch.empty(len(starts), self.n_features, device=device)
@@ -239,22 +209,10 @@ class _HydraWindowModel(WindowModel):
         self, store, starts: np.ndarray, window_length: int, *, device: torch.device | str = "cpu",
         on_progress=None,
     ) -> np.ndarray:  # fmt: skip
-        """Window logits through the series route: one pass of the kernels per channel, any stride.
+        """Logits of the head on the series features (:meth:`SeriesReading.store_window_logits`).
 
-        Parameters
-        ----------
-        store : SeriesStore
-        starts : ndarray, shape (n_windows,), int64
-            Absolute window starts in the store's address space.
-        window_length : int
-        device : torch.device or str
-            Where the kernels and the head run.
-        on_progress : callable, optional
-            Called with the fraction of windows done after each channel; an exception it raises stops the work.
-
-        Returns
-        -------
-        ndarray, shape (n_windows,), float64
+        A channel's windows are featurised :data:`~sss_viewer.models.hydra_series.GROUP_WINDOWS` at a
+        time on ``device`` (the model must be there); ``on_progress`` after each channel.
         """
         self._check_ready()
         device = torch.device(device)
@@ -312,7 +270,7 @@ class HydraClassifier(_HydraWindowModel):
         revin: bool = False, revin_eps: float = 1e-5, feature_context: str | None = None,
     ) -> None:  # fmt: skip
         super().__init__()
-        self._set_context(feature_context, revin)
+        self.set_feature_context(feature_context, revin)
         self.features = HydraFeatures(input_length, kernels_per_group, groups, seed)
         self.n_features = self.features.n_features
         self.min_length = KERNEL_LENGTH
@@ -364,7 +322,7 @@ class HydraMiniRocketClassifier(_HydraWindowModel):
         seed: int = 0, revin: bool = False, revin_eps: float = 1e-5, feature_context: str | None = None,
     ) -> None:  # fmt: skip
         super().__init__()
-        self._set_context(feature_context, revin)
+        self.set_feature_context(feature_context, revin)
         self.hydra = HydraFeatures(input_length, kernels_per_group, groups, seed)
         self.minirocket = MiniRocketFeatures(input_length, num_features, seed)
         self.n_features = self.hydra.n_features + self.minirocket.n_features

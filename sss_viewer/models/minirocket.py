@@ -40,6 +40,7 @@ from torch import Tensor, nn
 
 from sss_viewer.models import minirocket_series as series_features
 from sss_viewer.models.base import WindowModel
+from sss_viewer.models.feature_context import FEATURE_CONTEXTS, SeriesReading
 from sss_viewer.models.minirocket_features import (
     KERNEL_LENGTH,
     MiniRocketFeatures,
@@ -53,9 +54,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["APP_C_BEST", "FEATURE_CONTEXTS", "MiniRocketClassifier", "MiniRocketFeatures", "kernel_taps", "minirocket_dilations"]
 
-FEATURE_CONTEXTS = ("series", "window")
-"""How a window's positions are read: within its channel, or on their own (see the module docstring)."""
-
 APP_C_BEST: dict[str, Any] = {
     "num_features": 9_996,
     "lr": 1e-3,
@@ -64,7 +62,7 @@ APP_C_BEST: dict[str, Any] = {
 }  # fmt: skip
 """Default configuration (MiniRocket's published defaults; the SSS paper has no MiniRocket table)."""
 
-class MiniRocketClassifier(WindowModel):
+class MiniRocketClassifier(SeriesReading, WindowModel):
     """MiniRocket features with a standardised logistic head: ``(B, T)`` → ``(B,)`` logits.
 
     Parameters
@@ -97,17 +95,7 @@ class MiniRocketClassifier(WindowModel):
         revin_eps: float = 1e-5, feature_context: str | None = None,
     ) -> None:  # fmt: skip
         super().__init__()
-        if feature_context is None:
-            feature_context = "window" if revin else "series"
-        if feature_context not in FEATURE_CONTEXTS:
-            raise ValueError(f"Invalid feature_context={feature_context!r}: expected one of {FEATURE_CONTEXTS}.")
-        if feature_context == "series" and revin:
-            raise ValueError(
-                "feature_context='series' shares one convolution of the channel between windows; revin=True "
-                "normalises each window on its own. Use feature_context='window' with revin=True."
-            )
-        self.record_args(feature_context=feature_context)
-        self.feature_context = feature_context
+        self.set_feature_context(feature_context, revin)
         self.features = MiniRocketFeatures(input_length, num_features, seed)
         self.n_features = self.features.n_features
         self.min_length = KERNEL_LENGTH
@@ -121,11 +109,6 @@ class MiniRocketClassifier(WindowModel):
     def initialise_from_data(self, x: Tensor) -> None:
         """Fit the biases on training examples ``(N, T)`` before training (training loops call this)."""
         self.features.fit(self.revin(x))
-
-    @property
-    def reads_series(self) -> bool:
-        """Whether windows are read within their channel (``feature_context="series"``)."""
-        return self.feature_context == "series"
 
     def _check_fitted(self, x: Tensor | None = None) -> None:
         if not bool(self.features.fitted):
@@ -155,15 +138,7 @@ class MiniRocketClassifier(WindowModel):
         return series_features.explicit_window_features(self.features, F.pad(x.float(), (margin, margin)), x.shape[1])
 
     def store_window_features(self, store, starts: np.ndarray, window_length: int) -> Tensor:
-        """Features ``(n_windows, n_features)`` float32 of windows of a store, each read within its channel.
-
-        Parameters
-        ----------
-        store : SeriesStore
-        starts : ndarray, shape (n_windows,), int64
-            Absolute window starts in the store's address space.
-        window_length : int
-        """
+        """PPV features by segment sums (:meth:`SeriesReading.store_window_features`; on the CPU, numba)."""
         self._check_fitted()
         series, local, used = store.locate(np.asarray(starts, dtype=np.int64), window_length)
         rows = [store.series(int(i)) for i in used]
@@ -175,23 +150,10 @@ class MiniRocketClassifier(WindowModel):
         self, store, starts: np.ndarray, window_length: int, *, device: torch.device | str = "cpu",
         on_progress=None,
     ) -> np.ndarray:  # fmt: skip
-        """Window logits through the evidence series: one pass of the kernels per channel, any stride.
+        """Logits by the evidence series (:meth:`SeriesReading.store_window_logits`).
 
-        Parameters
-        ----------
-        store : SeriesStore
-        starts : ndarray, shape (n_windows,), int64
-            Absolute window starts in the store's address space.
-        window_length : int
-        device : torch.device or str
-            ``cpu`` runs the numba kernels; another device runs the torch path there.
-        on_progress : callable, optional
-            Called with the fraction of windows done after each group of channels; an exception it
-            raises stops the work.
-
-        Returns
-        -------
-        ndarray, shape (n_windows,), float64
+        On the CPU numba kernels run, a group of channels at a time (``on_progress`` after each group);
+        another device runs the torch path there, a channel at a time.
         """
         self._check_fitted()
         device = torch.device(device)
