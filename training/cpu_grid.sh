@@ -4,9 +4,11 @@
 #   sss                 the cpu preset's SSS (PatchTST, L = 256 = 1 s): kept, labelled as what it is
 #   sss-recipe          the minirocket training preset (the recipe that works on real data)
 #   sss-patchtst-l1024  the cpu preset's PatchTST at a window that learns (L = 1024)
-# Not in the default list: sss-hydra-ensemble (the hydra_minirocket preset, L = 1024 and 2048 averaged; issue 18):
-# Hydra scores window by window (~30 windows/s on one core), so its 90 runs would take days on 2 cores. Add it with
-#   MODELS="sss sss-hydra-ensemble" training/cpu_grid.sh OUT   (on a GPU, or once Hydra has a per-sample route)
+# Not in the default list: sss-hydra-ensemble (the hydra_minirocket preset, L = 1024 and 2048 averaged; issue 18).
+# It was the best Bonn candidate (0.979) but not ahead of the recipe or the references by a margin the folds can
+# show (docs/results.md section 7), and even on Hydra's series route it featurises ~46,000 samples/s per core
+# (~45x slower than the recipe): an estimated 8-9 h for its 90 runs here. Add it with
+#   MODELS="sss sss-hydra-ensemble" training/cpu_grid.sh OUT   (best on a GPU)
 # Usage: training/cpu_grid.sh [OUT]   (default experiments/synthetic; resumable: rerun to continue)
 # MODELS="sss rocket" training/cpu_grid.sh OUT   runs only those rows (the tables then hold only them).
 set -euo pipefail
