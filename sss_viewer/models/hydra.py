@@ -171,6 +171,7 @@ class _HydraWindowModel(SeriesReading, WindowModel):
         Under ``feature_context="series"`` every row is read as a whole channel.
         """
         self.check_input(x)
+        self._check_ready(x)
         if not self.reads_series:
             return self._window_transform(x)
         rows = x.detach().float().cpu().numpy()
@@ -222,14 +223,14 @@ class _HydraWindowModel(SeriesReading, WindowModel):
             for lo in range(0, len(picked), GROUP_WINDOWS):  # features of one group of windows at a time
                 part = slice(lo, lo + GROUP_WINDOWS)
                 feats = self._series_features(row, local[part], window_length, device)
-                out[picked[part]] = self.classify(feats.to(device)).double().cpu().numpy()
+                out[picked[part]] = self.classify(feats).double().cpu().numpy()
             done += len(picked)
             if on_progress is not None:
                 on_progress(done / max(len(starts), 1))
         return out
 
-    def _check_ready(self) -> None:
-        """Raise unless the front end can score (subclasses with fitted parts check them)."""
+    def _check_ready(self, x: Tensor | None = None) -> None:
+        """Raise unless the front end can score; a model in training may fit its fitted parts on ``x (B, T)`` instead."""
 
 
 class HydraClassifier(_HydraWindowModel):
@@ -344,16 +345,7 @@ class HydraMiniRocketClassifier(_HydraWindowModel):
                     "HydraMiniRocketClassifier: MiniRocket's biases were never fitted; train the model (or call "
                     "model.initialise_from_data(x) on training data) before scoring."
                 )
-            self.minirocket.fit(x.detach())
-
-    def frozen_features(self, x: Tensor) -> Tensor:
-        """The untrained front end, ``(B, T)`` → ``(B, n_features)``: Hydra counts, then MiniRocket PPV.
-
-        Under ``feature_context="series"`` every row is read as a whole channel.
-        """
-        self.check_input(x)
-        self._check_ready(self.revin(x))
-        return super().frozen_features(x)
+            self.minirocket.fit(self.revin(x).detach())
 
     def _window_transform(self, x: Tensor) -> Tensor:
         x = self.revin(x)
