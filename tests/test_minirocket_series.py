@@ -98,8 +98,27 @@ def test_torch_evidence_path_equals_the_numba_path_on_cpu():
     for i, channel in enumerate(channels):
         start = np.arange(0, len(channel) - L + 1, 33)
         fast = window_logits(model.features, weights, constant, channels, np.full(len(start), i), start, L)
-        via_torch = torch_window_logits(model.features, weights, constant, torch.from_numpy(channel)[None], start, L)
-        np.testing.assert_allclose(via_torch.numpy()[0], fast, rtol=0, atol=2e-5)
+        for evidence in ("compare", "search"):  # the CPU's and the GPU's way of summing thresholded outputs
+            via_torch = torch_window_logits(
+                model.features, weights, constant, torch.from_numpy(channel)[None], start, L, evidence=evidence
+            )
+            np.testing.assert_allclose(via_torch.numpy()[0], fast, rtol=0, atol=2e-5)
+
+
+def test_torch_path_scores_channels_of_different_lengths_in_one_zero_padded_batch():
+    model = _trained_like()
+    channels = _channels()
+    assert len({len(c) for c in channels}) > 1  # the padding is exercised
+    weights, constant = fold_head(model)
+    series, start = _some_windows(channels, 29)
+    expected = window_logits(model.features, weights, constant, channels, series, start, L)
+    batch = np.zeros((len(channels), max(len(c) for c in channels)), dtype=np.float32)
+    for i, channel in enumerate(channels):
+        batch[i, : len(channel)] = channel
+    got = torch_window_logits(model.features, weights, constant, torch.from_numpy(batch), start, L, rows=series,
+                              evidence="search")  # fmt: skip
+    assert got.shape == (len(start),)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=0, atol=2e-5)
 
 
 def test_a_window_scores_the_same_at_any_stride_and_in_any_order():
@@ -228,7 +247,8 @@ def test_cuda_evidence_series_and_features_equal_the_cpu_paths():
     cut = [np.concatenate([np.zeros(margin, np.float32), channels[i], np.zeros(margin, np.float32)])[s : s + L + 2 * margin]
            for i, s in zip(series, start, strict=True)]  # fmt: skip
     gpu_feats = explicit_window_features(on_gpu.features, torch.from_numpy(np.stack(cut)).cuda(), L).cpu().numpy()
-    np.testing.assert_array_equal(gpu_feats, window_features(model.cpu().features, channels, series, start, L))
+    # PPV = count / positions: the devices may round that one division differently (seen on an H200: 1 ulp)
+    np.testing.assert_allclose(gpu_feats, window_features(model.cpu().features, channels, series, start, L), rtol=0, atol=1e-6)
 
 
 def test_without_numba_the_torch_paths_give_the_same_numbers(monkeypatch):
@@ -285,3 +305,15 @@ def test_a_finer_heat_map_keeps_the_ranking_of_the_models_stride():
     np.testing.assert_allclose(merged["p_raw"], merged["p_raw_plain"], atol=1e-6)
     values, edges = fine.heatmap(64 / 250)
     assert values.shape == (5, len(edges) - 1) and np.isfinite(values).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_store_scoring_batches_channels_of_different_lengths_like_the_cpu():
+    model = _trained_like()
+    channels = _channels() + _channels(seed=2)  # lengths 3000, 2200, L twice: one zero-padded batch
+    store = SeriesStore.from_series(channels)
+    starts = WindowIndex.build(store.lengths, L, 17, cover_end=True).absolute_starts(store)
+    cpu = predict_window_probs(model, store, starts, L)
+    gpu = predict_window_probs(model.to("cuda"), store, starts, L, device="cuda")
+    np.testing.assert_allclose(gpu, cpu, rtol=0, atol=1e-5)

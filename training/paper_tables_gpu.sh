@@ -17,10 +17,12 @@
 # an all-reduce to every step of runs that already fit. When every seed has finished, one last call
 # per protocol (all runs found finished, nothing trained) writes the complete results.csv and tables.md.
 #
-# Expected time: the authors report 2–3 h for 5 seeds of SSS on 4 GPUs with their code at these sizes;
-# with the eleven baselines at App. C sizes, budget 6–10 h on 4 H100-class GPUs and about 4x that on
-# one. Not yet measured here: no GPU was lent (docs/results.md §1). Checked on the CPU with SMOKE=1 on a
-# 12-patient synthetic cohort, seeds "0 1": 1,232 s, both protocols' complete tables written.
+# Expected time: measured on one H200 (docs/results.md §3): the paper preset trains 118,566 windows/s
+# (training/paper_smoke_gpu.sh: one full SSS training on the 24-patient synthetic cohort, 159 s). ds003029's
+# pooled setting has ≈ 7.9e6 training windows an epoch after 1:1 balancing → ≤ 56 min for 50 epochs; the SSS rows
+# of Tables 1 + 2 (≈ 5 pooled settings per seed and split mode) ≤ 45 h on one H200, ≈ 11 h on 4; the baselines
+# come on top (not measured on a GPU). Checked on the CPU with SMOKE=1 on a 12-patient synthetic cohort,
+# seeds "0 1": 1,232 s, both protocols' complete tables written.
 set -euo pipefail
 DATA=${1:?usage: training/paper_tables_gpu.sh DATA [OUT] [SEEDS]}
 OUT=${2:-experiments/paper-gpu}

@@ -52,6 +52,9 @@ from sss_viewer.models.rocket import RunningStandardizer
 
 logger = logging.getLogger(__name__)
 
+GPU_CHANNELS_PER_CALL = 16
+"""Channels scored together off the CPU: at 2**16 positions a block, ~2 GB of intermediates on the device."""
+
 __all__ = ["APP_C_BEST", "FEATURE_CONTEXTS", "MiniRocketClassifier", "MiniRocketFeatures", "kernel_taps", "minirocket_dilations"]
 
 APP_C_BEST: dict[str, Any] = {
@@ -153,7 +156,7 @@ class MiniRocketClassifier(SeriesReading, WindowModel):
         """Logits by the evidence series (:meth:`SeriesReading.store_window_logits`).
 
         On the CPU numba kernels run, a group of channels at a time (``on_progress`` after each group);
-        another device runs the torch path there, a channel at a time.
+        another device runs the torch path there, :data:`GPU_CHANNELS_PER_CALL` channels at a time.
         """
         self._check_fitted()
         device = torch.device(device)
@@ -161,7 +164,7 @@ class MiniRocketClassifier(SeriesReading, WindowModel):
         starts = np.asarray(starts, dtype=np.int64)
         series, local, used = store.locate(starts, window_length)
         out = np.empty(len(starts), dtype=np.float64)
-        group = max(1, 4 * series_features.numba_threads()) if device.type == "cpu" else 1
+        group = max(1, 4 * series_features.numba_threads()) if device.type == "cpu" else GPU_CHANNELS_PER_CALL
         order = np.arange(len(series)) if (np.diff(series) >= 0).all() else np.argsort(series, kind="stable")
         by_series = series[order]
         done = 0
@@ -175,10 +178,13 @@ class MiniRocketClassifier(SeriesReading, WindowModel):
                     self.features, weights, constant, rows, position, local[picked], window_length
                 )
             else:
-                x = torch.tensor(np.asarray(rows[0]), dtype=torch.float32, device=device)[None]  # a copy: memmap views are read-only
+                # one zero-padded batch of channels per call: kernel launches, not arithmetic, bound a channel alone
+                x = torch.zeros(len(rows), max(len(r) for r in rows), dtype=torch.float32, device=device)
+                for i, r in enumerate(rows):  # np.array copies: memmap views are read-only
+                    x[i, : len(r)] = torch.from_numpy(np.array(r, dtype=np.float32)).to(device)
                 out[picked] = series_features.torch_window_logits(
-                    self.features, weights, constant, x, local[picked], window_length
-                ).cpu().numpy()[0]
+                    self.features, weights, constant, x, local[picked], window_length, rows=position
+                ).cpu().numpy()
             done += len(picked)
             if on_progress is not None:
                 on_progress(done / max(len(starts), 1))

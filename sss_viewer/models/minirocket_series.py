@@ -58,6 +58,8 @@ except ImportError:  # pragma: no cover - a GPU machine's own python may lack nu
         """Stand-in decorator: the function stays plain Python (never called without numba)."""
         return args[0] if args and callable(args[0]) else (lambda f: f)
 
+
+from sss_viewer._validate import check_option
 from sss_viewer.models.minirocket_features import (
     KERNEL_LENGTH,
     N_KERNELS,
@@ -605,8 +607,12 @@ def _conv_outputs(xp: torch.Tensor, at: int, n: int, d: int, taps: torch.Tensor)
 
 
 def torch_window_logits(features: MiniRocketFeatures, weights: np.ndarray, constant: float, x: torch.Tensor,
-                        starts: np.ndarray, window_length: int) -> torch.Tensor:  # fmt: skip
+                        starts: np.ndarray, window_length: int, rows: np.ndarray | None = None,
+                        evidence: str | None = None) -> torch.Tensor:  # fmt: skip
     """Window logits through the evidence series in torch, for one or more channels of equal length.
+
+    Channels of different lengths may be zero-padded at the end to one length: a window lies inside
+    its channel, and the kernels read zeros beyond a channel's end either way.
 
     Parameters
     ----------
@@ -617,12 +623,23 @@ def torch_window_logits(features: MiniRocketFeatures, weights: np.ndarray, const
     x : Tensor, shape (B, T), float32
         Channels, on the device that computes.
     starts : ndarray, shape (W,), int64
-        Window starts (the same for every row).
+        Window starts.
     window_length : int
+    rows : ndarray, shape (W,), int64, optional
+        The row of ``x`` each window is in; without it every row has a window at every start.
+    evidence : {"search", "compare"}, optional
+        How each kernel's thresholded sum is formed (the same numbers up to float rounding);
+        default "compare" on the CPU, "search" elsewhere.
 
     Returns
     -------
-    Tensor, shape (B, W), float64
+    Tensor, shape (B, W) without ``rows``, else shape (W,); float64
+
+    Notes
+    -----
+    "compare" tests each bias in turn (on the CPU as fast as a search or faster); "search" forms
+    it by one ``searchsorted`` over each kernel's sorted biases and a gather of the summed weights
+    replace the comparisons, so a block costs a handful of kernel launches whatever the bias count.
     """
     layout = SeriesLayout.of(features, window_length)
     dev = x.device
@@ -630,33 +647,73 @@ def torch_window_logits(features: MiniRocketFeatures, weights: np.ndarray, const
     margin = layout.margin
     xp = F.pad(x.float(), (margin, margin))
     taps = torch.from_numpy(layout.taps).to(dev)
-    biases = torch.from_numpy(layout.biases).to(dev)
-    w = torch.from_numpy(np.asarray(weights, dtype=np.float32)).to(dev)
     starts_t = torch.from_numpy(np.asarray(starts, dtype=np.int64)).to(dev)
-    out = torch.zeros(b_rows, len(starts), dtype=torch.float64, device=dev)
+    rows_t = None if rows is None else torch.from_numpy(np.asarray(rows, dtype=np.int64)).to(dev)
+    out = torch.zeros((b_rows, len(starts)) if rows is None else (len(starts),), dtype=torch.float64, device=dev)
+    evidence = evidence or ("compare" if dev.type == "cpu" else "search")
+    check_option("evidence", evidence, ("search", "compare"))
+    kernel_evidence = _evidence_by_search if evidence == "search" else _evidence_by_comparison
     for di, d in enumerate(layout.dilations.tolist()):
-        nb = int(layout.n_biases[di])
-        f0 = int(layout.feature_offsets[di])
-        bias = biases[f0 : f0 + N_KERNELS * nb].reshape(N_KERNELS, nb)
-        weight = w[f0 : f0 + N_KERNELS * nb].reshape(N_KERNELS, nb)
+        tables = _evidence_tables(layout, weights, di, b_rows, dev, sorted_=evidence == "search")
         pad_rows = torch.from_numpy(np.flatnonzero(layout.padded[di])).to(dev)
         unp_rows = torch.from_numpy(np.flatnonzero(~layout.padded[di])).to(dev)
-        cum = {True: [torch.zeros(b_rows, 1, dtype=torch.float64, device=dev)], False: [torch.zeros(b_rows, 1, dtype=torch.float64, device=dev)]}
+        zero = torch.zeros(b_rows, 1, dtype=torch.float64, device=dev)
+        cum = {True: [zero], False: [zero]}
         for lo in range(0, T, _TORCH_BLOCK):
             n = min(_TORCH_BLOCK, T - lo)
-            c = _conv_outputs(xp, margin + lo, n, d, taps)  # (B, 84, n)
-            for is_padded, rows in ((True, pad_rows), (False, unp_rows)):
-                cg = c[:, rows]
-                e = torch.zeros(b_rows, n, dtype=torch.float32, device=dev)
-                for q in range(nb):
-                    e += ((cg > bias[rows, q, None]) * weight[rows, q, None]).sum(1)
+            per_kernel = kernel_evidence(_conv_outputs(xp, margin + lo, n, d, taps), *tables)  # (B, 84, n)
+            for is_padded, kernels in ((True, pad_rows), (False, unp_rows)):
+                e = per_kernel[:, kernels].sum(1)
                 cum[is_padded].append(e.double().cumsum(1) + cum[is_padded][-1][:, -1:])
         for is_padded in (True, False):
             prefix = torch.cat(cum[is_padded], dim=1)  # (B, T + 1)
             u0, u1 = layout.positions(di, is_padded)
-            total = prefix[:, starts_t + u1] - prefix[:, starts_t + u0]
+            if rows_t is None:
+                total = prefix[:, starts_t + u1] - prefix[:, starts_t + u0]
+            else:
+                total = prefix[rows_t, starts_t + u1] - prefix[rows_t, starts_t + u0]
             out += total / (u1 - u0)
     return out + constant
+
+
+def _evidence_tables(layout: SeriesLayout, weights: np.ndarray, dilation_index: int, b_rows: int,
+                     device: torch.device, sorted_: bool) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """One dilation's biases and weights for :func:`_evidence_by_search` or :func:`_evidence_by_comparison`.
+
+    Returns
+    -------
+    biases : Tensor, shape (b_rows, 84, nb) sorted per kernel, or (84, nb) as fitted; float32
+    weights : Tensor, shape (b_rows, 84, nb + 1) ``[0, w_1, w_1 + w_2, ...]`` in sorted order (float64
+        sums, then float32), or (84, nb) as fitted; float32
+    """
+    nb = int(layout.n_biases[dilation_index])
+    f0 = int(layout.feature_offsets[dilation_index])
+    b = layout.biases[f0 : f0 + N_KERNELS * nb].reshape(N_KERNELS, nb)
+    w = np.asarray(weights, dtype=np.float64)[f0 : f0 + N_KERNELS * nb].reshape(N_KERNELS, nb)
+    if not sorted_:
+        return torch.from_numpy(np.ascontiguousarray(b)).to(device), torch.from_numpy(w.astype(np.float32)).to(device)
+    order = np.argsort(b, axis=1, kind="stable")
+    cumulative = np.zeros((N_KERNELS, nb + 1), dtype=np.float64)
+    cumulative[:, 1:] = np.cumsum(np.take_along_axis(w, order, axis=1), axis=1)
+    steps = torch.from_numpy(np.ascontiguousarray(np.take_along_axis(b, order, axis=1))).to(device)
+    summed = torch.from_numpy(cumulative.astype(np.float32)).to(device)
+    return steps.expand(b_rows, -1, -1).contiguous(), summed.expand(b_rows, -1, -1).contiguous()
+
+
+def _evidence_by_search(c: torch.Tensor, steps: torch.Tensor, summed: torch.Tensor) -> torch.Tensor:
+    """``sum_q w_q [c > b_q]`` per kernel and position as the summed weight of the biases below ``c``.
+
+    ``c`` (B, 84, n) kernel outputs; the left-side search counts the biases strictly below each output.
+    """
+    return torch.gather(summed, 2, torch.searchsorted(steps, c.contiguous()))
+
+
+def _evidence_by_comparison(c: torch.Tensor, biases: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """``sum_q w_q [c > b_q]`` per kernel and position, one bias at a time; ``c`` (B, 84, n)."""
+    e = torch.zeros_like(c)
+    for q in range(biases.shape[1]):
+        e += (c > biases[None, :, q, None]) * weights[None, :, q, None]
+    return e
 
 
 def explicit_window_features(features: MiniRocketFeatures, windows: torch.Tensor, window_length: int) -> torch.Tensor:
