@@ -89,6 +89,40 @@ def test_sss_training_with_lbfgs_head_records_the_choice_and_round_trips(toy_coh
     np.testing.assert_allclose(a, b, atol=1e-6)
 
 
+def test_refit_fits_the_chosen_penalty_again_on_training_and_validation_windows(toy_cohort):
+    common = {
+        "backbone": "minirocket", "model_params": {"num_features": 336}, "window_length": 128, "train_stride": 64,
+        "val_stride": 64, "calibrator": "none", "head_solver": "lbfgs", "head_l2": (1e-1, 1e-3), "head_max_iter": 50,
+        "device": "cpu",
+    }  # fmt: skip
+    plain = train(toy_cohort, train_preset("default", **common), progress=False)
+    refit = train(toy_cohort, train_preset("default", refit_on_train_val=True, **common), progress=False)
+    assert refit.info["split"] == plain.info["split"] and refit.info["head_l2"] == plain.info["head_l2"]
+    assert [h["l2"] for h in refit.info["refit_history"]] == [plain.info["head_l2"]]  # no second choice
+    torch.testing.assert_close(refit.model.features.biases, plain.model.features.biases)  # the same front end
+    assert float(refit.model.norm.count) == float(plain.model.norm.count) + _n_val_windows(refit, toy_cohort, common)
+    assert not torch.equal(refit.model.head.weight, plain.model.head.weight)
+    assert "refit_on_train_val" not in plain.info["train_config"]  # older run records keep their settings digest
+
+
+def _n_val_windows(bundle, cohort, params: dict) -> int:
+    """Validation windows of the bundle's training (its split's validation patients, labelled channels)."""
+    from sss_viewer.engine.training import _Subset
+    from sss_viewer.windows.series_set import build_series_set
+
+    config = train_preset("default", **params)
+    series_set = build_series_set(cohort, config.preprocess, min_length=config.window_length, progress=False)
+    meta = series_set.meta
+    in_val = meta["subject"].isin(bundle.info["split"]["val"]).to_numpy() & (meta["label"].to_numpy() >= 0)
+    return len(_Subset(series_set, in_val, config.window_length, config.val_stride))
+
+
+@pytest.mark.parametrize("bad", [{"head_solver": "adam"}, {"head_solver": "lbfgs", "calibrator": "isotonic"}])
+def test_refit_without_lbfgs_head_or_with_a_calibrator_is_refused_by_name(bad):
+    with pytest.raises(ValueError, match="refit_on_train_val=True needs head_solver='lbfgs'"):
+        TrainConfig(refit_on_train_val=True, **{"calibrator": "none", **bad})
+
+
 def test_lbfgs_head_is_refused_for_a_trained_front_end(toy_cohort):
     config = train_preset(
         "default", window_length=128, train_stride=64, val_stride=64, head_solver="lbfgs", device="cpu",

@@ -58,6 +58,13 @@ def test_nested_choice_is_made_on_validation_only_where_every_candidate_finished
     assert costs.set_index("label").loc[SELECTED_LABEL, "median_s"] == len(set(loaded["label"])) - 1  # every candidate's run
 
 
+def test_refitted_rows_take_no_part_in_a_nested_choice(tmp_path):
+    write_folder(tmp_path / "r", "bonn-refit", ["sss"], [0], scores=lambda label, s, f: 0.9)
+    loaded = load_runs(tmp_path / "r")
+    assert SELECTED_LABEL not in set(loaded["label"])  # a refitted row's validation AUC is in-sample
+    assert len(set(loaded["label"])) == 4 and sum("refit_on_train_val=True" in label for label in set(loaded["label"])) == 2
+
+
 def test_folders_are_combined_and_clashing_labels_named_by_protocol(tmp_path, capsys):
     write_folder(tmp_path / "b", "bonn", ["sss", "minirocket-lr"], [0], lambda label, s, f: 0.9 + 0.01 * (label == "sss"))
     write_folder(tmp_path / "c", "bonn-candidates", ["sss"], [0], lambda label, s, f: 0.92)

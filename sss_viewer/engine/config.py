@@ -71,6 +71,12 @@ class TrainConfig:
         go to the stronger penalty).
     head_max_iter : int
         L-BFGS iterations per penalty.
+    refit_on_train_val : bool
+        After the penalty is chosen on validation, fit the head once more with that penalty on the
+        training and validation windows together (the standardisation too) — what plain k-fold CV
+        gives a model. ``head_solver="lbfgs"`` and ``calibrator="none"`` only: nothing held out is
+        left to calibrate on. The threshold is still picked on the (now seen) validation channels, so
+        F1 and accuracy of a refitted model lean optimistic; AUC does not use it.
     lr_final_factor : float
         Cosine annealing ends at ``lr * lr_final_factor`` (two orders of magnitude by default).
     scheduler_step : {"epoch", "batch"}
@@ -119,6 +125,7 @@ class TrainConfig:
     head_solver: str = "adam"
     head_l2: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4)
     head_max_iter: int = 300
+    refit_on_train_val: bool = False
     scheduler_step: str = "epoch"
     patience: int = 15
     window_loss_weight: float = 0.0
@@ -150,6 +157,14 @@ class TrainConfig:
         if not penalties or any(not np.isfinite(v) or v < 0 for v in penalties):
             raise ValueError(f"Invalid head_l2={self.head_l2!r}: expected one or more finite penalties >= 0.")
         self.head_l2 = penalties
+        if not isinstance(self.refit_on_train_val, bool):
+            raise ValueError(f"Invalid refit_on_train_val={self.refit_on_train_val!r}: expected True or False.")
+        if self.refit_on_train_val and (self.head_solver != "lbfgs" or self.calibrator != "none"):
+            raise ValueError(
+                f"refit_on_train_val=True needs head_solver='lbfgs' (a penalty chosen on validation, then one refit) and "
+                f"calibrator='none' (no held-out windows are left to calibrate on); got head_solver={self.head_solver!r}, "
+                f"calibrator={self.calibrator!r}."
+            )
         for name in ("window_length", "train_stride", "val_stride", "batch_size", "epochs", "patience", "head_max_iter"):
             check_positive_int(name, getattr(self, name))
         if self.windows_per_epoch is not None:
@@ -161,11 +176,12 @@ class TrainConfig:
             self.inference_stride = max(1, self.window_length // 4)
 
     def to_dict(self) -> dict:
-        """JSON-serialisable parameters (``mixed_native_rates`` only when True, so older records compare equal)."""
+        """JSON-serialisable parameters (flags added later only when True, so older records compare equal)."""
         out = dataclasses.asdict(self)
         out["preprocess"] = self.preprocess.to_dict()
-        if not self.mixed_native_rates:
-            del out["mixed_native_rates"]
+        for later_flag in ("mixed_native_rates", "refit_on_train_val"):
+            if not out[later_flag]:
+                del out[later_flag]
         return out
 
 

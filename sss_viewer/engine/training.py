@@ -293,6 +293,10 @@ def _train(
             config.head_l2, config.head_max_iter,
         )  # fmt: skip
         best_epoch = 0
+        if config.refit_on_train_val:
+            extra_info["refit_history"] = _refit_head_on_train_val(
+                model, frozen, train_set, val_set, labels_np, labels_t, config, extra_info["head_l2"], device
+            )
     else:
         history, best_epoch = _train_epochs(
             model, config, series_set, train_set, val_set, labels_np, labels_t, series_weight, frozen, generator, device, progress,
@@ -346,6 +350,27 @@ def _with_native_rates(config: TrainConfig, meta: pd.DataFrame, split: np.ndarra
     shown = ", ".join(f"{r:g}" for r in trained)
     logger.info("native-rate model: trained on %s Hz recordings; other rates will be refused.", shown)
     return dataclasses.replace(preprocess, native_sfreqs=trained)
+
+
+def _refit_head_on_train_val(model, frozen, train_set, val_set, labels_np, labels_t, config, l2, device) -> list[dict]:
+    """Fit the L-BFGS head once more, at the chosen penalty ``l2``, on training and validation windows together.
+
+    ``frozen`` holds the training and validation windows' features (``(N_train, F)``, ``(N_val, F)``);
+    the validation score it logs is in-sample and chooses nothing.
+    """
+    members = np.concatenate([train_set.members, val_set.members])
+    both_series = torch.from_numpy(np.concatenate([train_set.series, val_set.series])).to(device)
+    weight = None
+    if config.class_balanced_loss:
+        weight = torch.from_numpy(class_balanced_weights(labels_np, members)).to(device)
+    history, _ = fit_head_lbfgs(
+        model, torch.cat([frozen[0], frozen[1]]), frozen[1],
+        lambda logits: channel_loss(logits, both_series, labels_t, weight, config.window_loss_weight),
+        lambda p: _selection_auc(p, val_set, labels_np, config.calibrator),
+        (l2,), config.head_max_iter,
+    )  # fmt: skip
+    logger.info("refitted the head on %d training + validation series at l2 %.0e", len(members), l2)
+    return history
 
 
 def _train_epochs(

@@ -64,7 +64,7 @@ def load_runs(folder: str | Path) -> pd.DataFrame:
         raise ValueError(f"{folder}: none of the {len(plan['runs'])} planned runs has finished yet.")
     runs = pd.DataFrame(rows)
     protocol = plan["protocol"]
-    if PROTOCOLS[protocol].variants and runs["label"].nunique() > 1:
+    if PROTOCOLS[protocol].variants and PROTOCOLS[protocol].nested_choice and runs["label"].nunique() > 1:
         # choose only where every candidate has finished: a choice among fewer would be another experiment
         complete = runs.groupby(list(PAIR_KEYS))["label"].transform("nunique") == runs["label"].nunique()
         if complete.any():

@@ -67,6 +67,7 @@ class Protocol:
     variants: tuple = ()  # cv ablations: SSS override tuples, one row each
     default_preset: str = "cpu"
     models: tuple = ()  # default models (empty: SSS and every baseline)
+    nested_choice: bool = True  # variants: add the per-fold choice among them by inner-validation AUC
 
 
 BONN_ABLATION = (
@@ -99,6 +100,18 @@ BONN_CANDIDATES = (
 L = 1024; ``window_lengths=1024+2048`` averages the probabilities of the two single-window models); the
 protocol's tables add the nested choice among them by inner-validation AUC."""
 
+BONN_REFIT = (
+    (("head_solver", "lbfgs"),),
+    (("head_solver", "lbfgs"), ("refit_on_train_val", True)),
+    (("backbone", "hydra_minirocket"), (WINDOW_ENSEMBLE, "1024+2048"), ("head_solver", "lbfgs")),
+    (("backbone", "hydra_minirocket"), (WINDOW_ENSEMBLE, "1024+2048"), ("head_solver", "lbfgs"),
+     ("refit_on_train_val", True)),
+)  # fmt: skip
+"""Issue 18's pre-registered last Bonn candidates (docs/results.md §7): the recipe and the best candidate with the
+L-BFGS head (penalty chosen on inner validation), each as it is and refitted on the whole training fold at the chosen
+penalty — the counterpart of the references' ``-full`` rows. Refitted rows take no part in a nested choice: their
+validation score is in-sample."""
+
 PROTOCOLS = {
     p.name: p
     for p in (
@@ -112,6 +125,9 @@ PROTOCOLS = {
         Protocol("bonn-candidates", "Bonn: SSS local models and windows of issue 18 (MiniRocket, ROCKET, Hydra, "
                  "Hydra + MiniRocket; L = 1024 / 2048), chosen per fold on inner validation",
                  "cv", variants=BONN_CANDIDATES, default_preset="bonn", models=(SSS_MODEL,)),
+        Protocol("bonn-refit", "Bonn: the recipe and the best candidate with an L-BFGS head, as chosen on inner validation "
+                 "and refitted on the whole training fold", "cv", variants=BONN_REFIT, default_preset="bonn",
+                 models=(SSS_MODEL,), nested_choice=False),
         Protocol("bonn-ablation", "Bonn: which SSS choices matter (window, normalisation, backbone, calibration, epochs)",
                  "cv", variants=BONN_ABLATION, default_preset="bonn", models=(SSS_MODEL,)),
     )

@@ -111,7 +111,8 @@ def markdown_tables(results: pd.DataFrame, protocol: str) -> str:
         parts = [f"# {protocol}\n", f"Test metrics, mean ± std over {folds} folds x {repeats} repeat(s) (the same folds for "
                  "every model); thresholds chosen on each fold's inner validation split; best in bold, second underlined.\n",
                  cv_table(results) + "\n"]  # fmt: skip
-        if PROTOCOLS[protocol].variants and results["label"].nunique() > 1 and "val_auc" in results:
+        spec = PROTOCOLS[protocol]
+        if spec.variants and spec.nested_choice and results["label"].nunique() > 1 and "val_auc" in results:
             chosen = select_on_validation(results)
             counts = chosen["chosen"].value_counts()
             parts += ["## Choosing on inner validation\n",
