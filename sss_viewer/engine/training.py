@@ -273,9 +273,7 @@ def _train(
             f"affine RevIN); backbone {config.backbone!r} with {config.model_params} has none. Use head_solver='adam'."
         )
     labels_t = torch.from_numpy(labels_np).to(device)
-    series_weight = None
-    if config.class_balanced_loss:
-        series_weight = torch.from_numpy(class_balanced_weights(labels_np, train_set.members)).to(device)
+    series_weight = _series_weights(config, labels_np, train_set.members, device)
     frozen = _frozen_features(model, series_set.store, (train_set.starts, val_set.starts), L, device, feature_memo)
     extra_info = {}
     if config.head_solver == "lbfgs":
@@ -352,6 +350,13 @@ def _with_native_rates(config: TrainConfig, meta: pd.DataFrame, split: np.ndarra
     return dataclasses.replace(preprocess, native_sfreqs=trained)
 
 
+def _series_weights(config, labels_np: np.ndarray, members: np.ndarray, device) -> torch.Tensor | None:
+    """Class-balanced per-series loss weights ``(n_series,)`` over ``members``, or None without ``class_balanced_loss``."""
+    if not config.class_balanced_loss:
+        return None
+    return torch.from_numpy(class_balanced_weights(labels_np, members)).to(device)
+
+
 def _refit_head_on_train_val(model, frozen, train_set, val_set, labels_np, labels_t, config, l2, device) -> list[dict]:
     """Fit the L-BFGS head once more, at the chosen penalty ``l2``, on training and validation windows together.
 
@@ -360,9 +365,7 @@ def _refit_head_on_train_val(model, frozen, train_set, val_set, labels_np, label
     """
     members = np.concatenate([train_set.members, val_set.members])
     both_series = torch.from_numpy(np.concatenate([train_set.series, val_set.series])).to(device)
-    weight = None
-    if config.class_balanced_loss:
-        weight = torch.from_numpy(class_balanced_weights(labels_np, members)).to(device)
+    weight = _series_weights(config, labels_np, members, device)
     history, _ = fit_head_lbfgs(
         model, torch.cat([frozen[0], frozen[1]]), frozen[1],
         lambda logits: channel_loss(logits, both_series, labels_t, weight, config.window_loss_weight),

@@ -159,19 +159,35 @@ class SeriesLayout:
         step_b = np.full(total, np.inf, dtype=np.float32)
         step_w = np.zeros(total, dtype=np.float64)
         for di, (nb, cnt) in enumerate(zip(self.n_biases.tolist(), counts.tolist(), strict=True)):
-            f0 = int(self.feature_offsets[di])
-            b = self.biases[f0 : f0 + N_KERNELS * nb].reshape(N_KERNELS, nb)
-            w = weights[f0 : f0 + N_KERNELS * nb].reshape(N_KERNELS, nb)
-            order = np.argsort(b, axis=1, kind="stable")
             sb = np.full((N_KERNELS, cnt), np.inf, dtype=np.float32)
             sw = np.zeros((N_KERNELS, cnt), dtype=np.float64)
-            sb[:, :nb] = np.take_along_axis(b, order, axis=1)
-            sw[:, :nb] = np.take_along_axis(w, order, axis=1)
+            sb[:, :nb], sw[:, :nb] = self.sorted_biases(weights, di)
             sw = sw.reshape(N_KERNELS, cnt // 4, 4).cumsum(axis=2).reshape(N_KERNELS, cnt)
             lo = int(offsets[di, 0])
             step_b[lo : lo + N_KERNELS * cnt] = sb.reshape(-1)
             step_w[lo : lo + N_KERNELS * cnt] = sw.reshape(-1)
         return offsets.astype(np.int64), counts.astype(np.int64), step_b, step_w.astype(np.float32)
+
+    def sorted_biases(self, weights: np.ndarray, dilation_index: int) -> tuple[np.ndarray, np.ndarray]:
+        """One dilation's biases sorted within each kernel, and their per-feature weights in that order.
+
+        Parameters
+        ----------
+        weights : ndarray, shape (F,)
+            Per-feature weights (:func:`fold_head`).
+        dilation_index : int
+
+        Returns
+        -------
+        biases : ndarray, shape (84, nb), float32
+        weights : ndarray, shape (84, nb), float64
+        """
+        nb = int(self.n_biases[dilation_index])
+        f0 = int(self.feature_offsets[dilation_index])
+        b = self.biases[f0 : f0 + N_KERNELS * nb].reshape(N_KERNELS, nb)
+        w = np.asarray(weights, dtype=np.float64)[f0 : f0 + N_KERNELS * nb].reshape(N_KERNELS, nb)
+        order = np.argsort(b, axis=1, kind="stable")
+        return np.take_along_axis(b, order, axis=1), np.take_along_axis(w, order, axis=1)
 
     @property
     def margin(self) -> int:
@@ -683,20 +699,17 @@ def _evidence_tables(layout: SeriesLayout, weights: np.ndarray, dilation_index: 
 
     Returns
     -------
-    biases : Tensor, shape (b_rows, 84, nb) sorted per kernel, or (84, nb) as fitted; float32
-    weights : Tensor, shape (b_rows, 84, nb + 1) ``[0, w_1, w_1 + w_2, ...]`` in sorted order (float64
-        sums, then float32), or (84, nb) as fitted; float32
+    biases : Tensor, shape (b_rows, 84, nb) for the search, (84, nb) for the comparison; float32
+        Sorted within each kernel (:meth:`SeriesLayout.sorted_biases`).
+    weights : Tensor, shape (b_rows, 84, nb + 1) ``[0, w_1, w_1 + w_2, ...]`` for the search (float64
+        sums, then float32), (84, nb) for the comparison; float32
     """
-    nb = int(layout.n_biases[dilation_index])
-    f0 = int(layout.feature_offsets[dilation_index])
-    b = layout.biases[f0 : f0 + N_KERNELS * nb].reshape(N_KERNELS, nb)
-    w = np.asarray(weights, dtype=np.float64)[f0 : f0 + N_KERNELS * nb].reshape(N_KERNELS, nb)
+    b, w = layout.sorted_biases(weights, dilation_index)  # a comparison per bias gives the same sum in any order
     if not sorted_:
-        return torch.from_numpy(np.ascontiguousarray(b)).to(device), torch.from_numpy(w.astype(np.float32)).to(device)
-    order = np.argsort(b, axis=1, kind="stable")
-    cumulative = np.zeros((N_KERNELS, nb + 1), dtype=np.float64)
-    cumulative[:, 1:] = np.cumsum(np.take_along_axis(w, order, axis=1), axis=1)
-    steps = torch.from_numpy(np.ascontiguousarray(np.take_along_axis(b, order, axis=1))).to(device)
+        return torch.from_numpy(b).to(device), torch.from_numpy(w.astype(np.float32)).to(device)
+    cumulative = np.zeros((N_KERNELS, b.shape[1] + 1), dtype=np.float64)
+    cumulative[:, 1:] = np.cumsum(w, axis=1)
+    steps = torch.from_numpy(b).to(device)
     summed = torch.from_numpy(cumulative.astype(np.float32)).to(device)
     return steps.expand(b_rows, -1, -1).contiguous(), summed.expand(b_rows, -1, -1).contiguous()
 
