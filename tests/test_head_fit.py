@@ -54,6 +54,18 @@ def test_lbfgs_reaches_the_logistic_optimum_and_separates_held_out_rows():
     assert int(model.norm.count) == 400
 
 
+def test_lbfgs_standardises_the_training_features_once_not_at_every_evaluation():
+    x, y = _linear_task(400, 20, seed=0)
+    x_val, y_val = _linear_task(200, 20, seed=1)
+    model = _FrozenHeadModel(20)
+    rows_scaled = []
+    model.norm.register_forward_hook(lambda module, args, out: rows_scaled.append(out.shape[0]))
+    grid = (1e-1, 1e-3)
+    history, _ = fit_head_lbfgs(model, x, x_val, _bce(y), lambda p: binary_auc(p, y_val.numpy().astype(int)), grid, 200)
+    assert sum(h["iterations"] for h in history) > 10  # the solver evaluated the head many times ...
+    assert rows_scaled == [400, 200, 200]  # ... on training features scaled once; validation once per penalty
+
+
 def test_penalty_is_chosen_on_validation_and_ties_go_to_the_first():
     x, y = _linear_task(60, 200, seed=2)  # few rows, many features: strong penalties generalise better
     x_val, y_val = _linear_task(300, 200, seed=3)

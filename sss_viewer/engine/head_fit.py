@@ -39,8 +39,9 @@ def fit_head_lbfgs(
     ----------
     model : nn.Module
         A local model with a frozen front end: ``classify(features)`` maps ``(N, F)`` features to
-        ``(N,)`` logits through ``model.norm`` (a :class:`RunningStandardizer`) and the model's
-        trainable parameters (the head; everything trainable is fitted and penalised).
+        ``(N,)`` logits through ``model.norm`` (a :class:`RunningStandardizer`) and then
+        ``head_logits(scaled)``, the model's trainable parameters (the head; everything trainable is
+        fitted and penalised). The training features are standardised once, after ``norm`` has seen them.
     train_features : Tensor, shape (N_train, F)
         Frozen features of every training window.
     val_features : Tensor, shape (N_val, F)
@@ -72,6 +73,8 @@ def fit_head_lbfgs(
     norm.reset()
     norm.update(train_features)  # statistics of every training window, once; frozen from here on
     model.eval()
+    with torch.no_grad():  # the standardisation is frozen: scale once, not at every L-BFGS evaluation
+        train_scaled = norm(train_features)
     params = [p for p in model.parameters() if p.requires_grad]
     stopper = EarlyStopping(patience=len(l2_grid) + 1, no_best_epoch=0)
     history = []
@@ -86,14 +89,14 @@ def fit_head_lbfgs(
 
         def closure() -> torch.Tensor:
             optimiser.zero_grad(set_to_none=True)
-            loss = loss_of_logits(model.classify(train_features))
+            loss = loss_of_logits(model.head_logits(train_scaled))
             loss = loss + l2 * sum(p.square().sum() for p in params if p.ndim > 1)
             loss.backward()
             return loss
 
         optimiser.step(closure)
         with torch.no_grad():
-            train_loss = float(loss_of_logits(model.classify(train_features)))
+            train_loss = float(loss_of_logits(model.head_logits(train_scaled)))
         p_val = frozen_probs(model, val_features)
         score = score_val_probs(p_val)
         iterations = int(optimiser.state[params[0]].get("n_iter", 0))

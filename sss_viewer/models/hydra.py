@@ -58,7 +58,7 @@ from sss_viewer.models.hydra_features import KERNEL_LENGTH, HydraFeatures, hydra
 from sss_viewer.models.hydra_series import GROUP_WINDOWS, window_counts
 from sss_viewer.models.minirocket_features import MiniRocketFeatures
 from sss_viewer.models.revin import RevIN
-from sss_viewer.models.rocket import RunningStandardizer
+from sss_viewer.models.rocket import RunningStandardizer, StandardisedLogisticHead
 
 logger = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ class SparseStandardizer(RunningStandardizer):
         return torch.where(self.sparse & (rooted == 0), torch.zeros((), dtype=out.dtype, device=out.device), out)
 
 
-class _HydraWindowModel(SeriesReading, WindowModel):
+class _HydraWindowModel(StandardisedLogisticHead, SeriesReading, WindowModel):
     """What the Hydra classifiers share: the feature context, the series route, the head.
 
     Subclasses set ``self.revin``, ``self.norm``, ``self.head`` and implement :meth:`_window_transform` (rows read on their own) and
@@ -177,10 +177,6 @@ class _HydraWindowModel(SeriesReading, WindowModel):
         rows = x.detach().float().cpu().numpy()
         origin = np.zeros(1, dtype=np.int64)
         return torch.cat([self._series_features(row, origin, x.shape[1], x.device) for row in rows]).to(x.dtype)
-
-    def classify(self, feats: Tensor) -> Tensor:
-        """The trained part: scale raw features ``(B, n_features)`` and apply the logistic head → ``(B,)`` logits."""
-        return self.head(self.norm(feats)).squeeze(-1)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.classify(self.frozen_features(x))

@@ -48,7 +48,7 @@ from sss_viewer.models.minirocket_features import (
     minirocket_dilations,
 )
 from sss_viewer.models.revin import RevIN
-from sss_viewer.models.rocket import RunningStandardizer
+from sss_viewer.models.rocket import RunningStandardizer, StandardisedLogisticHead
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ APP_C_BEST: dict[str, Any] = {
 }  # fmt: skip
 """Default configuration (MiniRocket's published defaults; the SSS paper has no MiniRocket table)."""
 
-class MiniRocketClassifier(SeriesReading, WindowModel):
+class MiniRocketClassifier(StandardisedLogisticHead, SeriesReading, WindowModel):
     """MiniRocket features with a standardised logistic head: ``(B, T)`` → ``(B,)`` logits.
 
     Parameters
@@ -196,10 +196,6 @@ class MiniRocketClassifier(SeriesReading, WindowModel):
         """The untrained front end, ``(B, T)`` → ``(B, n_features)``: training loops may cache it per window."""
         self.check_input(x)
         return self.transform(x)
-
-    def classify(self, feats: Tensor) -> Tensor:
-        """The trained part: standardise ``(B, n_features)`` and apply the logistic head → ``(B,)`` logits."""
-        return self.head(self.norm(feats)).squeeze(-1)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.classify(self.frozen_features(x))

@@ -167,7 +167,29 @@ class RunningStandardizer(nn.Module):
         return (feats - self.mean.to(feats.dtype)) * scale
 
 
-class RocketClassifier(WindowModel):
+class StandardisedLogisticHead:
+    """The trained part of a classifier on frozen features: ``norm`` (a :class:`RunningStandardizer`), then ``head``.
+
+    Mixed into the ROCKET-family window models, which set ``self.norm`` and ``self.head``
+    (a linear layer to one logit).
+    """
+
+    norm: RunningStandardizer
+    head: nn.Module
+
+    def classify(self, feats: Tensor) -> Tensor:
+        """Standardise raw features ``(B, n_features)`` and apply the logistic head → ``(B,)`` logits."""
+        return self.head_logits(self.norm(feats))
+
+    def head_logits(self, scaled: Tensor) -> Tensor:
+        """The head alone on already standardised features ``(B, n_features)`` → ``(B,)`` logits.
+
+        A solver that fits the head with the standardisation frozen scales the features once and calls this.
+        """
+        return self.head(scaled).squeeze(-1)
+
+
+class RocketClassifier(StandardisedLogisticHead, WindowModel):
     """ROCKET features with a standardised logistic head: ``(B, T)`` float32 → ``(B,)`` logits.
 
     Parameters
@@ -295,10 +317,6 @@ class RocketClassifier(WindowModel):
         """RevIN + ROCKET features ``(B, n_features)`` of ``x (B, T)``: the untrained front end."""
         self.check_input(x)
         return self.transform(self.revin(x))
-
-    def classify(self, feats: Tensor) -> Tensor:
-        """The trained part: standardise ``(B, n_features)`` and apply the logistic head → ``(B,)`` logits."""
-        return self.head(self.norm(feats)).squeeze(-1)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.classify(self.frozen_features(x))
