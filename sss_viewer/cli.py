@@ -171,6 +171,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="%(choices)s; lbfgs: fit a frozen-front-end model's head (minirocket, rocket) by full-batch L-BFGS, "
         "penalty chosen on validation (default adam)",
     )  # fmt: skip
+    p.add_argument(
+        "--refit-on-train-val", action="store_const", const=True, default=None,
+        help="with --head-solver lbfgs and --calibrator none: after the penalty is chosen on validation, fit the "
+        "standardisation and head once more on training + validation windows (the model's validation figures are "
+        "then in-sample)",
+    )  # fmt: skip
     p.add_argument("--seed", type=int, help="random seed of the split, sampling and initialisation (default 0)")
     p.add_argument(
         "--overwrite", action="store_true",
@@ -310,6 +316,7 @@ def _train_overrides(args) -> dict:
         "device": "device",
         "windows_per_epoch": "windows_per_epoch",
         "head_solver": "head_solver",
+        "refit_on_train_val": "refit_on_train_val",
     }
     overrides = {field: getattr(args, arg) for arg, field in names.items() if getattr(args, arg) is not None}
     if "window_length" in overrides:

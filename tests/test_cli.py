@@ -148,6 +148,20 @@ def test_train_saves_a_model(model):
     assert (model / "config.json").is_file() and (model / "model.safetensors").is_file()
 
 
+def test_train_refits_the_head_on_training_and_validation_when_asked(capsys, cohort, tmp_path):
+    lbfgs = ["--backbone", "minirocket", "--head-solver", "lbfgs", "--calibrator", "none"]
+    code, _, err = run(capsys, "train", cohort, "--out", tmp_path / "m", *TINY_TRAIN, *lbfgs, "--refit-on-train-val", "--no-cache", "-q")
+    assert code == 0, err
+    info = json.loads((tmp_path / "m" / "config.json").read_text())["info"]
+    assert info["train_config"]["refit_on_train_val"] is True
+    assert [h["l2"] for h in info["refit_history"]] == [info["head_l2"]]
+    # without the L-BFGS head (or with a calibrator) the flag is refused by name, before any data is read
+    code, _, err = run(capsys, "train", cohort, "--out", tmp_path / "m2", *TINY_TRAIN, "--refit-on-train-val", "-q")
+    assert code == EXIT_ERROR
+    one_error_line(err, "refit_on_train_val", "head_solver='lbfgs'")
+    assert not (tmp_path / "m2").exists()
+
+
 def test_score_one_recording_with_the_demo_model(capsys, cohort, tmp_path):
     table = pd.read_csv(cohort / "cohort.tsv", sep="\t")
     vhdr = cohort / table["path"][0]
