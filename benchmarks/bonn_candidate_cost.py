@@ -1,4 +1,4 @@
-"""Training time and scoring speed of each SSS candidate of ``bonn-candidates``, on the real Bonn segments.
+"""Training time and scoring speed of each SSS candidate of ``bonn-candidates`` (or ``bonn-refit``), on the real Bonn segments.
 
 Training: each candidate (the ``bonn`` preset's local model and window, with the protocol's overrides)
 is trained once on the first fold of seed 0, from scratch (no feature memo: in a protocol run, rows
@@ -10,13 +10,16 @@ of the 200 segments at its scoring stride through ``predict_window_probs`` — t
 path (the per-sample evidence route where the model has one); weights do not change the cost of a
 frozen front end plus a linear head. Printed: the median over ``--repeats`` of windows/s and of
 seconds of signal scored per second (windows of different lengths and strides are not comparable by
-count alone), and the ratio to the ``bonn`` preset's model (MiniRocket, L = 1024) in the same run.
+count alone), and the ratio to the protocol's first row (``bonn-candidates``: the ``bonn`` preset's model,
+MiniRocket at L = 1024; ``bonn-refit``: the same model with the L-BFGS head) in the same run. A window
+ensemble costs its members: each is trained and scored as a single-window run.
 ``--window-route`` adds, for each Hydra candidate, the same model reading every window on its own
 (``feature_context="window"``: the route before the series one), scored in the same run.
 
 Usage::
 
     .venv/bin/python benchmarks/bonn_candidate_cost.py --data ../shared/data/bonn-epilepsy --repeats 3
+    .venv/bin/python benchmarks/bonn_candidate_cost.py --data ../shared/data/bonn-epilepsy --protocol bonn-refit
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import torch
 
 from sss_viewer.engine.inference import predict_window_probs
 from sss_viewer.engine.training import train
-from sss_viewer.experiments.protocols import BONN_CANDIDATES, ensemble_members, plan_runs, split_for_run
+from sss_viewer.experiments.protocols import PROTOCOLS, ensemble_members, plan_runs, split_for_run
 from sss_viewer.experiments.runner import PRESETS, sss_run_config
 from sss_viewer.io.cohort import load_data
 from sss_viewer.models import build_window_model
@@ -43,14 +46,23 @@ from sss_viewer.windows.store import WindowIndex
 logger = logging.getLogger("bonn_candidate_cost")
 
 
-def candidate_runs(seed: int = 0) -> dict:
-    """``{label: (RunSpec, TrainConfig)}`` of every ``bonn-candidates`` row, on ``seed``'s first fold."""
-    runs = plan_runs("bonn-candidates", ["Bonn"], ["sss"], [seed], ["cv"])
+COST_PROTOCOLS = ("bonn-candidates", "bonn-refit")
+"""The Bonn protocols whose SSS rows this benchmark times."""
+
+
+def candidate_runs(seed: int = 0, protocol: str = "bonn-candidates") -> dict:
+    """``{label: (RunSpec, TrainConfig)}`` of every single-window run ``protocol``'s rows need, on ``seed``'s first fold.
+
+    A window ensemble's members (single-window runs) are listed in its place, once each.
+    """
+    runs = plan_runs(protocol, ["Bonn"], ["sss"], [seed], ["cv"])
     chosen = {}
-    for variant in BONN_CANDIDATES:
+    for variant in PROTOCOLS[protocol].variants:
         run = next(r for r in runs if r.overrides == variant and r.setting == "fold 1")
-        if len(ensemble_members(run)) == 1:  # a window ensemble costs the sum of its members (single-window rows)
-            chosen[run.label] = (run, sss_run_config(PRESETS["bonn"], run))
+        for member in ensemble_members(run):  # a window ensemble costs the sum of its members
+            config = sss_run_config(PRESETS["bonn"], member)
+            if all(_config_key(config) != _config_key(c) for _, c in chosen.values()):
+                chosen[member.label] = (member, config)
     return chosen
 
 
@@ -58,11 +70,11 @@ def _config_key(config) -> str:
     return json.dumps(config.to_dict(), sort_keys=True, default=str)
 
 
-def ensemble_costs(results: dict, seed: int = 0) -> dict:
-    """Cost of each window ensemble of ``bonn-candidates`` from its members' rows in ``results``: both trained, both scored."""
+def ensemble_costs(results: dict, seed: int = 0, protocol: str = "bonn-candidates") -> dict:
+    """Cost of each window ensemble of ``protocol`` from its members' rows in ``results``: both trained, both scored."""
     out = {}
-    by_config = {_config_key(config): label for label, (_, config) in candidate_runs(seed).items()}
-    for run in plan_runs("bonn-candidates", ["Bonn"], ["sss"], [seed], ["cv"]):
+    by_config = {_config_key(config): label for label, (_, config) in candidate_runs(seed, protocol).items()}
+    for run in plan_runs(protocol, ["Bonn"], ["sss"], [seed], ["cv"]):
         members = ensemble_members(run)
         if run.setting != "fold 1" or len(members) == 1:
             continue
@@ -127,6 +139,8 @@ def time_scoring(config, series_set, repeats: int, **model_overrides) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="the Bonn data folder (as for sss-viewer experiment bonn)")
+    parser.add_argument("--protocol", choices=COST_PROTOCOLS, default="bonn-candidates",
+                        help="whose SSS rows to time (default bonn-candidates)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-training", action="store_true", help="time scoring only")
@@ -135,7 +149,7 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s", force=True)
     torch.set_num_threads(args.threads)
-    candidates = candidate_runs()
+    candidates = candidate_runs(protocol=args.protocol)
     preprocess = preprocess_preset("default", **PRESETS["bonn"].preprocess)
     min_length = max(config.window_length for _, config in candidates.values())
     series_set = build_series_set(load_data(args.data), preprocess, min_length=min_length, progress=False)
@@ -146,15 +160,16 @@ def main() -> None:
         results[label]["train_s"] = float("nan") if args.skip_training else time_training(config, series_set, split)
         logger.info("%s: %.0f windows/s (repeats %s), trained in %.1f s", label, results[label]["windows_per_s"],
                     [round(x) for x in results[label]["repeats"]], results[label]["train_s"])  # fmt: skip
-    results.update(ensemble_costs(results))
+    results.update(ensemble_costs(results, protocol=args.protocol))
     if args.window_route:
         for label, (run, config) in candidates.items():
             if config.backbone in ("hydra", "hydra_minirocket"):
                 results[f"{label} [each window on its own]"] = {
                     **time_scoring(config, series_set, args.repeats, feature_context="window"), "train_s": float("nan")
                 }
-    base = results["sss"]["signal_s_per_s"]
-    print("| candidate | L | stride | training s (fold 1) | windows | windows/s | signal s/s | scoring ratio to sss |")
+    first = next(iter(results))
+    base = results[first]["signal_s_per_s"]
+    print(f"| candidate | L | stride | training s (fold 1) | windows | windows/s | signal s/s | scoring ratio to {first} |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for label, r in results.items():
         print(f"| {label} | {r['L']} | {r['stride']} | {r['train_s']:.1f} | {r['windows']} | {r['windows_per_s']:,.0f} | "

@@ -78,6 +78,20 @@ def test_folders_are_combined_and_clashing_labels_named_by_protocol(tmp_path, ca
     assert "| minirocket-lr | 5 | 1.0 | 5 |" in out  # the cost table: runs, median s per fold, total s
 
 
+def test_a_row_can_be_named_by_its_protocol_where_its_label_is_not_shared(tmp_path, capsys):
+    write_folder(tmp_path / "b", "bonn", ["sss", "minirocket-lr"], [0], lambda label, s, f: 0.9 + 0.01 * (label == "sss"),
+                 seconds={"sss": 3.0})  # fmt: skip
+    write_folder(tmp_path / "r", "bonn-refit", ["sss"], [0], lambda label, s, f: 0.95)
+    candidate = "sss head_solver=lbfgs, refit_on_train_val=True"
+    code, out, _ = run(capsys, "compare", tmp_path / "b", tmp_path / "r", "--candidate", f"bonn-refit:{candidate}",
+                       "--against", "bonn:sss", "minirocket-lr")  # fmt: skip
+    assert code == 0
+    assert f"| {candidate} − sss | 5 | 0.9500 | 0.9100 | +0.0400" in out
+    assert "| sss | 5 | 3.0 | 15 |" in out  # the cost table finds the row too
+    code, _, err = run(capsys, "compare", tmp_path / "b", tmp_path / "r", "--candidate", "bonn-refit:sss", "--against", "bonn:sss")
+    assert code == 1 and one_error_line(err, "no runs labelled ['bonn-refit:sss']")  # that protocol holds no such row
+
+
 def test_bad_comparisons_are_named(tmp_path, capsys):
     write_folder(tmp_path / "b", "bonn", ["sss", "minirocket-lr"], [0], lambda label, s, f: 0.9)
     code, _, err = run(capsys, "compare", tmp_path / "b", "--candidate", "ssss", "--against", "minirocket-lr")

@@ -97,6 +97,21 @@ def load_many(folders: Sequence[str | Path]) -> pd.DataFrame:
     return pd.concat(tables, ignore_index=True)
 
 
+def _resolve_label(runs: pd.DataFrame, name: str) -> str:
+    """``name`` as a label of ``runs``: ``<protocol>:<label>`` also names a label its protocol's runs hold unprefixed.
+
+    :func:`load_many` prefixes only labels found in several folders; this lets a command name a
+    row by its protocol whether or not the other folders hold the same label. Unknown names are
+    returned unchanged (the caller reports them).
+    """
+    labels = set(runs["label"])
+    if name in labels or ":" not in name:
+        return name
+    protocol, label = name.split(":", 1)
+    held = (runs["protocol"] == protocol) & (runs["label"] == label)
+    return label if held.any() else name
+
+
 def paired_differences(runs: pd.DataFrame, candidate: str, references: Sequence[str], metric: str = "auc") -> pd.DataFrame:
     """``candidate − reference`` on the folds both finished, for each reference.
 
@@ -123,6 +138,7 @@ def paired_differences(runs: pd.DataFrame, candidate: str, references: Sequence[
     ValueError
         A label is not in ``runs``, it occurs twice for one fold, or the two share fewer than 2 folds.
     """
+    candidate, *references = (_resolve_label(runs, name) for name in (candidate, *references))
     missing = [label for label in (candidate, *references) if label not in set(runs["label"])]
     if missing:
         raise ValueError(f"no runs labelled {missing}; labels present: {sorted(set(runs['label']))}")
@@ -166,7 +182,7 @@ def _per_fold(runs: pd.DataFrame, label: str, metric: str) -> pd.DataFrame:
 def cost_summary(runs: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
     """Median and total wall time per run of each label (training and test scoring; nested choice: all of its rows)."""
     rows = []
-    for label in labels:
+    for label in (_resolve_label(runs, name) for name in labels):
         if label == SELECTED_LABEL or label.endswith(":" + SELECTED_LABEL):  # choosing costs every candidate's training
             own = runs[(runs["label"] != label) & (runs["protocol"] == _protocol_of(runs, label))]
             per_fold = own.groupby(list(PAIR_KEYS))["seconds"].sum()
