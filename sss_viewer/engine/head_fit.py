@@ -65,10 +65,11 @@ def fit_head_lbfgs(
         The chosen penalty; ``model`` holds its head.
     """
     norm = getattr(model, "norm", None)
-    if not isinstance(norm, RunningStandardizer):
+    if not isinstance(norm, RunningStandardizer) or not callable(getattr(model, "head_logits", None)):
         raise ValueError(
             f"head_solver='lbfgs' needs a local model whose features are standardised by a RunningStandardizer "
-            f"(model.norm); {type(model).__name__} has {type(norm).__name__}. Use head_solver='adam'."
+            f"(model.norm) and a head on the scaled features (model.head_logits); {type(model).__name__} has "
+            f"{type(norm).__name__}. Use head_solver='adam'."
         )
     norm.reset()
     norm.update(train_features)  # statistics of every training window, once; frozen from here on
