@@ -30,7 +30,7 @@ from sss_viewer._version import __version__
 from sss_viewer.engine.calibration import calibrator_from_state
 from sss_viewer.fileio import pid_alive
 from sss_viewer.models import model_from_config
-from sss_viewer.preprocessing.config import PreprocessConfig
+from sss_viewer.preprocessing.config import SCALES, PreprocessConfig
 
 logger = logging.getLogger(__name__)
 
@@ -427,6 +427,7 @@ _PREPROCESS_TYPES = {
     "pool_kernel": ("an integer ≥ 1", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1),
     "pool_stride": ("an integer ≥ 1", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1),
     "zscore": ("true or false", lambda v: isinstance(v, bool)),
+    "scale": ("one of " + ", ".join(map(repr, SCALES)), lambda v: isinstance(v, str) and v in SCALES),
     "max_upsample": ("a number ≥ 1", lambda v: _is_number(v) and v >= 1),
     "native_sfreqs": (
         "a list of positive rates in Hz or null",

@@ -114,9 +114,15 @@ def source_files(path: Path, opened: list[str] | tuple[str, ...] = ()) -> list[P
 
 
 def _config_spec(config: PreprocessConfig) -> dict:
-    """The preprocessing parameters that decide the series (a native-rate model's recorded rates do not)."""
+    """The preprocessing parameters that decide the series (a native-rate model's recorded rates do not).
+
+    ``scale`` is left out when it is ``"channel"``, which is what every entry written before the
+    option existed holds: their keys stay valid, and any other scale gets a key of its own.
+    """
     spec = config.to_dict()
     spec.pop("native_sfreqs", None)
+    if spec.get("scale") == "channel":
+        del spec["scale"]
     return spec
 
 

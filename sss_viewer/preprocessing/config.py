@@ -16,6 +16,11 @@ logger = logging.getLogger(__name__)
 
 PREPROCESS_PRESETS = ("default", "paper")
 
+SCALES = ("channel", "recording", "shaft")
+"""Values of ``PreprocessConfig.scale``: what each channel's zero-mean series is divided by."""
+MIN_SHAFT_CHANNELS = 3
+"""Usable channels a shaft needs for its own scale under ``scale="shaft"``; fewer: the recording's scale."""
+
 
 NATIVE_RATE_TOLERANCE = 0.01
 """Relative difference within which two native rates count as one (249.85 Hz is 250 Hz)."""
@@ -40,7 +45,30 @@ class PreprocessConfig:
     pool_kernel, pool_stride : int
         1-D average pooling applied after filtering (the paper uses 24 / 12). 1 / 1 is no pooling.
     zscore : bool
-        Normalise each channel to zero mean and unit variance.
+        Normalise the channels: each to zero mean, then divided by the scale ``scale`` names.
+        ``False``: no normalisation at all (the series stay in µV, mean included).
+    scale : {"channel", "recording", "shaft"}
+        What a channel's zero-mean series is divided by when ``zscore`` is True.
+
+        ``"channel"``
+            its own standard deviation (the per-channel z-score of the paper and of every model
+            saved before this option): each channel comes out with unit variance, which erases
+            amplitude differences between channels.
+        ``"recording"``
+            one robust scale per recording, the median over the recording's usable channels
+            (channels excluded as NaN/inf or flat do not count) of their standard deviations after
+            filtering and pooling. Channels keep their amplitude ratios (a contact at 10x the
+            amplitude of the median contact comes out at SD ≈ 10) and the median channel at SD 1.
+            The median, not the mean or the pooled SD, because a few channels with artefacts, a
+            loose contact or a very large seizure discharge would otherwise set the scale of every
+            other channel: the median moves only when half the channels do.
+        ``"shaft"``
+            the same median, per shaft (channels grouped by the letters before their contact
+            number, ``LA1``…``LA12`` → ``LA``, vendor prefixes such as ``POL`` ignored). A shaft
+            with fewer than ``MIN_SHAFT_CHANNELS`` usable channels takes the recording's scale.
+
+        Under ``"recording"`` and ``"shaft"`` a channel's series depends on the other channels
+        preprocessed with it (all good iEEG channels of the recording, in training and scoring).
     max_upsample : float
         Largest accepted ratio ``target_sfreq / sfreq``; a recording sampled slower than the model
         expects is refused instead of being interpolated (1.01 admits UMMC's 249.85 Hz for 250 Hz).
@@ -58,6 +86,7 @@ class PreprocessConfig:
     pool_kernel: int = 1
     pool_stride: int = 1
     zscore: bool = True
+    scale: str = "channel"
     max_upsample: float = 1.01
     native_sfreqs: tuple[float, ...] | None = None
 
@@ -75,6 +104,7 @@ class PreprocessConfig:
             )
         check_range("notch_quality", self.notch_quality, 0, None, low_inclusive=False)
         check_range("max_upsample", self.max_upsample, 1.0, None)
+        check_option("scale", self.scale, SCALES)
         if self.native_sfreqs is not None:
             object.__setattr__(self, "native_sfreqs", _check_native_sfreqs(self.native_sfreqs, self.target_sfreq))
 
@@ -89,7 +119,11 @@ class PreprocessConfig:
 
     @classmethod
     def from_dict(cls, params: dict) -> PreprocessConfig:
-        """Rebuild from :meth:`to_dict` output; unknown keys are an error naming them."""
+        """Rebuild from :meth:`to_dict` output; unknown keys are an error naming them.
+
+        Missing keys take their defaults: a config saved before ``scale`` existed loads as
+        ``scale="channel"``, which is what it was trained with.
+        """
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(params) - known)
         if unknown:

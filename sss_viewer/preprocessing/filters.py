@@ -10,19 +10,31 @@ Pure array functions plus a frozen config. Two presets:
     the paper's App. B: 1-D average pooling (kernel 24, stride 12) on the native rate, per-channel
     z-score. At 1 kHz this leaves ≈ 83 Hz of bandwidth with no anti-aliasing, so 50/60 Hz mains
     fold to 33/23 Hz; kept for faithful reproduction only.
+
+Both z-score each channel alone (``scale="channel"``); ``scale="recording"`` / ``"shaft"`` divide
+every channel of a recording (of a shaft) by one robust scale instead (:func:`channel_scales`), so
+amplitude differences between channels survive preprocessing.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import re
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import signal
 
-from sss_viewer.preprocessing.config import PreprocessConfig
+from sss_viewer._validate import check_option
+from sss_viewer.io.channel_names import display_name
+from sss_viewer.preprocessing.config import MIN_SHAFT_CHANNELS, SCALES, PreprocessConfig
 
 logger = logging.getLogger(__name__)
+
+FLAT_STD_UV = 1e-6
+"""Standard deviation (µV) at or below which a channel counts as flat."""
+_CONTACT = re.compile(r"^(?P<shaft>.*?)(?P<number>\d+)$")
 
 
 def _notch_frequencies(line_freq: float | None, nyquist: float) -> list[float]:
@@ -81,7 +93,12 @@ def _iir_cascade(config: PreprocessConfig, rate: float, line_freq: float | None)
 
 
 def preprocess_channel(
-    x: np.ndarray, sfreq: float, config: PreprocessConfig, *, line_freq: float | None = None
+    x: np.ndarray,
+    sfreq: float,
+    config: PreprocessConfig,
+    *,
+    line_freq: float | None = None,
+    scale_uv: float | None = None,
 ) -> np.ndarray:
     """Preprocess one whole channel in memory (the reference for the chunked ``preprocess_into``).
 
@@ -94,19 +111,176 @@ def preprocess_channel(
     config : PreprocessConfig
     line_freq : float, optional
         Mains frequency when known.
+    scale_uv : float, optional
+        With ``config.scale`` ``"recording"`` or ``"shaft"`` (and ``zscore``): the scale (µV) the
+        zero-mean series is divided by, which one channel alone cannot know
+        (:func:`preprocess_channels` computes it for a whole recording). Must be omitted with
+        ``scale="channel"`` (the channel's own SD) and is ignored with ``zscore=False``.
 
     Returns
     -------
     y : ndarray, shape (config.output_length(n_times, sfreq),), float32
         The preprocessed series at ``config.output_sfreq(sfreq)`` Hz.
+
+    Raises
+    ------
+    ValueError
+        ``scale_uv`` missing under a recording or shaft scale, given under the channel scale, or
+        not a positive finite number.
+    """
+    if config.zscore:
+        if config.scale == "channel" and scale_uv is not None:
+            raise ValueError(
+                f"Invalid scale_uv={scale_uv!r}: config.scale='channel' divides each channel by its own SD; "
+                "scale_uv is for scale='recording' or 'shaft'."
+            )
+        if config.scale != "channel" and scale_uv is None:
+            raise ValueError(
+                f"scale_uv is required with config.scale={config.scale!r}: one channel cannot know its "
+                "recording's (shaft's) scale; pass it, or preprocess the whole recording with preprocess_channels."
+            )
+        if scale_uv is not None and not (np.isfinite(scale_uv) and scale_uv > 0):
+            raise ValueError(f"Invalid scale_uv={scale_uv!r}: expected a positive finite scale in µV.")
+    y = _filter_and_pool(x, sfreq, config, line_freq)
+    if config.zscore:
+        if scale_uv is None:
+            std = y.std()
+            y = (y - y.mean()) / (std if std > 0 else 1.0)
+        else:
+            y = (y - y.mean()) / scale_uv
+    return y.astype(np.float32)
+
+
+def _filter_and_pool(x: np.ndarray, sfreq: float, config: PreprocessConfig, line_freq: float | None) -> np.ndarray:
+    """:func:`filter_block` of a whole channel, then the pooling.
+
+    Returns
+    -------
+    y : ndarray, shape (config.output_length(n_times, sfreq),), float64
     """
     y = filter_block(x, sfreq, config, line_freq=line_freq)
     if config.pool_kernel > 1 or config.pool_stride > 1:
         y = average_pool(y, config.pool_kernel, config.pool_stride)
+    return y
+
+
+def preprocess_channels(
+    data: np.ndarray,
+    sfreq: float,
+    config: PreprocessConfig,
+    ch_names: Sequence[str],
+    *,
+    line_freq: float | None = None,
+) -> tuple[np.ndarray, dict[int, str]]:
+    """Preprocess every channel of one recording in memory (the reference for ``preprocess_into``).
+
+    Unlike :func:`preprocess_channel` it knows the whole recording, so it applies every
+    ``config.scale``: channels with NaN/inf samples or a flat signal (raw SD ≤ ``FLAT_STD_UV``)
+    are reported and left out of the scales.
+
+    Parameters
+    ----------
+    data : ndarray, shape (n_channels, n_times)
+        Samples in µV at ``sfreq``.
+    sfreq : float
+        Native sampling rate in Hz.
+    config : PreprocessConfig
+    ch_names : sequence of str, length n_channels
+        Channel names (their shafts group channels under ``scale="shaft"``).
+    line_freq : float, optional
+        Mains frequency when known.
+
+    Returns
+    -------
+    y : ndarray, shape (n_channels, config.output_length(n_times, sfreq)), float32
+        Preprocessed series; rows of unusable channels are NaN.
+    unusable : dict
+        ``{channel index: reason}``, the reasons ``preprocess_into`` gives.
+    """
+    data = np.asarray(data)
+    if data.ndim != 2 or len(ch_names) != len(data):
+        raise ValueError(
+            f"Invalid data of shape {data.shape} with {len(ch_names)} ch_names: expected (n_channels, n_times) "
+            "with one name per row."
+        )
+    n_out = config.output_length(data.shape[1], sfreq)
+    filtered = np.full((len(data), n_out), np.nan)
+    unusable: dict[int, str] = {}
+    for j, x in enumerate(data):
+        n_bad = int(np.count_nonzero(~np.isfinite(x)))
+        if n_bad:
+            unusable[j] = f"{n_bad} NaN/inf samples"
+        elif np.asarray(x, dtype=np.float64).std() <= FLAT_STD_UV:
+            unusable[j] = "flat signal"
+        else:
+            filtered[j] = _filter_and_pool(x, sfreq, config, line_freq)
     if config.zscore:
-        std = y.std()
-        y = (y - y.mean()) / (std if std > 0 else 1.0)
-    return y.astype(np.float32)
+        usable = np.array([j not in unusable for j in range(len(data))])
+        means = np.array([y.mean() if ok else np.nan for y, ok in zip(filtered, usable, strict=True)])
+        stds = np.array([y.std() if ok else np.nan for y, ok in zip(filtered, usable, strict=True)])
+        scales = channel_scales(stds, usable, ch_names, config.scale)
+        filtered = (filtered - means[:, None]) / scales[:, None]
+    return filtered.astype(np.float32), unusable
+
+
+def shaft_name(channel: str) -> str:
+    """The electrode shaft (grid, strip) of a contact: ``LA1`` → ``LA``, ``POL A'12`` → ``A'``, ``G`` → ``G``.
+
+    The rule of ``sss_viewer.viewer.display.shaft_name`` on the vendor-prefix-free name
+    (``sss_viewer.io.channel_names.display_name``); a name ending in no digits is its own shaft.
+    """
+    name = display_name(channel)
+    match = _CONTACT.match(name)
+    if not match or not match.group("shaft"):
+        return name
+    return match.group("shaft").rstrip("-_ ")
+
+
+def channel_scales(stds: np.ndarray, usable: np.ndarray, ch_names: Sequence[str], scale: str) -> np.ndarray:
+    """What each channel's zero-mean series is divided by under ``PreprocessConfig.scale``.
+
+    Parameters
+    ----------
+    stds : ndarray, shape (n_channels,)
+        Each channel's standard deviation after filtering and pooling (µV); ignored where not ``usable``.
+    usable : ndarray, shape (n_channels,), bool
+        Channels that enter the scales (not NaN/inf, not flat).
+    ch_names : sequence of str, length n_channels
+        Channel names, for the shafts.
+    scale : {"channel", "recording", "shaft"}
+        ``"channel"``: each channel's own SD; ``"recording"``: the median SD of the usable
+        channels; ``"shaft"``: the median SD of the shaft's usable channels, or the recording's
+        when the shaft has fewer than ``MIN_SHAFT_CHANNELS``.
+
+    Returns
+    -------
+    scales : ndarray, shape (n_channels,), float64
+        Positive divisors (a zero or undefined scale becomes 1.0, as a zero SD always has).
+    """
+    check_option("scale", scale, SCALES)
+    stds = np.asarray(stds, dtype=np.float64)
+    usable = np.asarray(usable, dtype=bool)
+    if stds.shape != usable.shape or len(ch_names) != len(stds):
+        raise ValueError(
+            f"Invalid stds of shape {stds.shape}, usable of shape {usable.shape} and {len(ch_names)} ch_names: "
+            "expected one of each per channel."
+        )
+
+    def positive(value: float) -> float:
+        return float(value) if np.isfinite(value) and value > 0 else 1.0
+
+    if scale == "channel":
+        return np.array([positive(s) for s in stds])
+    recording = positive(np.median(stds[usable])) if usable.any() else 1.0
+    scales = np.full(len(stds), recording)
+    if scale == "recording":
+        return scales
+    shafts = np.array([shaft_name(c) for c in ch_names], dtype=object)
+    for shaft in dict.fromkeys(shafts):
+        members = shafts == shaft
+        if np.count_nonzero(members & usable) >= MIN_SHAFT_CHANNELS:
+            scales[members] = positive(np.median(stds[members & usable]))
+    return scales
 
 
 def average_pool(x: np.ndarray, kernel: int, stride: int) -> np.ndarray:

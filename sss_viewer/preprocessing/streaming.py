@@ -5,7 +5,9 @@ multi-hour channel at 2 kHz does not fit that comfortably, and a 100-channel rec
 does not. ``preprocess_into`` reads a group of channels over one time chunk at a time (plus a
 margin either side), filters it with the same ``filter_block`` as the whole-channel path, keeps
 the chunk's centre, pools with a carry-over between chunks and writes the result straight into
-the output (an in-memory array or the cache's ``np.memmap``); a second pass z-scores in place.
+the output (an in-memory array or the cache's ``np.memmap``); a second pass, once every channel
+of the recording is filtered, normalises in place (each channel to zero mean, divided by its own SD
+or by its recording's / shaft's scale, ``PreprocessConfig.scale``).
 
 Edges are correct because
 
@@ -31,7 +33,7 @@ from tqdm.auto import tqdm
 
 from sss_viewer.io.recording import Recording
 from sss_viewer.preprocessing.config import PreprocessConfig
-from sss_viewer.preprocessing.filters import average_pool, filter_block
+from sss_viewer.preprocessing.filters import FLAT_STD_UV, average_pool, channel_scales, filter_block
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +44,6 @@ DEFAULT_MEMORY_BYTES = 512 * 2**20
 (the filters' float64 temporaries are per thread)."""
 FILTER_THREADS = min(4, os.cpu_count() or 1)
 """Channels of a block filtered at once: resampling and IIR filtering run in scipy without the GIL."""
-FLAT_STD_UV = 1e-6
-"""Standard deviation (µV) at or below which a channel counts as flat."""
 
 
 @dataclass
@@ -162,7 +162,12 @@ def preprocess_into(
     -------
     unusable : dict
         ``{j: reason}`` for picks with NaN/inf samples or a flat signal; their output slots hold
-        no meaningful values.
+        no meaningful values, and they do not enter a recording or shaft scale.
+
+    Notes
+    -----
+    With ``config.scale`` ``"recording"`` or ``"shaft"`` the scale is the median over ``picks``:
+    the same recording preprocessed with other picks gives other series.
     """
     picks = np.asarray(picks, dtype=int)
     sfreq, n_times = recording.sfreq, recording.n_times
@@ -171,6 +176,8 @@ def preprocess_into(
     up, down = config.resample_ratio(sfreq)
     group, step, margin = block_plan(n_times, len(picks), sfreq, config, chunk_seconds, memory_bytes)
     unusable: dict[int, str] = {}
+    means = np.zeros(len(picks))  # of each pick's filtered (and pooled) series
+    stds = np.zeros(len(picks))
     n_chunks = -(-n_times // step)
     bar = tqdm(total=len(picks) * n_chunks, desc=f"preprocess {recording.label}", unit="chunk", disable=not progress or None)
     pool = ThreadPoolExecutor(FILTER_THREADS, thread_name_prefix="sss-preprocess") if FILTER_THREADS > 1 and len(picks) > 1 else None
@@ -221,9 +228,13 @@ def preprocess_into(
                     continue
                 if written[r] != n_out:
                     raise RuntimeError(f"chunked preprocessing wrote {written[r]} samples, expected {n_out}")
-                if config.zscore:
-                    std = out_moments[r].std
-                    _normalise_in_place(out, int(offsets[j]), n_out, out_moments[r].mean, std if std > 0 else 1.0)
+                means[j], stds[j] = out_moments[r].mean, out_moments[r].std
+        if config.zscore:  # after every group: a recording's or shaft's scale needs all its channels
+            usable = np.array([j not in unusable for j in range(len(picks))], dtype=bool)
+            names = [recording.ch_names[p] for p in picks]
+            scales = channel_scales(stds, usable, names, config.scale)
+            for j in np.flatnonzero(usable):
+                _normalise_in_place(out, int(offsets[j]), n_out, float(means[j]), float(scales[j]))
     finally:
         reader.shutdown()
         if pool is not None:
