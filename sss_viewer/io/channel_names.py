@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["APOSTROPHES", "channel_key", "display_name", "display_names"]
+__all__ = ["APOSTROPHES", "channel_key", "contact_number", "display_name", "display_names", "shaft_name"]
 
 _VENDOR_PREFIX = re.compile(r"^(?:POL|EEG|SEEG|ECOG|IEEG)\s+(?=\S)", re.IGNORECASE)
 _REF_SUFFIX = re.compile(r"(?<=\S)(?:\s*-\s*|\s+|_)(?:REF|ORG)$", re.IGNORECASE)
+_CONTACT = re.compile(r"^(?P<shaft>.*?)(?P<number>\d+)$")
 APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u2032": "'", "`": "'"})
 """Typographic apostrophes and primes read as ``'`` (contact names such as ``A'1``)."""
 
@@ -82,3 +83,21 @@ def channel_key(name: str) -> str:
     """
     key = re.sub(r"\s+", "", display_name(name.translate(APOSTROPHES))).upper()
     return re.sub(r"\d+", lambda m: str(int(m.group())), key)
+
+
+def shaft_name(channel: str) -> str:
+    """The electrode shaft (or grid/strip) of a contact: ``LA1`` → ``LA``, ``A'12`` → ``A'``, ``G`` → ``G``.
+
+    The name as given (pass :func:`display_name`'s form to ignore a vendor prefix); a name ending in
+    no digits is its own shaft.
+    """
+    match = _CONTACT.match(channel.strip())
+    if not match or not match.group("shaft"):
+        return channel.strip()
+    return match.group("shaft").rstrip("-_ ")
+
+
+def contact_number(channel: str) -> int | None:
+    """The contact's number on its shaft (``LA12`` → 12), or None when the name ends in no digits."""
+    match = _CONTACT.match(channel.strip())
+    return int(match.group("number")) if match and match.group("shaft") else None

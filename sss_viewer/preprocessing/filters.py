@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -28,13 +27,13 @@ from scipy import signal
 
 from sss_viewer._validate import check_option
 from sss_viewer.io.channel_names import display_name
+from sss_viewer.io.channel_names import shaft_name as io_shaft_name
 from sss_viewer.preprocessing.config import MIN_SHAFT_CHANNELS, SCALES, PreprocessConfig
 
 logger = logging.getLogger(__name__)
 
 FLAT_STD_UV = 1e-6
 """Standard deviation (µV) at or below which a channel counts as flat."""
-_CONTACT = re.compile(r"^(?P<shaft>.*?)(?P<number>\d+)$")
 
 
 def _notch_frequencies(line_freq: float | None, nyquist: float) -> list[float]:
@@ -226,14 +225,10 @@ def preprocess_channels(
 def shaft_name(channel: str) -> str:
     """The electrode shaft (grid, strip) of a contact: ``LA1`` → ``LA``, ``POL A'12`` → ``A'``, ``G`` → ``G``.
 
-    The rule of ``sss_viewer.viewer.display.shaft_name`` on the vendor-prefix-free name
+    :func:`sss_viewer.io.channel_names.shaft_name` (the viewer's rule) on the vendor-prefix-free name
     (``sss_viewer.io.channel_names.display_name``); a name ending in no digits is its own shaft.
     """
-    name = display_name(channel)
-    match = _CONTACT.match(name)
-    if not match or not match.group("shaft"):
-        return name
-    return match.group("shaft").rstrip("-_ ")
+    return io_shaft_name(display_name(channel))
 
 
 def channel_scales(stds: np.ndarray, usable: np.ndarray, ch_names: Sequence[str], scale: str) -> np.ndarray:

@@ -6,7 +6,6 @@ bipolar row is, what a heat-map row averages) is testable on its own.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -14,23 +13,9 @@ import numpy as np
 from scipy import signal
 
 from sss_viewer._validate import check_option
+from sss_viewer.io.channel_names import contact_number, shaft_name  # noqa: F401  (re-exported: the viewer's names)
 
 MONTAGES = ("monopolar", "average", "bipolar")
-_CONTACT = re.compile(r"^(?P<shaft>.*?)(?P<number>\d+)$")
-
-
-def shaft_name(channel: str) -> str:
-    """The electrode shaft (or grid/strip) of a contact: ``LA1`` → ``LA``, ``A'12`` → ``A'``, ``G`` → ``G``."""
-    match = _CONTACT.match(channel.strip())
-    if not match or not match.group("shaft"):
-        return channel.strip()
-    return match.group("shaft").rstrip("-_ ")
-
-
-def contact_number(channel: str) -> int | None:
-    """The contact's number on its shaft (``LA12`` → 12), or None when the name ends in no digits."""
-    match = _CONTACT.match(channel.strip())
-    return int(match.group("number")) if match and match.group("shaft") else None
 
 
 def group_by_shaft(channels: Sequence[str]) -> dict[str, list[int]]:
