@@ -94,6 +94,31 @@ def _both_classes(y: np.ndarray, metric: str) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
+def unscored_last(scores: Any, *, floor: float | None = None) -> np.ndarray:
+    """Channel scores with the unscored ones (NaN: no artifact-free window) ranked below every scored one.
+
+    A channel the scorer could not score stays in the ranking, last (see
+    :mod:`sss_viewer.preprocessing.artifacts`); metrics read it the same way.
+
+    Parameters
+    ----------
+    scores : array-like, shape (n_channels,)
+    floor : float, optional
+        The value given to unscored channels (default: one below the lowest finite score, or -1).
+
+    Returns
+    -------
+    scores : ndarray, shape (n_channels,), float64
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    finite = np.isfinite(s)
+    if finite.all():
+        return s
+    if floor is None:
+        floor = float(s[finite].min()) - 1.0 if finite.any() else -1.0
+    return np.where(finite, s, floor)
+
+
 def binary_auc(scores: Any, labels: Any) -> float:
     """Area under the ROC curve (ties count one half).
 

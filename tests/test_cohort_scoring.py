@@ -132,7 +132,7 @@ def test_every_recording_is_scored_with_its_files_and_the_cohort_tables(cohort, 
     manifest = json.loads((out / "sss-viewer-score.json").read_text())
     assert manifest["mode"] == "cohort" and sorted(manifest["recordings"]) == sorted(table["recording"])
     windows = pd.read_parquet(out / table["recording"][0] / "windows.parquet")
-    assert list(windows.columns) == ["channel", "start_s", "end_s", "p_raw", "p_cal", "p0", "p1"] and len(windows)
+    assert list(windows.columns) == ["channel", "start_s", "end_s", "p_raw", "p_cal", "p0", "p1", "artifact"] and len(windows)
 
 
 def test_patients_csv_ranks_each_patient_over_the_written_runs(scored):

@@ -91,8 +91,9 @@ def test_score_writes_window_and_channel_tables(model_dir, cohort, tmp_path):
     run_cli("score", model_dir, cohort / row["path"], "--out", out, "--labels", cohort / "labels.tsv")
     windows = pd.read_csv(out / "windows.csv")
     channels = pd.read_csv(out / "channels.csv")
-    assert list(windows.columns) == ["channel", "start_s", "end_s", "p_raw", "p_cal", "p0", "p1"]
-    assert list(channels.columns) == ["channel", "score", "lower", "upper", "rank", "label"]
+    assert list(windows.columns) == ["channel", "start_s", "end_s", "p_raw", "p_cal", "p0", "p1", "artifact"]
+    assert list(channels.columns) == ["channel", "score", "lower", "upper", "rank", "label", "artifact", "scorer"]
+    assert (channels["scorer"] == "sss").all()
     assert channels["rank"].tolist() == list(range(1, len(channels) + 1))
     assert windows["end_s"].max() == pytest.approx(float(row["duration_s"]), abs=0.01)
     assert channels["label"].sum() > 0

@@ -115,7 +115,7 @@ def write_recording(
     for name in (DONE, *RECORDING_FILES):
         (folder / name).unlink(missing_ok=True)
     atomic_write(folder / WINDOWS, lambda p: windows.to_parquet(p, index=False))
-    columns = [*CHANNEL_COLUMNS, *(["label"] if "label" in channels else [])]
+    columns = [*CHANNEL_COLUMNS, *(["label"] if "label" in channels else []), *(["artifact"] if "artifact" in channels else [])]
     write_csv(channels[columns], folder / CHANNELS)
     files = [WINDOWS, CHANNELS]
     if len(excluded):

@@ -12,7 +12,7 @@ import pandas as pd
 from sss_viewer.cohort_scoring.outputs import CHANNELS
 from sss_viewer.cohort_scoring.plan import RecordingTask
 from sss_viewer.evaluation.patient_ranking import rank_patient_channels
-from sss_viewer.metrics import binary_auc
+from sss_viewer.metrics import binary_auc, unscored_last
 
 logger = logging.getLogger(__name__)
 
@@ -35,12 +35,12 @@ def channel_auc(channels: pd.DataFrame) -> float:
     labels = known["label"].astype(int)
     if labels.nunique() < 2:
         return math.nan
-    return binary_auc(known["score"].to_numpy(float), labels.to_numpy())
+    return binary_auc(unscored_last(known["score"].to_numpy(float)), labels.to_numpy())
 
 
 def top_channels(channels: pd.DataFrame, n: int = TOP_CHANNELS) -> str:
     """The ``n`` highest-ranked channels with their scores: ``"A1 0.83; A2 0.71; …"``."""
-    ranked = channels.sort_values("rank").head(n)
+    ranked = channels[np.isfinite(channels["score"].to_numpy(float))].sort_values("rank").head(n)
     return "; ".join(f"{name} {score:.2f}" for name, score in zip(ranked["channel"], ranked["score"]))
 
 
@@ -117,8 +117,11 @@ def run_channels(out: Path, cohort: pd.DataFrame) -> pd.DataFrame:
     if not tables:
         return pd.DataFrame(columns=["subject", "run", "channel", "score"])
     table = pd.concat(tables, ignore_index=True)
+    unscored = ~np.isfinite(table["score"].to_numpy(float))
+    if unscored.any():  # no artifact-free window in that run: the patient's mean is over the runs that scored it
+        logger.info("patients.csv: %d run channel(s) without a score (artifacts) left out of the means", int(unscored.sum()))
     columns = ["subject", "run", "channel", "score", *(["label"] if "label" in table else [])]
-    return table[columns]
+    return table.loc[~unscored, columns]
 
 
 def patients_table(out: Path, cohort: pd.DataFrame) -> pd.DataFrame:

@@ -1,16 +1,21 @@
 """Window inference, channel aggregation and the time-binned heat map.
 
 ``score_recording`` runs every window of every channel at a chosen stride and returns the window
-table (channel, start_s, end_s in the recording's own seconds, p_raw, p_cal, p0, p1), the channel
-table (mean of calibrated window probabilities with the mean Venn-Abers interval, ranked), and
-which channels were left out and why.
+table (channel, start_s, end_s in the recording's own seconds, p_raw, p_cal, p0, p1, artifact), the
+channel table (mean of calibrated window probabilities with the mean Venn-Abers interval, ranked,
+and the channel's artifact reason), and which channels were left out and why.
+
+Before scoring, :func:`~sss_viewer.preprocessing.artifacts.detect_recording_artifacts` checks the
+scored channels for flat lines, saturation, jumps, out-of-range amplitude and mains pickup; windows it
+flags are left out of the ranking (``score_recording(artifacts=False)`` skips the check and keeps every
+window), so an artifact contact is not ranked as seizure-onset zone.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -19,6 +24,7 @@ from tqdm.auto import tqdm
 
 from sss_viewer.engine.device import resolve_device
 from sss_viewer.io.recording import IEEG_CH_TYPES, Recording
+from sss_viewer.preprocessing.artifacts import ArtifactReport, detect_recording_artifacts
 from sss_viewer.preprocessing.cache import SeriesCache
 from sss_viewer.windows.series_set import build_series_set
 from sss_viewer.windows.store import SeriesStore, WindowIndex
@@ -34,6 +40,10 @@ HEAT_WINDOW_BUDGET = 600_000
 """Most windows scored at ``heat_stride`` for the heat map (≈ 100 channels × 25 min at 250 Hz and stride 64):
 beyond it the heat map reads the ranking's windows, so that binning and paging stay quick."""
 CHANNEL_COLUMNS = ("channel", "score", "lower", "upper", "n_windows", "rank")
+ARTIFACT_COLUMN = "artifact"
+"""Column that ``score_recording`` adds to the window tables and the channel table (after the columns
+above and ``label``): why the window or channel is left out of the ranking, ``""`` when clean (or
+not checked)."""
 
 
 @torch.inference_mode()
@@ -106,7 +116,9 @@ def _series_window_probs(model, store, starts, window_length, device, progress, 
     return (0.5 * (1.0 + np.tanh(0.5 * logits))).astype(np.float32)
 
 
-def aggregate_channels(windows: pd.DataFrame, labels: dict[str, int] | None = None) -> pd.DataFrame:
+def aggregate_channels(
+    windows: pd.DataFrame, labels: dict[str, int] | None = None, *, exclude: np.ndarray | pd.Series | None = None
+) -> pd.DataFrame:
     """Mean (convex) aggregation of calibrated window probabilities per channel, ranked.
 
     Parameters
@@ -115,14 +127,25 @@ def aggregate_channels(windows: pd.DataFrame, labels: dict[str, int] | None = No
         Window table with columns ``channel``, ``p_cal``, ``p0``, ``p1``.
     labels : dict, optional
         ``{channel: 0/1}`` clinician SOZ labels; adds a ``label`` column when given.
+    exclude : array-like of bool, shape (n_windows,), optional
+        Windows left out of the means (artifacts). A channel all of whose windows are left out
+        keeps its row with ``score``/``lower``/``upper`` NaN and ``n_windows`` 0, ranked after
+        every scored channel. Default: every window counts.
 
     Returns
     -------
     channels : DataFrame, one row per channel
         ``channel, score, lower, upper, n_windows, rank`` (+ ``label``), sorted by rank
-        (1 = most likely SOZ). ``score`` is a valid probability because it is a convex
-        combination of probabilities; ``lower``/``upper`` are the mean p0 and p1.
+        (1 = most likely SOZ; channels without a score last, by name). ``score`` is a valid
+        probability because it is a convex combination of probabilities; ``lower``/``upper`` are
+        the mean p0 and p1; ``n_windows`` counts the windows averaged.
     """
+    channels = pd.unique(windows["channel"])
+    if exclude is not None:
+        exclude = np.asarray(exclude, dtype=bool)
+        if exclude.shape != (len(windows),):
+            raise ValueError(f"exclude must have shape ({len(windows)},), one flag per window; got {exclude.shape}.")
+        windows = windows[~exclude]
     grouped = windows.groupby("channel", sort=False)
     table = pd.DataFrame(
         {
@@ -131,8 +154,12 @@ def aggregate_channels(windows: pd.DataFrame, labels: dict[str, int] | None = No
             "upper": grouped["p1"].mean(),
             "n_windows": grouped["p_cal"].size(),
         }
-    ).reset_index()
-    table = table.sort_values(["score", "channel"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    )
+    table = table.reindex(pd.Index(channels, name="channel")).reset_index()
+    table["n_windows"] = table["n_windows"].fillna(0).astype(np.int64)
+    table = table.sort_values(
+        ["score", "channel"], ascending=[False, True], kind="stable", na_position="last"
+    ).reset_index(drop=True)
     table["rank"] = np.arange(1, len(table) + 1)
     if labels is not None:
         table["label"] = table["channel"].map(labels).astype("Int64")
@@ -199,9 +226,11 @@ class RecordingScores:
     Parameters
     ----------
     windows : DataFrame
-        ``channel, start_s, end_s, p_raw, p_cal, p0, p1``, one row per window.
+        ``channel, start_s, end_s, p_raw, p_cal, p0, p1``, one row per window (+ ``artifact``: why
+        the window is left out of the ranking, ``""`` when it counts; from ``score_recording``).
     channels : DataFrame
-        ``channel, score, lower, upper, n_windows, rank`` (+ ``label`` when known).
+        ``channel, score, lower, upper, n_windows, rank`` (+ ``label`` when known) (+ ``artifact``:
+        the channel's artifact reason or ``""``; its ``score`` is NaN when no window of it is clean).
     excluded : DataFrame
         Channels not scored: ``channel, reason``.
     duration_s : float
@@ -212,6 +241,17 @@ class RecordingScores:
     heat_windows : DataFrame, optional
         The same columns as ``windows`` at a finer stride, for the heat map only (``windows`` is a
         subset of it); None when the heat map reads ``windows``.
+    scorer : str
+        Registry name of what scored it: ``"sss"`` for a trained model, else a training-free marker
+        (``sss_viewer.biomarkers``).
+    scorer_info : dict
+        What the scorer is and how it was validated (``ScorerInfo.as_dict()``; for a model, from its
+        bundle's description), for the ranking, the report and the CSV.
+    artifacts : DataFrame, optional
+        Channels flagged as artifact before scoring: ``channel, reason`` (no rows when none is);
+        None when the check did not run (``score_recording(artifacts=False)``). Their windows and
+        those of flagged segments carry the reason in ``windows["artifact"]`` and are left out of
+        the ranking.
     """
 
     windows: pd.DataFrame
@@ -220,6 +260,9 @@ class RecordingScores:
     duration_s: float
     pending: int = 0
     heat_windows: pd.DataFrame | None = None
+    scorer: str = "sss"
+    scorer_info: dict = field(default_factory=dict)
+    artifacts: pd.DataFrame | None = None
 
     @property
     def heat_table(self) -> pd.DataFrame:
@@ -285,8 +328,15 @@ def score_recording(
     first_channels: Sequence[str] | None = None,
     on_partial: Callable[[RecordingScores], None] | None = None,
     heat_stride: int | None = None,
+    artifacts: bool = True,
 ) -> RecordingScores:
     """Score every window of every good iEEG channel of ``recording`` with a trained model.
+
+    Unless ``artifacts`` is False, the channels are first checked for artifacts
+    (:func:`~sss_viewer.preprocessing.artifacts.detect_recording_artifacts`, once per call): the
+    windows of flagged channels and flagged segments carry the reason in their ``artifact`` column
+    and are left out of the ranking; a channel with no clean window keeps its row with a NaN score,
+    ranked last, ``n_windows`` 0 and the reason in its ``artifact`` column.
 
     Parameters
     ----------
@@ -316,10 +366,15 @@ def score_recording(
         ``heat_windows``, while ``windows`` and the ranking stay those of ``stride``. Taken when
         the model reads windows within their channel (its cost does not depend on the stride) and
         the recording gives at most :data:`HEAT_WINDOW_BUDGET` such windows.
+    artifacts : bool
+        Check for artifacts and leave flagged windows out of the ranking (default). False keeps
+        every window (``artifact`` columns all ``""``, ``RecordingScores.artifacts`` None).
 
     Returns
     -------
     RecordingScores
+        Window tables with :data:`WINDOW_COLUMNS` + ``artifact``; channel table with
+        :data:`CHANNEL_COLUMNS` (+ ``label``) + ``artifact``.
 
     Raises
     ------
@@ -331,6 +386,7 @@ def score_recording(
     if reason is not None:
         raise ValueError(reason)
     heat_stride = _usable_heat_stride(bundle, recording, stride or bundle.inference_stride, heat_stride)
+    report = detect_recording_artifacts(recording) if artifacts else None
     options = {
         "stride": stride, "batch_size": batch_size, "device": device, "progress": progress, "cache": cache,
         "heat_stride": heat_stride,
@@ -346,15 +402,16 @@ def score_recording(
             part = None
         if part is not None:
             if on_partial is not None:
-                on_partial(_recording_scores(*part, recording, pending=len(rest)))
+                on_partial(_recording_scores(*part, recording, pending=len(rest), report=report))
             try:
                 more = _score_windows(bundle, recording.pick(rest), on_progress=_scaled(on_progress, share, 1.0), **options)
             except ValueError:  # none of the others is scorable: say why for each
                 more = (part[0].iloc[:0], None if part[1] is None else part[1].iloc[:0], _unscorable(bundle, recording.pick(rest), options))
             order = {name: i for i, name in enumerate(recording.ch_names)}
             tables = [_in_channel_order(a, b, order) for a, b in zip(part, more, strict=True)]
-            return _recording_scores(*tables, recording)
-    return _recording_scores(*_score_windows(bundle, recording, on_progress=on_progress, **options), recording)
+            return _recording_scores(*tables, recording, report=report)
+    tables = _score_windows(bundle, recording, on_progress=on_progress, **options)
+    return _recording_scores(*tables, recording, report=report)
 
 
 def _in_channel_order(first: pd.DataFrame | None, second: pd.DataFrame | None, order: dict[str, int]) -> pd.DataFrame | None:
@@ -395,17 +452,47 @@ def _unscorable(bundle, recording: Recording, options: dict) -> pd.DataFrame:
 
 
 def _recording_scores(
-    windows: pd.DataFrame, heat_windows: pd.DataFrame | None, excluded: pd.DataFrame, recording: Recording, pending: int = 0
+    windows: pd.DataFrame,
+    heat_windows: pd.DataFrame | None,
+    excluded: pd.DataFrame,
+    recording: Recording,
+    pending: int = 0,
+    report: ArtifactReport | None = None,
 ) -> RecordingScores:
-    """Window tables, channel ranking and exclusions of ``recording`` as :class:`RecordingScores`."""
+    """Window tables, channel ranking and exclusions of ``recording`` as :class:`RecordingScores`.
+
+    ``report`` (the artifact check; None when it did not run) fills the ``artifact`` columns, and
+    the windows it flags are left out of the ranking.
+    """
     labels = None
     if recording.soz is not None:
         labels = {c: int(s) for c, s in zip(recording.ch_names, recording.soz)}
-    channels = aggregate_channels(windows, labels)
+    windows = _with_artifacts(windows, report)
+    heat_windows = None if heat_windows is None else _with_artifacts(heat_windows, report)
+    exclude = None if report is None else (windows[ARTIFACT_COLUMN] != "").to_numpy()
+    channels = aggregate_channels(windows, labels, exclude=exclude)
+    reasons = {} if report is None else report.channel_reasons()
+    channel_flags = [reasons.get(name, "") for name in channels["channel"]]
+    channels[ARTIFACT_COLUMN] = pd.Series(channel_flags, index=channels.index, dtype=str)
+    flagged = None
+    if report is not None:
+        here = set(channels["channel"]) | set(excluded["channel"] if "channel" in excluded else ())
+        flagged = report.channels[report.channels["channel"].isin(here)].reset_index(drop=True)
     return RecordingScores(
         windows=windows, channels=channels, excluded=excluded, duration_s=recording.duration_s, pending=pending,
-        heat_windows=heat_windows,
+        heat_windows=heat_windows, artifacts=flagged,
     )  # fmt: skip
+
+
+def _with_artifacts(windows: pd.DataFrame, report: ArtifactReport | None) -> pd.DataFrame:
+    """``windows`` with its ``artifact`` column: each window's reason, ``""`` when clean or not checked."""
+    if report is None:
+        flags = [""] * len(windows)
+    else:
+        flags = report.window_flags(
+            windows["channel"].to_numpy(), windows["start_s"].to_numpy(), windows["end_s"].to_numpy()
+        )
+    return windows.assign(**{ARTIFACT_COLUMN: pd.Series(flags, index=windows.index, dtype=str)})
 
 
 def _score_windows(

@@ -11,7 +11,7 @@ import pandas as pd
 from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.engine.inference import RecordingScores, score_recording
 from sss_viewer.io.recording import Recording
-from sss_viewer.metrics import binary_auc, evaluate_scores
+from sss_viewer.metrics import binary_auc, evaluate_scores, unscored_last
 from sss_viewer.preprocessing.cache import SeriesCache
 
 logger = logging.getLogger(__name__)
@@ -128,6 +128,10 @@ def evaluate_bundle(
     if not rows:
         raise ValueError("No labelled channel to evaluate.")
     df = pd.DataFrame(rows, columns=["subject", "run", "channel", "score", "label"])
+    unscored = int(df["score"].isna().sum())
+    if unscored:  # no artifact-free window: not called SOZ, ranked last
+        logger.warning("%d channel(s) without an artifact-free window count as score 0 in the metrics", unscored)
+        df["score"] = unscored_last(df["score"], floor=0.0)
     scores, labels = df["score"].to_numpy(), df["label"].to_numpy()
     report = {
         "n_recordings": len(selection),
