@@ -23,6 +23,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("windows", ("sss_viewer.windows",)),
     ("models", ("sss_viewer.models",)),
     ("engine", ("sss_viewer.engine",)),
+    ("biomarkers", ("sss_viewer.biomarkers",)),
     ("evaluation", ("sss_viewer.evaluation",)),
     ("baselines", ("sss_viewer.baselines",)),
     ("experiments", ("sss_viewer.experiments",)),

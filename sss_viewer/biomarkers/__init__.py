@@ -1,0 +1,108 @@
+"""Training-free SOZ markers as scorers, with the same outputs as the SSS engine.
+
+Each scorer turns a :class:`~sss_viewer.io.recording.Recording` into a
+:class:`~sss_viewer.engine.inference.RecordingScores` (a window table for the heat map and a ranked
+channel table), after leaving out the windows the artifact detector flags::
+
+    from sss_viewer.biomarkers import get_scorer
+    scores = get_scorer("consensus").score(recording)
+
+``sss`` (a trained model) is scored by :func:`sss_viewer.engine.inference.score_recording`;
+:func:`score_with` takes either.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from sss_viewer._validate import check_option
+
+SCORERS: dict[str, str] = {
+    "variance": "sss_viewer.biomarkers.floors:VarianceScorer",
+    "amplitude": "sss_viewer.biomarkers.floors:AmplitudeScorer",
+    "line_length": "sss_viewer.biomarkers.floors:LineLengthScorer",
+    "ripple_rate": "sss_viewer.biomarkers.markers:RippleRateScorer",
+    "fast_ripple_rate": "sss_viewer.biomarkers.markers:FastRippleRateScorer",
+    "spike_rate": "sss_viewer.biomarkers.markers:SpikeRateScorer",
+    "epileptogenicity": "sss_viewer.biomarkers.markers:EpileptogenicityScorer",
+    "energy_ratio": "sss_viewer.biomarkers.markers:EnergyRatioScorer",
+    "hfa": "sss_viewer.biomarkers.markers:HighFrequencyActivityScorer",
+    "consensus": "sss_viewer.biomarkers.consensus:ConsensusScorer",
+    "combined": "sss_viewer.biomarkers.combined:CombinedScorer",
+}
+"""Registry name → ``module:class`` of every training-free scorer (imported on first use)."""
+
+MODEL_SCORER = "sss"
+"""The name of a trained SSS model among the scorers (``score --scorer sss``, the default with a model)."""
+
+DEFAULT_SCORER = MODEL_SCORER
+"""What ranks a recording when nobody chooses: set by the registered rule of docs/results.md §8 from the
+real-data scoreboard (the CLI, the viewer and the API all read it)."""
+
+FITTED = ("combined",)
+"""Scorers that need fitted weights (``weights=`` a file from ``sss-viewer fit-combined``): not built without them."""
+
+FLOORS = ("variance", "amplitude", "line_length")
+"""The trivial floors every ranking is reported beside."""
+
+
+def scorer_class(name: str) -> type:
+    """The class of the training-free scorer ``name`` (a ValueError lists the names)."""
+    check_option("scorer", name, SCORERS)
+    module, _, cls = SCORERS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def get_scorer(name: str, **params):
+    """A new training-free scorer by registry name.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`SCORERS`.
+    **params
+        Passed to its constructor (``window_s``, ``step_s``, ``artifacts``, …).
+
+    Returns
+    -------
+    BiomarkerScorer
+    """
+    return scorer_class(name)(**params)
+
+
+def scorer_names(*, with_model: bool = True, with_fitted: bool = True) -> list[str]:
+    """Every scorer name, ``sss`` first when ``with_model``; the ones needing weights (:data:`FITTED`) unless not ``with_fitted``."""
+    names = [n for n in SCORERS if with_fitted or n not in FITTED]
+    return ([MODEL_SCORER] if with_model else []) + names
+
+
+def is_marker(scorer) -> bool:
+    """True for a training-free scorer, False for a trained model bundle."""
+    from sss_viewer.biomarkers.base import BiomarkerScorer
+
+    return isinstance(scorer, BiomarkerScorer)
+
+
+def score_with(scorer, recording, **options):
+    """Score ``recording`` with a trained model bundle or a training-free scorer.
+
+    Parameters
+    ----------
+    scorer : ModelBundle or BiomarkerScorer
+    recording : Recording
+    **options
+        ``progress`` and ``on_progress`` for either; the others (``stride``, ``device``,
+        ``first_channels``, …) for a model only.
+
+    Returns
+    -------
+    RecordingScores
+    """
+    if is_marker(scorer):
+        return scorer.score(recording, progress=options.get("progress", False), on_progress=options.get("on_progress"))
+    from sss_viewer.engine.inference import score_recording
+
+    return score_recording(scorer, recording, **options)
+
+
+__all__ = ["DEFAULT_SCORER", "FITTED", "FLOORS", "MODEL_SCORER", "SCORERS", "get_scorer", "is_marker", "score_with", "scorer_class", "scorer_names"]
