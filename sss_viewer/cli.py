@@ -145,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--target-sfreq", type=float,
         help="common rate (Hz) every recording is resampled to before pooling (default preset: 250; 0 keeps native rates)",
     )  # fmt: skip
+    p.add_argument(
+        "--scale", choices=("channel", "recording", "shaft"),
+        help="what each zero-mean channel is divided by: channel (its own SD, the per-channel z-score; the presets' "
+        "default), recording (the median channel SD of its recording: amplitude differences between channels are "
+        "kept) or shaft (the median SD of its shaft's channels)",
+    )  # fmt: skip
     p.add_argument("--train-stride", type=int, help="stride of the training windows")
     p.add_argument("--windows-per-epoch", type=int, help="train each epoch on a random draw of this many windows")
     p.add_argument(
@@ -194,12 +200,27 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "score", help="score a recording (windows.csv, channels.csv) or a cohort on Dask (per run + cohort.csv)"
     )
-    p.add_argument("model", type=Path, help="model directory")
     p.add_argument(
-        "recording", type=Path,
-        help="recording file (EDF/BDF, BrainVision .vhdr, FIF, EEGLAB .set, .npz), or a BIDS root / cohort folder "
-        "(every run one Dask task, each into OUT/<run>/: windows.parquet, channels.csv, done.json; then "
-        "OUT/cohort.csv and OUT/patients.csv)",
+        "paths", nargs="+", type=Path, metavar="[MODEL] RECORDING",
+        help="MODEL: a model directory (with --scorer sss, the default when a MODEL is given; without one, the bundled "
+        "model). RECORDING: a recording file (EDF/BDF, BrainVision .vhdr, FIF, EEGLAB .set, .npz), or, for a model, a "
+        "BIDS root / cohort folder (every run one Dask task, each into OUT/<run>/: windows.parquet, channels.csv, "
+        "done.json; then OUT/cohort.csv and OUT/patients.csv)",
+    )  # fmt: skip
+    p.add_argument(
+        "--scorer", metavar="NAME",
+        help="what ranks the channels: sss (a trained model) or a training-free marker — "
+        + ", ".join(_scorer_names()) + " (default: sss with a MODEL, else the default scorer chosen on real "
+        "recordings, docs/results.md §8)",
+    )  # fmt: skip
+    p.add_argument(
+        "--keep-artifacts", action="store_true",
+        help="score the windows the artifact detector flags too (default: they are left out of the channel scores; "
+        "flagged channels are named in channels.csv either way)",
+    )  # fmt: skip
+    p.add_argument(
+        "--weights", type=Path, metavar="FILE",
+        help="--scorer combined: the weights file written by sss-viewer fit-combined",
     )  # fmt: skip
     p.add_argument(
         "--out", required=True, type=Path,
@@ -230,6 +251,54 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=1024, help="windows scored per batch (default 1024)")
     _add_cache(p)
     _add_device(p)
+    _add_common(p)
+
+    p = sub.add_parser(
+        "scoreboard",
+        help="every scorer (models, markers, the floors) on labelled real recordings: channel AUC and AUPRC per recording",
+    )  # fmt: skip
+    p.add_argument(
+        "data", nargs="*", type=Path,
+        help="BIDS roots, cohort folders or recording files with SOZ labels (their own, or --labels)",
+    )  # fmt: skip
+    _add_labels(p, "TSV/CSV with subject, channel, soz for DATA")
+    p.add_argument(
+        "--shared", type=Path, metavar="DIR",
+        help="a data folder holding ezfragility-pt01/ and bonn-epilepsy/ (this project's ../shared/data): pt01 and "
+        "Bonn D vs C are added",
+    )  # fmt: skip
+    p.add_argument(
+        "--model", type=Path, action="append", default=[], metavar="DIR",
+        help="a model directory to score with as well (repeatable; the bundled model is always included)",
+    )  # fmt: skip
+    p.add_argument(
+        "--scorers", help="comma-separated marker names (default: every marker; the floors are always included)"
+    )
+    p.add_argument(
+        "--synthetic", type=int, default=0, metavar="N",
+        help="also score N held-out synthetic patients (seed 3; the rule of docs/results.md §8 uses 8)",
+    )  # fmt: skip
+    p.add_argument(
+        "--combined", type=Path, action="append", default=[], metavar="FILE",
+        help="a combined scorer's weights file (sss-viewer fit-combined) to score with as well (repeatable)",
+    )  # fmt: skip
+    p.add_argument("--out", type=Path, help="write the table as CSV (and the Markdown beside it as .md)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    _add_common(p)
+
+    p = sub.add_parser(
+        "fit-combined",
+        help="fit a centre's own combined scorer (markers + optional SSS model) on its labelled recordings, "
+        "C chosen by leave-one-patient-out",
+    )  # fmt: skip
+    p.add_argument("data", nargs="+", type=Path, help="BIDS roots, cohort folders or recording files with SOZ labels")
+    _add_labels(p, LABELS_HELP)
+    p.add_argument("--out", required=True, type=Path, help="weights file to write (JSON)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    p.add_argument("--model", type=Path, metavar="DIR", help="add this SSS model's channel scores as a feature")
+    p.add_argument(
+        "--markers", help="comma-separated marker names (default: amplitude, line_length, spike_rate, ripple_rate, hfa)"
+    )
     _add_common(p)
 
     p = sub.add_parser("evaluate", help="channel metrics of a model on held-out patients")
@@ -319,6 +388,8 @@ def _train_overrides(args) -> dict:
         "refit_on_train_val": "refit_on_train_val",
     }
     overrides = {field: getattr(args, arg) for arg, field in names.items() if getattr(args, arg) is not None}
+    if args.scale is not None:
+        overrides["preprocess"] = {"scale": args.scale}  # train_preset applies it to the preset's preprocessing
     if "window_length" in overrides:
         overrides.setdefault("inference_stride", max(1, overrides["window_length"] // 4))
     return overrides
@@ -500,22 +571,66 @@ class ScoreFailures(ValueError):
     """Some runs of a folder could not be scored (the others were)."""
 
 
+def _scorer_names() -> list[str]:
+    from sss_viewer.biomarkers import scorer_names
+
+    return scorer_names(with_model=False)
+
+
+def _bundled_model_dir() -> Path:
+    """The bundled model's directory (package data; the viewer's demo model), without importing the viewer."""
+    from importlib import resources
+
+    return Path(str(resources.files("sss_viewer").joinpath("data", "demo", "model")))
+
+
+def _resolve_score_paths(args) -> None:
+    """``args.model``, ``args.recording`` and ``args.scorer`` from ``score [MODEL] RECORDING [--scorer NAME]``."""
+    from sss_viewer.biomarkers import DEFAULT_SCORER, MODEL_SCORER, scorer_names
+
+    if len(args.paths) > 2:
+        raise UsageError(f"expected [MODEL] RECORDING; got {len(args.paths)} paths: {' '.join(map(str, args.paths))}")
+    model, recording = (None, args.paths[0]) if len(args.paths) == 1 else args.paths
+    scorer = args.scorer or (MODEL_SCORER if model is not None else DEFAULT_SCORER)
+    if scorer not in scorer_names():
+        raise UsageError(f"argument --scorer: invalid choice {scorer!r} (choose from {', '.join(scorer_names())})")
+    if model is not None and scorer != MODEL_SCORER:
+        raise UsageError(f"a MODEL ({model}) scores with --scorer sss only; --scorer {scorer} needs no model.")
+    if scorer == MODEL_SCORER and model is None:
+        model = _bundled_model_dir()
+    args.model, args.recording, args.scorer = model, recording, scorer
+
+
 def _cmd_score(args, progress: bool) -> int:
+    from sss_viewer.biomarkers import FITTED, MODEL_SCORER, get_scorer
     from sss_viewer.engine.bundle import ModelBundle
     from sss_viewer.io.cohort import load_recording, read_labels
 
+    _resolve_score_paths(args)
     if args.recording.is_dir():
+        if args.scorer != MODEL_SCORER:
+            raise UsageError(
+                f"--scorer {args.scorer} scores one recording file; {args.recording} is a folder (score a folder with a "
+                "model, or rank its labelled recordings with every scorer: sss-viewer scoreboard FOLDER)."
+            )
         return _score_cohort(args, progress)
     if args.workers is not None or args.scheduler is not None:
         raise UsageError(f"--workers and --scheduler score a cohort folder; {args.recording} is one recording file.")
-    bundle = ModelBundle.load(args.model)
+    if args.scorer == MODEL_SCORER:
+        scorer = ModelBundle.load(args.model)
+    elif args.scorer in FITTED:
+        if args.weights is None:
+            raise UsageError(f"--scorer {args.scorer} needs --weights FILE (written by sss-viewer fit-combined).")
+        scorer = get_scorer(args.scorer, weights=args.weights, artifacts=not args.keep_artifacts)
+    else:
+        scorer = get_scorer(args.scorer, artifacts=not args.keep_artifacts)
     output = ScoreOutput(args.out, args.overwrite)
     recording = load_recording(args.recording)
     if args.subject:
         recording.subject = args.subject
     if args.labels is not None:
         recording.soz = _labels_for(recording, read_labels(args.labels), args.labels)
-    _score_one(args, bundle, recording, output, args.out, progress, top=15)
+    _score_one(args, scorer, recording, output, args.out, progress, top=15)
     return 0
 
 
@@ -561,22 +676,42 @@ def _score_cohort(args, progress: bool) -> int:
     return 0
 
 
-def _score_one(args, bundle, recording, output: ScoreOutput, out: Path, progress: bool, top: int) -> None:
-    """Score ``recording`` and write its CSVs into ``out`` (inside ``output``)."""
-    from sss_viewer.engine.inference import score_recording
+def _score_one(args, scorer, recording, output: ScoreOutput, out: Path, progress: bool, top: int) -> None:
+    """Score ``recording`` with a model bundle or a marker and write its CSVs into ``out`` (inside ``output``)."""
+    from sss_viewer.biomarkers import is_marker, score_with
 
-    result = score_recording(
-        bundle, recording, stride=args.stride, batch_size=args.batch_size, device=args.device, progress=progress,
-        cache=_cache(args),
-    )  # fmt: skip
+    if is_marker(scorer):
+        result = score_with(scorer, recording, progress=progress)
+    else:
+        result = score_with(
+            scorer, recording, stride=args.stride, batch_size=args.batch_size, device=args.device, progress=progress,
+            cache=_cache(args), artifacts=not args.keep_artifacts,
+        )  # fmt: skip
     output.write(result.windows, out, "windows.csv")
-    columns = ["channel", "score", "lower", "upper", "rank"] + (["label"] if "label" in result.channels else [])
-    output.write(result.channels[columns], out, "channels.csv")
+    output.write(_channel_csv(result), out, "channels.csv")
     if len(result.excluded):
         output.write(result.excluded, out, "excluded.csv")
-    print(f"{recording.label}:")
-    print(_ranking_text(result.channels, bundle.threshold, top=top))
+    print(f"{recording.label}: {_scorer_line(result, scorer)}")
+    print(_ranking_text(result.channels, scorer.threshold, top=top, unit=(result.scorer_info or {}).get("unit")))
     print(f"wrote {out / 'windows.csv'} and {out / 'channels.csv'}")
+
+
+def _channel_csv(result):
+    """The ranking as ``channels.csv`` writes it: the model's interval or the marker's value, then ``label``,
+    ``artifact`` (the reason a channel is flagged, empty when clean) and ``scorer`` after the columns of earlier releases."""
+    channels = result.channels
+    middle = ["value"] if result.scorer != "sss" else ["lower", "upper"]
+    extra = [c for c in ("label", "artifact") if c in channels]
+    return channels[["channel", "score", *middle, "rank", *extra]].assign(scorer=result.scorer)
+
+
+def _scorer_line(result, scorer) -> str:
+    """What ranked the channels and how it was validated, in one line."""
+    info = result.scorer_info or {}
+    if info:
+        return f"{info.get('title', result.scorer)} ({info.get('reference', '')}; {info.get('validation', '')})"
+    description = str((getattr(scorer, "info", None) or {}).get("description") or "a trained SSS model")
+    return f"SSS model: {description}"
 
 
 def _labels_for(recording, labels, source: Path):
@@ -598,19 +733,100 @@ def _labels_for(recording, labels, source: Path):
     )
 
 
-def _ranking_text(channels, threshold: float, top: int = 15) -> str:
-    lines = [f"{'rank':>4}  {'channel':<10} {'score':>6}  {'interval':<15} label", "-" * 46]
+def _ranking_text(channels, threshold: float, top: int = 15, unit: str | None = None) -> str:
+    """The top of a ranking as text: the model's interval, or a marker's value in ``unit``; artifact flags last."""
+    middle = f"{'value (' + unit + ')':<15}" if unit else f"{'interval':<15}"
+    lines = [f"{'rank':>4}  {'channel':<10} {'score':>6}  {middle} label  artifact", "-" * 60]
     for row in channels.head(top).itertuples():
         label = getattr(row, "label", None)
         label_text = (
             "" if label is None or (isinstance(label, float) and math.isnan(label)) else ("SOZ" if label == 1 else "-")
         )
         mark = "*" if row.score >= threshold else " "
-        lines.append(
-            f"{row.rank:>4}{mark} {row.channel:<10} {row.score:6.3f}  [{row.lower:.3f}, {row.upper:.3f}]  {label_text}"
-        )
-    lines.append(f"(* = above the validation threshold {threshold:.3f}; {len(channels)} channels scored)")
+        detail = f"{row.value:<15.4g}" if unit else f"[{row.lower:.3f}, {row.upper:.3f}]"
+        flag = getattr(row, "artifact", "") or ""
+        score = "   n/a" if math.isnan(row.score) else f"{row.score:6.3f}"
+        lines.append(f"{row.rank:>4}{mark} {row.channel:<10} {score}  {detail:<15} {label_text:<5}  {flag}".rstrip())
+    what = "half the top channel's value" if unit else "the validation threshold"
+    lines.append(f"(* = above {what} {threshold:.3f}; {len(channels)} channels scored)")
     return "\n".join(lines)
+
+
+def _cmd_scoreboard(args, progress: bool) -> int:
+    from sss_viewer.biomarkers import FITTED, FLOORS, SCORERS, get_scorer
+    from sss_viewer.engine.bundle import ModelBundle
+    from sss_viewer.evaluation import scoreboard as board
+
+    taken = [p for p in (args.out, args.out and args.out.with_suffix(".md")) if p is not None and p.exists()]
+    if taken and not args.overwrite:
+        raise ValueError(f"{taken[0]} exists; pass --overwrite to replace it, or choose another --out.")
+    markers = [n for n in SCORERS if n not in FLOORS and n not in FITTED]
+    if args.scorers:
+        markers = [n.strip() for n in args.scorers.split(",") if n.strip()]
+        unknown = [n for n in markers if n not in SCORERS or n in FITTED]
+        if unknown:
+            known = ", ".join(n for n in SCORERS if n not in FITTED)
+            raise UsageError(f"argument --scorers: unknown {unknown} (choose from {known}; a fitted scorer: --combined FILE)")
+    if args.shared is None and not args.data and not args.synthetic:
+        raise UsageError("no labelled recording to score: pass DATA, --shared DIR and/or --synthetic N.")
+    scorers = {name: get_scorer(name) for name in FLOORS}
+    scorers["sss (bundled)"] = ModelBundle.load(_bundled_model_dir())
+    for path in args.model:
+        label = path.parent.name if path.name == "model" else path.name  # experiments/X/model → X
+        scorers[f"sss ({label})"] = ModelBundle.load(path)
+    scorers.update({name: get_scorer(name) for name in markers if name not in FLOORS})
+    for path in args.combined:
+        scorers[f"combined ({path.stem})"] = get_scorer("combined", weights=path)
+    recordings = []
+    if args.shared is not None:
+        recordings += board.shared_recordings(args.shared)
+    for path in args.data:
+        recordings += board.user_recordings(path, labels=args.labels)
+    if args.synthetic:
+        recordings += board.synthetic_recordings(args.synthetic)
+    if not recordings:
+        raise ValueError("none of the recordings given has SOZ labels (pass --labels FILE).")
+    table = board.run_scoreboard(recordings, scorers, progress=progress)
+    summary = board.summarise(table)
+    text = board.format_table(table, summary)
+    print(text)
+    if summary["kind"].ne("floor").any():
+        name, reason = board.choose_default(summary)
+        print(f"\nBy the rule of docs/results.md §8 the default would be: {name} ({reason})")
+    if args.out is not None:
+        from sss_viewer.fileio import atomic_write
+
+        _write_csv(table, args.out)
+        atomic_write(args.out.with_suffix(".md"), lambda p: Path(p).write_text(text + "\n", encoding="utf-8"))
+        print(f"wrote {args.out} and {args.out.with_suffix('.md')}")
+    return 0
+
+
+def _cmd_fit_combined(args, progress: bool) -> int:
+    from sss_viewer.biomarkers.combined import COMBINED_MARKERS, fit_combined, save_weights
+    from sss_viewer.io.cohort import load_data
+
+    if args.out.exists() and not args.overwrite:
+        raise ValueError(f"{args.out} exists; pass --overwrite to replace it, or choose another --out.")
+    markers = tuple(m.strip() for m in args.markers.split(",") if m.strip()) if args.markers else COMBINED_MARKERS
+    recordings = [r for path in args.data for r in load_data(path, labels=args.labels, labels_fallback=args.labels_fallback)]
+    model = None
+    if args.model is not None:
+        from sss_viewer.engine.bundle import ModelBundle
+
+        model = ModelBundle.load(args.model)
+    description = "; ".join(str(p) for p in args.data) + (f" (labels {args.labels})" if args.labels else "")
+    weights = fit_combined(recordings, markers=markers, model=model, progress=progress, description=description)
+    save_weights(weights, args.out, overwrite=args.overwrite)
+    auc = weights["validation_auc"]
+    print(
+        f"fitted on {weights['n_patients']} patients, {weights['n_channels']} channels: C = {weights['C']:g}, "
+        f"leave-one-patient-out channel AUC {'n/a' if auc is None else f'{auc:.3f}'}"
+    )
+    for name, coef in zip(weights["features"], weights["coefficients"]):
+        print(f"  {name:<18} {coef:+.3f}")
+    print(f"wrote {args.out}; score with: sss-viewer score RECORDING --scorer combined --weights {args.out} --out DIR")
+    return 0
 
 
 def _cmd_evaluate(args, progress: bool) -> int:
@@ -758,6 +974,8 @@ COMMANDS = {
     "synth": _cmd_synth,
     "train": _cmd_train,
     "score": _cmd_score,
+    "scoreboard": _cmd_scoreboard,
+    "fit-combined": _cmd_fit_combined,
     "evaluate": _cmd_evaluate,
     "demo": _cmd_demo,
 }

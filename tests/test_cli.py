@@ -48,7 +48,7 @@ def model(cohort, tmp_path_factory) -> Path:
 # Parser: version, help, options
 # ------------------------------------------------------------------------------------------------
 
-COMMANDS = ("synth", "cohort", "train", "score", "evaluate", "experiment", "compare", "demo")
+COMMANDS = ("synth", "cohort", "train", "score", "scoreboard", "fit-combined", "evaluate", "experiment", "compare", "demo")
 
 
 def test_every_command_is_tested_here():
@@ -228,7 +228,10 @@ def test_demo(capsys, tmp_path):
         (["train", "data", "--out", "m", "--split", "nope"], "invalid choice: 'nope'"),
         (["train", "data", "--out", "m", "--calibrator", "nope"], "invalid choice: 'nope'"),
         (["train", "data", "--out", "m", "--balance", "yes"], "unrecognized arguments: yes"),
-        (["score", "model"], "recording"),
+        (["score", "rec.edf"], "--out"),
+        (["score", "model", "rec.edf", "third", "--out", "o"], "expected [MODEL] RECORDING"),
+        (["score", "rec.edf", "--out", "o", "--scorer", "nope"], "invalid choice 'nope'"),
+        (["scoreboard", "--scorers", "nope", "--synthetic", "1"], "unknown ['nope']"),
         (["score", "model", "rec.edf", "--out", "o", "--stride"], "--stride"),
         (["evaluate", "model"], "data"),
         (["experiment", "nope"], "unknown protocol 'nope'"),
