@@ -158,7 +158,9 @@ def test_report_and_csv_follow_one_rounding_rule(app, tmp_path):
     scores = re.findall(r"<td>(0\.\d+|1\.00)</td>", report)
     assert scores and all(len(s.split(".")[1]) == 2 for s in scores)
     csv = paths["csv"].read_text().splitlines()
-    assert csv[0] == "rank,channel,shaft,score,time_above,lower,upper,label,n_windows,above"
+    # the ten original columns first, then what scored the ranking, a marker's value and the artifact reason
+    assert csv[0] == "rank,channel,shaft,score,time_above,lower,upper,label,n_windows,above,scorer,value,artifact,scorer_note"
+    assert all(",sss,,," in line and "not validated on real recordings" in line for line in csv[1:])
     labels = {line.split(",")[7] for line in csv[1:]}
     assert labels <= {"1", "0", ""} and "1" in labels  # the demo's clinician labels as 1/0
     # Venn-Abers: every channel's interval [lower, upper] around its score, in the CSV and the report's table

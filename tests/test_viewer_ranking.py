@@ -158,7 +158,8 @@ def test_interval_column_only_when_the_calibrator_gives_intervals():
     assert "interval" not in point.columns
     csv = ranking_csv_frame(point)
     assert csv["lower"].isna().all() and csv["upper"].isna().all()  # written as empty cells, not the score
-    assert csv.to_csv(index=False).splitlines()[1] == "1,A1,A,0.7,,,,,3,1"
+    # the ten original columns, then scorer, value, artifact, scorer_note (empty: no scorer named, no marker value)
+    assert csv.to_csv(index=False).splitlines()[1] == "1,A1,A,0.7,,,,,3,1,,,,"
     channels["lower"], channels["upper"] = [0.6, 0.1], [0.8, 0.3]
     assert list(ranking_frame(channels, 0.5)["interval"]) == ["[0.60, 0.80]", "[0.10, 0.30]"]
 

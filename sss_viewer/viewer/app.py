@@ -1,4 +1,5 @@
-"""The whole viewer: loading, scoring, traces + heat map, ranking, annotations, export.
+"""The whole viewer: loading, scoring (the SSS model or a training-free marker), traces + heat map, ranking,
+a second scorer's ranking beside it, annotations, export.
 
 ``build_app()`` returns one ``ViewerApp`` — a ``pn.viewable.Viewer`` made of the components in this
 package, wired through their ``param`` parameters. ``panel serve app.py`` calls it once per browser
@@ -8,6 +9,7 @@ as widgets.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from pathlib import Path
@@ -15,6 +17,7 @@ from pathlib import Path
 import panel as pn
 import param
 
+from sss_viewer.biomarkers import MODEL_SCORER
 from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.engine.inference import RecordingScores, check_fit, fine_heat_stride
 from sss_viewer.io.channel_conventions import apply_type_overrides
@@ -35,7 +38,14 @@ from sss_viewer.viewer.export_widgets import download_buttons
 from sss_viewer.viewer.loader import ModelPicker, RecordingBrowser, load_selected
 from sss_viewer.viewer.patient_ranking import PatientRankingPanel
 from sss_viewer.viewer.ranking import RankingTable
-from sss_viewer.viewer.scoring import BackgroundScorer, ScoringProgress
+from sss_viewer.viewer.scorers import (
+    NO_COMPARISON,
+    ScorerComparison,
+    ScorerPicker,
+    make_scorer,
+    model_scorer_info,
+)
+from sss_viewer.viewer.scoring import BackgroundScorer, ScoringProgress, is_marker
 from sss_viewer.viewer.timecourse import SozTimeCourse
 from sss_viewer.viewer.traces import TraceView
 
@@ -52,6 +62,11 @@ DEMO_NOTICE = (
     "**Demo**: a synthetic recording scored by a small demo model trained on synthetic data by this "
     "project's own training code. Not for clinical use."
 )
+DEMO_MARKER_NOTICE = (
+    "**Demo**: a synthetic recording, ranked here by {title} (the SSS demo model among the scorers was trained "
+    "on synthetic data by this project's own training code). Not for clinical use."
+)
+"""The demo's notice while a training-free marker ranks it."""
 
 
 def trace_markers(markers: list[dict]) -> list[dict]:
@@ -65,6 +80,12 @@ def trace_markers(markers: list[dict]) -> list[dict]:
 class ViewerApp(pn.viewable.Viewer):
     """The clinician viewer for one session.
 
+    The recording is ranked by the scorer chosen in :attr:`scorers` ("Ranking by": the SSS model
+    of :attr:`models`, or a training-free marker; default
+    :data:`sss_viewer.biomarkers.DEFAULT_SCORER`), scored in the background by :attr:`scorer`; a
+    second scorer ("Compare with") is scored by :attr:`compare_scorer` and shown beside it in
+    :attr:`comparison`.
+
     Parameters
     ----------
     data_root : str or Path
@@ -74,18 +95,21 @@ class ViewerApp(pn.viewable.Viewer):
     out_dir : str or Path
         Where annotations sidecars and exports go (``./sss-viewer-output`` by default).
     load_demo : bool
-        Open the bundled demo recording with precomputed scores at start.
+        Open the bundled demo recording at start: with its precomputed scores when the SSS model
+        ranks, else scored by the chosen marker (about a second).
+    scorer : str, optional
+        Registry name of the scorer that ranks (default :data:`~sss_viewer.biomarkers.DEFAULT_SCORER`).
     """
 
     recording = param.ClassSelector(class_=Recording, default=None, allow_None=True)
     bundle = param.ClassSelector(class_=ModelBundle, default=None, allow_None=True)
     scores = param.ClassSelector(class_=RecordingScores, default=None, allow_None=True)
     message = param.String(default="", doc="Last error or notice, shown above the plots.")
-    scoring_disabled = param.String(default="", doc="Why the model does not score this recording (empty when it does).")
+    scoring_disabled = param.String(default="", doc="Why the chosen scorer does not score this recording (empty when it does).")
     is_demo = param.Boolean(default=False)
     out_dir = param.Path(default=None, allow_None=True, check_exists=False)
 
-    def __init__(self, data_root=None, model_dir=None, out_dir=None, load_demo: bool = True, **params):
+    def __init__(self, data_root=None, model_dir=None, out_dir=None, load_demo: bool = True, scorer: str | None = None, **params):
         super().__init__(out_dir=Path(out_dir or os.environ.get("SSS_VIEWER_OUTPUT", "sss-viewer-output")), **params)
         root = Path(data_root or os.environ.get("SSS_VIEWER_DATA_ROOT") or Path.cwd())
         self.browser = RecordingBrowser(
@@ -93,7 +117,11 @@ class ViewerApp(pn.viewable.Viewer):
         )
         model_dir = Path(model_dir or os.environ.get("SSS_VIEWER_MODEL") or DEMO_MODEL_DIR).absolute()
         self.models = ModelPicker(models_root=str(model_dir.parent), model=model_dir.name)
+        self.scorers = ScorerPicker(**({"scorer": scorer} if scorer else {}))
         self.scorer = BackgroundScorer(session_start_delay_s=FIRST_VIEW_GRACE_S)
+        self.compare_scorer = BackgroundScorer(session_start_delay_s=FIRST_VIEW_GRACE_S)
+        self.comparison = ScorerComparison()
+        self._demo_scores: RecordingScores | None = None
         # The overview's datashader compile (≈ 4 s once per process) waits until the page has loaded,
         # so the ranking, traces and heat map appear first (in Jupyter onload runs at once).
         self.traces = TraceView(show_overview=False)
@@ -127,6 +155,14 @@ class ViewerApp(pn.viewable.Viewer):
         self.scorer.param.watch(self._on_scores, "result")
         self.scorer.param.watch(self._on_partial_scores, "partial")
         self.scorer.param.watch(lambda e: e.new and self._show_message(e.new), "error")
+        self.scorers.param.watch(self._on_scorer_choice, "scorer")
+        self.scorers.param.watch(lambda _event: self._score_comparison(), "compare")
+        self.compare_scorer.param.watch(self._on_compare_scores, "result")
+        self.compare_scorer.param.watch(self._on_compare_error, "error")
+        self.ranking.param.watch(
+            lambda e: self.comparison.param.update(**{e.name: e.new}),
+            ["threshold", "bad_channels", "clinician_labels", "display_names"],
+        )
         self.ranking.param.watch(self._on_selected, "selected_channel")
         self.annotations.param.watch(self._on_annotations, ["markers", "bad_channels"])
         self.annotations.param.watch(self._on_soz_labels, "soz_labels")
@@ -175,23 +211,62 @@ class ViewerApp(pn.viewable.Viewer):
         self._disabled.object = f"**Scoring disabled** for this recording: {reason}" if reason else ""
         self._disabled.visible = bool(reason)
 
+    def _scorer_for(self, name: str, recording: Recording):
+        """``(scorer, reason)``: the model bundle or a new marker for ``name``, and why it cannot score ``recording`` (or None)."""
+        if name == MODEL_SCORER:
+            if self.bundle is None:
+                return None, "no model is loaded."
+            return self.bundle, check_fit(self.bundle, recording)
+        title = self.scorers.title(name)
+        try:
+            scorer = make_scorer(name)
+        except (ImportError, ValueError) as exc:
+            return None, f"{title} is not available: {exc}"
+        return scorer, scorer.check_fit(recording)
+
+    def _start(self, background: BackgroundScorer, scorer, recording: Recording) -> None:
+        """Start ``background`` on ``recording`` with a marker, or with the model (visible page first, fine heat map)."""
+        if is_marker(scorer):
+            background.start(scorer, recording)
+        else:
+            background.start(
+                scorer, recording, first_channels=self.traces.page_contacts(), heat_stride=fine_heat_stride(scorer)
+            )
+
+    def demo_scores(self) -> RecordingScores:
+        """The demo recording's precomputed scores by the bundled model (read once per session)."""
+        if self._demo_scores is None:
+            self._demo_scores = demo_scores()
+        return self._demo_scores
+
     def _score_if_possible(self) -> None:
-        """Score the open recording with the chosen model, or say why not (the recording stays open for reading)."""
-        recording, bundle = self.recording, self.bundle
-        if recording is None or self.is_demo:
+        """Score the open recording with the chosen scorer, or say why not (the recording stays open for reading).
+
+        The demo ranked by the SSS model shows its precomputed scores at once.
+        """
+        recording = self.recording
+        if recording is None:
             return
-        if bundle is None:
-            self._set_disabled("no model is loaded.")
+        name = self.scorers.scorer
+        if self.is_demo and name == MODEL_SCORER:
+            self.scorer.cancel()
+            self._set_disabled("")
+            self._set_scores(self.demo_scores())
             return
-        reason = check_fit(bundle, recording)
+        scorer, reason = self._scorer_for(name, recording)
         if reason:
             self.scorer.cancel()
             self._set_disabled(reason)
             return
         self._set_disabled("")
-        self.scorer.start(
-            bundle, recording, first_channels=self.traces.page_contacts(), heat_stride=fine_heat_stride(bundle)
-        )
+        self._start(self.scorer, scorer, recording)
+
+    def _clear_scores(self) -> None:
+        self.scores = None
+        self.ranking.scores = None
+        self.traces.scores = None
+        self.timecourse.scores = None
+        self.comparison.first = None
 
     def _on_model(self, event) -> None:
         bundle = event.new
@@ -199,17 +274,60 @@ class ViewerApp(pn.viewable.Viewer):
             return
         self.bundle = bundle
         self._update_patient_button()
-        self.ranking.threshold = float(bundle.threshold)
-        if self.recording is not None and not self.is_demo:
-            self.scores = None
-            self.ranking.scores = None
-            self.traces.scores = None
-            self.timecourse.scores = None
-            self._score_if_possible()
+        if self.scorers.scorer == MODEL_SCORER:
+            self.ranking.threshold = float(bundle.threshold)
+            if self.recording is not None and not self.is_demo:
+                self._clear_scores()
+                self._score_if_possible()
+        if self.scorers.compare == MODEL_SCORER and self.recording is not None and not self.is_demo:
+            self._score_comparison()
+
+    def _on_scorer_choice(self, event) -> None:
+        """Another scorer ranks the recording: rescore it in the background (the old ranking is cleared meanwhile)."""
+        if self.recording is None:
+            return
+        self._clear_scores()
+        self._score_if_possible()
+
+    def _score_comparison(self) -> None:
+        """Score the open recording with the "Compare with" scorer (or clear the comparison when none is chosen)."""
+        name, recording = self.scorers.compare, self.recording
+        self.comparison.second = None
+        if name == NO_COMPARISON or recording is None:
+            self.compare_scorer.cancel()
+            self.comparison.param.update(status="", second_title="")
+            return
+        title = self.scorers.title(name)
+        self.comparison.second_title = title
+        if self.is_demo and name == MODEL_SCORER:
+            self.compare_scorer.cancel()
+            self.comparison.param.update(status="", second=self.described(self.demo_scores()))
+            return
+        scorer, reason = self._scorer_for(name, recording)
+        if reason:
+            self.compare_scorer.cancel()
+            self.comparison.status = f"**{title} cannot score this recording:** {reason}"
+            return
+        self.comparison.status = f"Scoring with {title}…"
+        self._start(self.compare_scorer, scorer, recording)
+
+    def _on_compare_scores(self, event) -> None:
+        if event.new is not None:
+            self.comparison.param.update(status="", second=self.described(event.new))
+
+    def _on_compare_error(self, event) -> None:
+        if event.new:
+            self.comparison.param.update(second=None, status=f"**{self.comparison.second_title}:** {event.new}")
+
+    def described(self, scores: RecordingScores) -> RecordingScores:
+        """``scores`` with its ``scorer_info`` filled in: a model's from its bundle (:func:`model_scorer_info`)."""
+        if scores.scorer_info or scores.scorer != MODEL_SCORER or self.bundle is None:
+            return scores
+        return dataclasses.replace(scores, scorer_info=model_scorer_info(self.bundle, self.models.model_dir))
 
     def _on_scores(self, event) -> None:
         if event.new is not None:
-            self._set_scores(event.new)
+            self._set_scores(self.described(event.new))
 
     def _on_partial_scores(self, event) -> None:
         """The visible channels' scores while the others are scored: the heat map only.
@@ -273,6 +391,7 @@ class ViewerApp(pn.viewable.Viewer):
         self.channel_types.types = dict(zip(recording.ch_names, recording.ch_types))
         self.traces.recording = recording
         self._score_if_possible()
+        self._score_comparison()
 
     def _on_annotations(self, *events) -> None:
         for event in events:
@@ -301,15 +420,17 @@ class ViewerApp(pn.viewable.Viewer):
         self._show_message("")
         self._set_recording(recording, is_demo=False)
         self._score_if_possible()
+        self._score_comparison()
         return True
 
     def open_demo(self) -> None:
-        """Show the bundled demo recording with its precomputed scores."""
+        """Show the bundled demo recording: with its precomputed scores when the SSS model ranks, else scored by the chosen marker."""
         self.scorer.cancel()
         self._set_disabled("")
         recording = load_demo()
         self._set_recording(recording, is_demo=True)
-        self._set_scores(demo_scores())
+        self._score_if_possible()
+        self._score_comparison()
 
     def first_view_start(self, recording: Recording) -> float:
         """Where the first view opens: a little before the first seizure-onset marker, else the start.
@@ -328,6 +449,7 @@ class ViewerApp(pn.viewable.Viewer):
         self._notice.visible = is_demo
         self._source_recording = recording
         self.scores = None
+        self.comparison.param.update(first=None, second=None, status="")
         self._opening = True
         try:
             self.annotations.set_recording(recording, self.out_dir)
@@ -356,14 +478,32 @@ class ViewerApp(pn.viewable.Viewer):
             self._opening = False
 
     def _set_scores(self, scores: RecordingScores) -> None:
+        scores = self.described(scores)
         self.scores = scores
+        if self.is_demo:
+            title = str((scores.scorer_info or {}).get("title") or scores.scorer)
+            self._notice.object = DEMO_NOTICE if scores.scorer == MODEL_SCORER else DEMO_MARKER_NOTICE.format(title=title)
         soz = self.soz_channels()
-        if self.bundle is not None:
+        if scores.scorer != MODEL_SCORER:
+            self.ranking.threshold = float(self._marker_threshold(scores.scorer))
+        elif self.bundle is not None:
             self.ranking.threshold = float(self.bundle.threshold)
+        self.comparison.param.update(
+            first=scores, threshold=float(self.ranking.threshold), bad_channels=list(self.ranking.bad_channels),
+            clinician_labels=dict(self.ranking.clinician_labels), display_names=dict(self.ranking.display_names),
+        )  # fmt: skip
         self.ranking.param.update(scores=scores, bad_channels=list(self.annotations.bad_channels))
         self.traces.scores = scores
         self.timecourse.param.update(scores=scores, soz_channels=soz, bad_channels=list(self.annotations.bad_channels))
         self._show_top_channel()
+
+    @staticmethod
+    def _marker_threshold(name: str) -> float:
+        """A marker's default highlight threshold on its 0–1 score (half the top channel's value unless it says otherwise)."""
+        try:
+            return float(make_scorer(name).threshold)
+        except (ImportError, ValueError):
+            return 0.5
 
     def _show_top_channel(self) -> None:
         """Once scored, bring the top-ranked channel's page into view — unless the user has moved already."""
@@ -401,12 +541,15 @@ class ViewerApp(pn.viewable.Viewer):
         return self.traces.figure()
 
     def _report(self, path: Path, figure, overwrite: bool) -> Path:
+        by_model = self.scorers.scorer == MODEL_SCORER
+        description = self.model_description if by_model else f"{self.scorers.title()}: a training-free marker (nothing fitted)"
         return export_report_html(
             path, figure=figure, ranking_df=self.ranking.table(), recording_label=self.recording.label,
-            model_description=self.model_description, annotations=self.annotations.annotations,
-            demo_model=self.is_demo_model, threshold=float(self.ranking.threshold),
+            model_description=description, annotations=self.annotations.annotations,
+            demo_model=self.is_demo_model and by_model, threshold=float(self.ranking.threshold),
             agreement=self._agreement_text(), overwrite=overwrite,
             notes=f"Not scored: {self.scoring_disabled}" if self.scoring_disabled else None,
+            scorer_info=self.ranking.scorer_info() or None, comparison=self.comparison.text(),
         )  # fmt: skip
 
     def _agreement_text(self) -> str | None:
@@ -476,12 +619,14 @@ class ViewerApp(pn.viewable.Viewer):
     # ------------------------------------------------------------------ layout
     def __panel__(self):
         sidebar = pn.Column(
-            "### Recording", self.browser, self.patient.button, "### Model", self.models, self._disabled, ScoringProgress(scorer=self.scorer),
+            "### Recording", self.browser, self.patient.button, "### Model", self.scorers, self.models, self._disabled,
+            ScoringProgress(scorer=self.scorer),
             "### Annotations", self.annotations, "### Channel types", self.channel_types,
             "### Export", *self._downloads(), width=340,
         )  # fmt: skip
         main = pn.Column(
-            self._notice, self._message, self.traces, self.timecourse, "### Channel ranking", self.ranking, self.patient,
+            self._notice, self._message, self.traces, self.timecourse, "### Channel ranking", self.ranking, self.comparison,
+            self.patient,
             sizing_mode="stretch_width",
         )  # fmt: skip
         return pn.Row(sidebar, main, sizing_mode="stretch_width")

@@ -74,7 +74,8 @@ DEMO_MODEL_SENTENCE = (
     "This is the demo model, trained on synthetic data only: its scores show how the viewer works "
     "and say nothing about real patients."
 )
-REPORT_COLUMNS = ("rank", "channel", "shaft", "score", "time_above", "interval", "label", "n_windows")
+REPORT_COLUMNS = ("rank", "channel", "shaft", "score", "value", "time_above", "interval", "label", "n_windows", "artifact")
+"""Ranking columns the report shows, when the ranking has them (``value``: a marker's; ``artifact``: when a channel is flagged)."""
 REPORT_TITLES = {"time_above": "time ≥ thr", "label": "clinician", "n_windows": "windows"}
 
 _BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -569,6 +570,9 @@ body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;mar
 h1{font-size:1.4em} h2{font-size:1.1em;margin-top:1.6em} .meta{color:#555}
 table{border-collapse:collapse;font-size:.9em} th,td{border:1px solid #ccc;padding:3px 8px;text-align:left}
 th{background:#f2f2f2} tr.above td{background:#fde2c8;font-weight:bold}
+tr.artifact td{color:#6d4c41;font-style:italic}
+.badge{display:inline-block;background:#b71c1c;color:#fff;border-radius:3px;padding:0 5px;margin-right:4px;font-style:normal;font-weight:bold}
+.scorer{border-left:4px solid #1565c0;padding:.3em .8em;background:#f3f7fc}
 .demo{border:2px solid #c0392b;background:#fdecea;padding:.6em 1em;font-weight:bold}
 img.figure{max-width:100%;border:1px solid #ddd}
 """
@@ -595,30 +599,49 @@ def _figure_html(figure: Any) -> str:
 
 
 def _report_cell(column: str, value) -> str:
-    """One ranking cell as text, by the viewer's one rounding rule (scores 0.01, time ≥ thr in whole %)."""
-    from sss_viewer.viewer.ranking import format_prob
+    """One ranking cell as text, by the viewer's one rounding rule (scores 0.01, time ≥ thr in whole %, values 4 digits)."""
+    from sss_viewer.viewer.ranking import format_prob, format_value
 
     if column == "score":
-        return format_prob(value)
+        return "" if pd.isna(value) else format_prob(value)
+    if column == "value":
+        return format_value(value)
     if column == "time_above":
         return "" if pd.isna(value) else f"{100 * float(value):.0f} %"
     return "" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
 
 
-def _ranking_html(ranking_df: pd.DataFrame, top_n: int) -> str:
+def _ranking_html(ranking_df: pd.DataFrame, top_n: int, value_unit: str = "") -> str:
     if ranking_df is None or ranking_df.empty:
         return "<p>(no ranking)</p>"
-    cols = [c for c in REPORT_COLUMNS if c in ranking_df.columns]
-    head = "".join(f"<th>{html.escape(REPORT_TITLES.get(c, c))}</th>" for c in cols)
+    flagged = "artifact" in ranking_df.columns and bool((ranking_df["artifact"].fillna("") != "").any())
+    cols = [c for c in REPORT_COLUMNS if c in ranking_df.columns and (c != "artifact" or flagged)]
+    titles = {**REPORT_TITLES, "value": f"value ({value_unit})" if value_unit else "value"}
+    head = "".join(f"<th>{html.escape(titles.get(c, c))}</th>" for c in cols)
     rows = []
-    for _, row in ranking_df.head(top_n).iterrows():
-        cells = "".join(f"<td>{html.escape(_report_cell(c, row[c]))}</td>" for c in cols)
-        above = bool(row.get("above", False))
-        rows.append(f'<tr class="above">{cells}</tr>' if above else f"<tr>{cells}</tr>")
-    shown = f"<p class='meta'>Top {min(top_n, len(ranking_df))} of {len(ranking_df)} channels"
+    # the top rows, and every flagged channel below them (a flagged channel is never left out of the report)
+    shown = ranking_df.head(top_n)
+    if flagged:
+        rest = ranking_df.iloc[top_n:]
+        shown = pd.concat([shown, rest.loc[rest["artifact"].fillna("") != ""]])
+    for _, row in shown.iterrows():
+        reason = str(row.get("artifact", "") or "") if flagged else ""
+        cells = "".join(
+            f'<td><span class="badge" title="{html.escape(reason)}">artifact</span>{html.escape(reason)}</td>'
+            if c == "artifact" and reason else f"<td>{html.escape(_report_cell(c, row[c]))}</td>"
+            for c in cols
+        )  # fmt: skip
+        classes = " ".join(name for name, on in (("above", bool(row.get("above", False))), ("artifact", bool(reason))) if on)
+        rows.append(f'<tr class="{classes}">{cells}</tr>' if classes else f"<tr>{cells}</tr>")
+    extra = len(shown) - min(top_n, len(ranking_df))
+    meta = f"<p class='meta'>Top {min(top_n, len(ranking_df))} of {len(ranking_df)} channels"
+    if extra:
+        meta += f" and the {extra} flagged channel{'s' * (extra != 1)} below them"
     if "above" in ranking_df.columns:
-        shown += f"; {int(ranking_df['above'].sum())} at or above the threshold (highlighted)"
-    return f"{shown}.</p><table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        meta += f"; {int(ranking_df['above'].sum())} at or above the threshold (highlighted)"
+    if flagged:
+        meta += "; channels the artifact detector flagged are in italics with the reason"
+    return f"{meta}.</p><table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
 def _annotations_html(annotations) -> str:
@@ -655,6 +678,8 @@ def export_report_html(
     notes: str | None = None,
     top_n: int = 30,
     overwrite: bool = False,
+    scorer_info: dict | None = None,
+    comparison: str | None = None,
 ) -> Path:
     """Write a self-contained one-page HTML report.
 
@@ -679,8 +704,14 @@ def export_report_html(
     notes : str, optional
         A line shown above the ranking (e.g. why the recording was not scored).
     top_n : int
-        Rows of the ranking shown.
+        Rows of the ranking shown (flagged channels below them are listed too).
     overwrite : bool
+    scorer_info : dict, optional
+        ``RecordingScores.scorer_info`` of the ranking: what produced it and how it was validated
+        (:func:`sss_viewer.viewer.ranking.scorer_text`, shown above the ranking as in the app) and the
+        unit of a marker's ``value`` column.
+    comparison : str, optional
+        The agreement line of a second scorer's ranking (:func:`sss_viewer.viewer.scorers.comparison_text`).
 
     Returns
     -------
@@ -699,6 +730,13 @@ def export_report_html(
         thr = f"<p>Threshold: {format_prob(threshold)} (channels whose score, to 0.01, is at or above it are highlighted).</p>"
     agr = f"<p>Agreement with the clinician labels: {esc(agreement)}</p>" if agreement else ""
     agr = (f'<p class="demo">{esc(notes)}</p>' if notes else "") + agr
+    from sss_viewer.viewer.ranking import scorer_text
+
+    about = scorer_text(scorer_info)
+    by = f'<p class="scorer">Ranking by {esc(about)}</p>' if about else ""
+    if comparison:
+        agr += f"<p>Compared with a second scorer: {esc(comparison)}</p>"
+    unit = str((scorer_info or {}).get("unit") or "")
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>SSS viewer report: {esc(recording_label)}</title>
 <style>{_REPORT_CSS}</style></head><body>
@@ -706,7 +744,7 @@ def export_report_html(
 <p class="meta">Generated {esc(now)} by sss-viewer. Research software: not a medical device.</p>
 <h2>Model</h2>{model}
 <h2>Figure</h2>{_figure_html(figure)}
-<h2>Channel ranking</h2>{thr}{agr}{_ranking_html(ranking_df, top_n)}
+<h2>Channel ranking</h2>{by}{thr}{agr}{_ranking_html(ranking_df, top_n, unit)}
 <h2>Annotations</h2>{_annotations_html(annotations)}
 </body></html>
 """

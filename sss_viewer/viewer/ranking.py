@@ -1,14 +1,20 @@
 """The channel ranking: a sortable table of SOZ scores, a threshold, and the per-patient agreement.
 
-The pure part (:func:`ranking_frame`, :func:`agreement`, :func:`agreement_text`) turns a
-``RecordingScores.channels`` table into what the clinician sees, so every rule is testable without
-Panel: bad channels leave the table and the ranks are recomputed without them; a channel is
-*above* the threshold when ``score >= threshold`` (the rule :mod:`sss_viewer.metrics` uses to
-predict SOZ); the agreement with clinician labels is computed over the channels still in the table.
+The pure part (:func:`ranking_frame`, :func:`agreement`, :func:`agreement_text`,
+:func:`scorer_text`, :func:`channel_artifacts`) turns a ``RecordingScores.channels`` table into what
+the clinician sees, so every rule is testable without Panel: bad channels leave the table and the
+ranks are recomputed without them; a channel is *above* the threshold when ``score >= threshold``
+(the rule :mod:`sss_viewer.metrics` uses to predict SOZ); the agreement with clinician labels is
+computed over the channels still in the table that have a score. A channel flagged by the artifact
+detector carries its reason in the ``artifact`` column (and a badge in the table); a channel with
+no clean window has no score and is listed last with its reason. Above the table, one line says
+what produced the ranking and how it was validated (:func:`scorer_text`): the same text goes into
+the report and the CSV.
 """
 
 from __future__ import annotations
 
+import html
 import logging
 import math
 from collections.abc import Iterable
@@ -17,6 +23,7 @@ import numpy as np
 import pandas as pd
 import panel as pn
 import param
+from bokeh.models.widgets.tables import NumberFormatter
 
 from sss_viewer.engine.inference import RecordingScores
 from sss_viewer.metrics import binary_auc
@@ -25,12 +32,25 @@ from sss_viewer.viewer.display import shaft_name
 logger = logging.getLogger(__name__)
 
 RANKING_COLUMNS = (
-    "rank", "channel", "shaft", "score", "time_above", "interval", "label", "n_windows", "above", "lower", "upper",
+    "rank", "channel", "shaft", "score", "value", "time_above", "interval", "label", "artifact", "n_windows", "above",
+    "lower", "upper",
 )  # fmt: skip
-"""Columns of :func:`ranking_frame` (``interval`` only when the model gives intervals)."""
+"""Columns of :func:`ranking_frame` (``interval`` only when the model gives intervals, ``value`` only for a
+marker, which has a value in its own unit)."""
+
+CSV_COLUMNS = (
+    "rank", "channel", "shaft", "score", "time_above", "lower", "upper", "label", "n_windows", "above",
+    "scorer", "value", "artifact", "scorer_note",
+)  # fmt: skip
+"""Columns of the ranking CSV (:func:`ranking_csv_frame`): the original ten, then what scored the ranking
+(registry name), the marker's value, the artifact reason, and :func:`scorer_text`."""
 
 PROB_DECIMALS = 2
 """One rounding rule for every probability the viewer shows or writes: scores, thresholds, intervals."""
+VALUE_DIGITS = 4
+"""Significant digits of a marker's value (in its own unit: µV², µV/s, events/min …) in the table and the CSV."""
+ARTIFACT_BADGE = "artifact"
+"""The badge a flagged channel's row carries in the table (plain text: it renders without emoji fonts)."""
 
 SOZ_LABEL = "SOZ"
 NON_SOZ_LABEL = "not SOZ"
@@ -44,9 +64,16 @@ SCORE_HELP = (
     "looks like SOZ); **time ≥ thr** = share of the channel's windows at or above the threshold; rows at or "
     "above the threshold are highlighted."
 )
+MARKER_SCORE_HELP = (
+    "**score** = the channel's **value** divided by the top channel's (1 = the top channel; comparable within this "
+    "recording only); **value** = the marker in its own unit, over the channel's clean windows; **time ≥ thr** = "
+    "share of the channel's clean windows at or above the threshold; rows at or above the threshold are highlighted."
+)
 HEADER_TOOLTIPS = {
-    "score": "Mean calibrated window probability over the whole recording",
-    "time_above": "Share of this channel's windows whose calibrated probability is at or above the threshold",
+    "score": "Mean calibrated window probability over the whole recording (a marker: value / top channel's value)",
+    "value": "The marker's value in its own unit, over the channel's clean windows",
+    "artifact": "Why the artifact detector flagged this channel (empty when it did not)",
+    "time_above": "Share of this channel's clean windows whose score is at or above the threshold",
     "interval": "Venn–Abers interval of the score (mean lower and upper window probabilities)",
     "label": "Clinician SOZ label: click to set SOZ / not SOZ (saved with the annotations)",
     "above": "Score at or above the threshold",
@@ -69,10 +96,87 @@ def labels_known(channels: pd.DataFrame | None) -> bool:
 
 
 def has_intervals(channels: pd.DataFrame | None) -> bool:
-    """Whether the model gives intervals (Venn–Abers): some channel's ``lower`` differs from its ``upper``."""
+    """Whether the model gives intervals (Venn–Abers): some channel's ``lower`` differs from its ``upper``.
+
+    A marker's bounds are NaN (no interval): NaN equals NaN here.
+    """
     if channels is None or channels.empty or "lower" not in channels.columns:
         return False
-    return not np.allclose(channels["lower"].to_numpy(dtype=np.float64), channels["upper"].to_numpy(dtype=np.float64))
+    lower = channels["lower"].to_numpy(dtype=np.float64)
+    upper = channels["upper"].to_numpy(dtype=np.float64)
+    return not np.allclose(lower, upper, equal_nan=True)
+
+
+def has_values(channels: pd.DataFrame | None) -> bool:
+    """Whether a channel table carries a marker's ``value`` (in its own unit) for some channel."""
+    if channels is None or channels.empty or "value" not in channels.columns:
+        return False
+    return bool(np.isfinite(channels["value"].to_numpy(dtype=np.float64)).any())
+
+
+def round_value(value):
+    """A marker's value (a float or an array) rounded to :data:`VALUE_DIGITS` significant digits (NaN stays NaN)."""
+    x = np.asarray(value, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        magnitude = np.where(np.isfinite(x) & (x != 0), np.floor(np.log10(np.abs(np.where(x == 0, 1.0, x)))), 0.0)
+    scale = 10.0 ** (VALUE_DIGITS - 1 - magnitude)
+    out = np.round(x * scale) / scale
+    return float(out) if out.ndim == 0 else out
+
+
+def format_value(value) -> str:
+    """A marker's value as text by :data:`VALUE_DIGITS` (``12345.6`` → ``"1.235e+04"``, ``0.01234`` → ``"0.01234"``); NaN → ``""``."""
+    if value is None or pd.isna(value):
+        return ""
+    return f"{float(value):.{VALUE_DIGITS}g}"
+
+
+def channel_artifacts(scores: RecordingScores | None) -> dict[str, str]:
+    """``{channel: reason}`` of the channels the artifact detector flagged in ``scores``.
+
+    The union of the channel table's ``artifact`` column (markers, and models that report it) and the
+    scores' ``artifacts`` table (``channel, reason``), when either is there; empty otherwise.
+    """
+    out: dict[str, str] = {}
+    if scores is None:
+        return out
+    table = getattr(scores, "artifacts", None)
+    if isinstance(table, pd.DataFrame) and {"channel", "reason"} <= set(table.columns):
+        for channel, reason in zip(table["channel"].astype(str), table["reason"]):
+            if isinstance(reason, str) and reason:
+                out.setdefault(channel, reason)
+    channels = scores.channels
+    if channels is not None and "artifact" in channels.columns:
+        for channel, reason in zip(channels["channel"].astype(str), channels["artifact"]):
+            if isinstance(reason, str) and reason:
+                out[channel] = reason
+    return out
+
+
+def scorer_text(info: dict | None) -> str:
+    """One line saying what produced a ranking and how it was validated (the table, the report and the CSV).
+
+    Parameters
+    ----------
+    info : dict or None
+        ``RecordingScores.scorer_info``: ``title``, ``unit``, ``reference``, ``validation``.
+
+    Returns
+    -------
+    text : str
+        ``"Line length (value in µV/s) — Esteller R, et al. … — validation: …"``; ``""`` without ``info``.
+    """
+    if not info:
+        return ""
+    title = str(info.get("title") or info.get("name") or "unknown scorer")
+    unit = str(info.get("unit") or "")
+    head = f"{title} (value in {unit})" if unit else title
+    parts = [head]
+    if info.get("reference"):
+        parts.append(str(info["reference"]))
+    if info.get("validation"):
+        parts.append(f"validation: {info['validation']}")
+    return " — ".join(parts)
 
 
 def _label_text(value) -> str:
@@ -82,9 +186,17 @@ def _label_text(value) -> str:
 
 
 def _time_above(windows: pd.DataFrame | None, channels: np.ndarray, threshold: float) -> np.ndarray:
-    """Share (0–1) of each channel's windows with ``p_cal`` at or above ``threshold`` (NaN without windows)."""
+    """Share (0–1) of each channel's clean windows with ``p_cal`` at or above ``threshold`` (NaN without any).
+
+    Windows the artifact detector flagged (a non-empty ``artifact``) are left out, as they are of a
+    marker's score.
+    """
     if windows is None or windows.empty:
         return np.full(len(channels), np.nan)
+    if "artifact" in windows.columns:
+        flagged = windows["artifact"].fillna("").astype(str).to_numpy() != ""
+        if flagged.any():
+            windows = windows.loc[~flagged]
     above = round_prob(windows["p_cal"].to_numpy(dtype=np.float64)) >= threshold
     share = pd.Series(above, index=windows["channel"].to_numpy()).groupby(level=0).mean()
     return share.reindex(channels).to_numpy(dtype=np.float64)
@@ -98,6 +210,7 @@ def ranking_frame(
     windows: pd.DataFrame | None = None,
     clinician_labels: dict[str, bool] | None = None,
     display_names: dict[str, str] | None = None,
+    artifacts: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """The ranking the table shows.
 
@@ -116,23 +229,33 @@ def ranking_frame(
         ``{channel: True/False}`` entered by the clinician; they take precedence over ``label``.
     display_names : dict, optional
         ``{channel: name as shown}`` (vendor prefixes stripped); the shaft is read from it.
+    artifacts : dict, optional
+        ``{channel: reason}`` of flagged channels (:func:`channel_artifacts`); default the
+        ``artifact`` column of ``channels`` when it has one.
 
     Returns
     -------
-    ranking : DataFrame, one row per remaining channel, best first
+    ranking : DataFrame, one row per remaining channel, best first, channels without a score last
         ``rank`` (1..n, recomputed without the bad channels), ``channel``, ``shaft``, ``score``
-        (full precision; shown and written rounded), ``time_above`` (0–1), ``interval`` (``"[lower, upper]"``, only when the model
-        gives intervals), ``label`` (``"SOZ"``/``"not SOZ"``/``""``), ``n_windows``, ``above``
-        (bool), ``lower``, ``upper`` (rounded; NaN without intervals).
+        (full precision; shown and written rounded; NaN: no clean window), ``value`` (a marker's value in
+        its unit; only for a marker), ``time_above`` (0–1), ``interval`` (``"[lower, upper]"``, only when
+        the model gives intervals), ``label`` (``"SOZ"``/``"not SOZ"``/``""``), ``artifact`` (the
+        detector's reason, ``""`` when the channel is not flagged), ``n_windows``, ``above`` (bool),
+        ``lower``, ``upper`` (rounded; NaN without intervals).
     """
     intervals = has_intervals(channels)
-    columns = [c for c in RANKING_COLUMNS if c != "interval" or intervals]
+    values = has_values(channels)
+    columns = [c for c in RANKING_COLUMNS if (c != "interval" or intervals) and (c != "value" or values)]
     if channels is None or channels.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
     threshold = float(round_prob(threshold))
     bad = set(bad_channels)
     df = channels.loc[~channels["channel"].isin(bad)].copy()
-    df = df.sort_values(["score", "channel"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    df = df.sort_values(["score", "channel"], ascending=[False, True], kind="stable", na_position="last")
+    df = df.reset_index(drop=True)
+    if artifacts is None:
+        reasons = df["artifact"] if "artifact" in df.columns else pd.Series([""] * len(df))
+        artifacts = {c: r for c, r in zip(df["channel"].astype(str), reasons) if isinstance(r, str) and r}
     names = df["channel"].astype(str).to_numpy()
     score = df["score"].to_numpy(dtype=np.float64)
     lower = round_prob(df["lower"].to_numpy(dtype=np.float64)) if intervals else np.full(len(df), np.nan)
@@ -148,9 +271,11 @@ def ranking_frame(
             "channel": names,
             "shaft": [shaft_name((display_names or {}).get(c, c)) for c in names],
             "score": score,
+            "value": df["value"].to_numpy(dtype=np.float64) if values else np.full(len(df), np.nan),
             "time_above": _time_above(windows, names, threshold),
             "interval": [f"[{format_prob(lo)}, {format_prob(hi)}]" for lo, hi in zip(lower, upper)],
             "label": text,
+            "artifact": [artifacts.get(c, "") for c in names],
             "n_windows": df["n_windows"].to_numpy(dtype=np.int64),
             "above": round_prob(score) >= threshold,
             "lower": lower,
@@ -160,32 +285,43 @@ def ranking_frame(
     return out[columns]
 
 
-def ranking_csv_frame(ranking: pd.DataFrame) -> pd.DataFrame:
+def ranking_csv_frame(ranking: pd.DataFrame, scorer_info: dict | None = None) -> pd.DataFrame:
     """The ranking as written to CSV: labels as 1/0/empty, interval bounds empty when there are none.
 
     Parameters
     ----------
     ranking : DataFrame
         :func:`ranking_frame` output.
+    scorer_info : dict, optional
+        ``RecordingScores.scorer_info`` of the ranked scores (its name and :func:`scorer_text` are
+        written on every row).
 
     Returns
     -------
     table : DataFrame
-        ``rank, channel, shaft, score, time_above, lower, upper, label, n_windows, above``; numbers
-        rounded by :data:`PROB_DECIMALS`, ``lower``/``upper`` empty without intervals, ``label``
-        ``1``/``0``/empty, ``above`` ``1``/``0``.
+        :data:`CSV_COLUMNS`: ``rank, channel, shaft, score, time_above, lower, upper, label, n_windows,
+        above`` as ever (numbers rounded by :data:`PROB_DECIMALS`, ``lower``/``upper`` empty without
+        intervals, ``label`` ``1``/``0``/empty, ``above`` ``1``/``0``), then ``scorer`` (registry name,
+        ``sss`` for a trained model), ``value`` (a marker's value to :data:`VALUE_DIGITS` significant
+        digits; empty for a model), ``artifact`` (the detector's reason; empty when not flagged) and
+        ``scorer_note`` (:func:`scorer_text`: title, reference, validation).
     """
     out = ranking.drop(columns=[c for c in ("interval",) if c in ranking.columns]).copy()
     out["label"] = out["label"].map({SOZ_LABEL: "1", NON_SOZ_LABEL: "0"}).fillna("")
     out["above"] = out["above"].astype(int)
     for column in ("score", "time_above", "lower", "upper"):
         out[column] = round_prob(out[column].astype(np.float64))
-    order = ["rank", "channel", "shaft", "score", "time_above", "lower", "upper", "label", "n_windows", "above"]
-    return out[order]
+    value = out["value"].to_numpy(dtype=np.float64) if "value" in out.columns else np.full(len(out), np.nan)
+    out["value"] = round_value(value) if len(out) else value
+    out["artifact"] = out["artifact"].fillna("").astype(str) if "artifact" in out.columns else ""
+    info = scorer_info or {}
+    out["scorer"] = str(info.get("name") or "")
+    out["scorer_note"] = scorer_text(info)
+    return out[list(CSV_COLUMNS)]
 
 
 def agreement(ranking: pd.DataFrame, threshold: float) -> dict[str, float] | None:
-    """Agreement of the ranking with the clinician labels, over channels with a known label.
+    """Agreement of the ranking with the clinician labels, over channels with a known label and a score.
 
     Parameters
     ----------
@@ -203,7 +339,8 @@ def agreement(ranking: pd.DataFrame, threshold: float) -> dict[str, float] | Non
     """
     if "label" not in ranking.columns:
         return None
-    known = ranking.loc[ranking["label"].isin((SOZ_LABEL, NON_SOZ_LABEL))]
+    scored = np.isfinite(ranking["score"].to_numpy(dtype=np.float64))
+    known = ranking.loc[ranking["label"].isin((SOZ_LABEL, NON_SOZ_LABEL)).to_numpy() & scored]
     if known.empty:
         return None
     scores = known["score"].to_numpy(dtype=np.float64)
@@ -237,9 +374,34 @@ def agreement_text(metrics: dict[str, float] | None) -> str:
     )
 
 
+def blank_missing(frame: pd.DataFrame, columns) -> pd.DataFrame:
+    """``frame`` with NaN in ``columns`` as None, so the browser's table shows an empty cell, not ``NaN``."""
+    out = frame.copy()
+    for column in columns:
+        if column in out.columns and out[column].isna().any():
+            out[column] = out[column].astype(object).where(out[column].notna(), None)
+    return out
+
+
 def _highlight_above(row: pd.Series) -> list[str]:
     style = "background-color: #fde2c8; font-weight: bold" if row.get("above", False) else ""
+    if row.get("artifact_reason", ""):
+        style = (style + "; " if style else "") + "color: #6d4c41; font-style: italic"
     return [style] * len(row)
+
+
+ARTIFACT_BADGE_STYLE = (
+    "display:inline-block;background:#b71c1c;color:#fff;border-radius:3px;padding:0 5px;margin-right:4px;"
+    "font-size:0.85em;font-weight:bold;font-style:normal"
+)
+
+
+def artifact_cell_html(reason: str) -> str:
+    """The table cell of a flagged channel: an ``artifact`` badge (the reason on hover) and the reason; ``""`` when clean."""
+    if not reason:
+        return ""
+    text = html.escape(str(reason), quote=True)
+    return f'<span class="sss-artifact" title="{text}" style="{ARTIFACT_BADGE_STYLE}">{ARTIFACT_BADGE}</span>{text}'
 
 
 class RankingTable(pn.viewable.Viewer):
@@ -273,10 +435,13 @@ class RankingTable(pn.viewable.Viewer):
             sortable=True,
             selectable=1,
             show_index=False,
-            hidden_columns=["lower", "upper"],
-            editors={**{c: None for c in RANKING_COLUMNS if c != "label"}, "label": {"type": "list", "values": list(LABEL_CHOICES)}},
+            hidden_columns=["lower", "upper", "artifact_reason"],
+            editors={
+                **{c: None for c in (*RANKING_COLUMNS, "artifact_reason") if c != "label"},
+                "label": {"type": "list", "values": list(LABEL_CHOICES)},
+            },
             formatters=self._formatters(),
-            titles={"n_windows": "windows", "above": "≥ thr", "label": "clinician", "time_above": "time ≥ thr"},
+            titles=self._titles(),
             header_tooltips=dict(HEADER_TOOLTIPS),
             sizing_mode="stretch_width",
         )
@@ -288,11 +453,13 @@ class RankingTable(pn.viewable.Viewer):
             self.param.threshold, name="Threshold", step=0.01, format="0.00", sizing_mode="stretch_width"
         )
         self._agreement = pn.pane.Markdown("", sizing_mode="stretch_width")
+        self._provenance = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["sss-ranking-scorer"])
         self._help = pn.pane.Markdown(SCORE_HELP, sizing_mode="stretch_width", styles={"color": "#444", "font-size": "0.9em"})
         self._excluded = pn.pane.Markdown("", sizing_mode="stretch_width", styles={"color": "#666"})
         self._layout = pn.Column(
-            self._slider, self._agreement, self._help, self._tabulator, self._excluded, sizing_mode="stretch_width"
-        )
+            self._provenance, self._slider, self._agreement, self._help, self._tabulator, self._excluded,
+            sizing_mode="stretch_width",
+        )  # fmt: skip
         self._refresh()
 
     def __panel__(self):
@@ -302,6 +469,8 @@ class RankingTable(pn.viewable.Viewer):
         number = {"type": "money", "decimal": ".", "thousand": "", "precision": PROB_DECIMALS}
         formatters = {
             "above": {"type": "tickCross", "crossElement": False},
+            "artifact": {"type": "html"},
+            "value": NumberFormatter(format="0,0.[0000]"),
             "score": number,
             "time_above": {"type": "money", "decimal": ".", "thousand": "", "precision": 0, "symbol": " %", "symbolAfter": True},
         }
@@ -309,7 +478,22 @@ class RankingTable(pn.viewable.Viewer):
             formatters["channel"] = {"type": "lookup", **{k: v for k, v in self.display_names.items() if k != "type"}}
         return formatters
 
+    def _titles(self) -> dict:
+        unit = str(self.scorer_info().get("unit") or "")
+        return {
+            "n_windows": "windows", "above": "≥ thr", "label": "clinician", "time_above": "time ≥ thr",
+            "value": f"value ({unit})" if unit else "value",
+        }  # fmt: skip
+
     # ------------------------------------------------------------------ state
+
+    def scorer_info(self) -> dict:
+        """What produced the ranking (``RecordingScores.scorer_info``; empty before scores)."""
+        return dict(self.scores.scorer_info or {}) if self.scores is not None else {}
+
+    def scorer_text(self) -> str:
+        """:func:`scorer_text` of the ranked scores: title, reference and validation (the report and the CSV say the same)."""
+        return scorer_text(self.scorer_info())
 
     def table(self) -> pd.DataFrame:
         """The current ranking (a copy of what the table shows, hidden ``lower``/``upper`` included)."""
@@ -318,11 +502,12 @@ class RankingTable(pn.viewable.Viewer):
             self._channels(), self.threshold, self.bad_channels,
             windows=None if scores is None else scores.windows,
             clinician_labels=self.clinician_labels, display_names=self.display_names,
+            artifacts=channel_artifacts(scores),
         )  # fmt: skip
 
     def csv_table(self) -> pd.DataFrame:
         """:func:`ranking_csv_frame` of the current ranking (what the CSV export writes)."""
-        return ranking_csv_frame(self.table())
+        return ranking_csv_frame(self.table(), self.scorer_info())
 
     def agreement(self) -> dict[str, float] | None:
         """:func:`agreement` of the current table; None when labels are unknown."""
@@ -359,12 +544,37 @@ class RankingTable(pn.viewable.Viewer):
         self._set_labels_known(bool(ranking["label"].isin((SOZ_LABEL, NON_SOZ_LABEL)).any()) if len(ranking) else False)
         self._syncing = True
         try:
-            self._tabulator.value = ranking.assign(time_above=100 * ranking["time_above"].astype(float))  # shown in %
+            self._tabulator.titles = self._titles()
+            flagged = bool((ranking["artifact"] != "").any()) if len(ranking) else False
+            self._tabulator.hidden_columns = ["lower", "upper", "artifact_reason"] + ([] if flagged else ["artifact"])
+            shown = ranking.assign(
+                time_above=100 * ranking["time_above"].astype(float),  # shown in %
+                **({"value": round_value(ranking["value"].to_numpy(dtype=np.float64))} if "value" in ranking else {}),
+                artifact=[artifact_cell_html(r) for r in ranking["artifact"]],
+                artifact_reason=ranking["artifact"],
+            )
+            self._tabulator.value = blank_missing(shown, ("score", "value", "time_above"))
             self._tabulator.selection = self._rows_of(self.selected_channel, ranking)
         finally:
             self._syncing = False
+        self._provenance.object = self._provenance_text()
+        self._help.object = MARKER_SCORE_HELP if has_values(self._channels()) else SCORE_HELP
         self._agreement.object = f"**Agreement:** {agreement_text(agreement(ranking, self.threshold))}"
         self._excluded.object = self._excluded_text()
+
+    def _provenance_text(self) -> str:
+        """Markdown line above the table: what produced the ranking and how it was validated."""
+        info = self.scorer_info()
+        if not info:
+            return ""
+        title = str(info.get("title") or info.get("name") or "unknown scorer")
+        unit = f" (value in {info['unit']})" if info.get("unit") else ""
+        parts = [f"**Ranking by {title}**{unit}"]
+        if info.get("reference"):
+            parts.append(str(info["reference"]))
+        if info.get("validation"):
+            parts.append(f"**Validation:** {info['validation']}")
+        return " — ".join(parts)
 
     def set_label(self, channel: str, label: str) -> None:
         """Set ``channel``'s clinician label to ``"SOZ"``, ``"not SOZ"`` or ``""`` (unknown).
@@ -400,6 +610,14 @@ class RankingTable(pn.viewable.Viewer):
         bad = [c for c in self.bad_channels if c in scored]
         if bad:
             parts.append("Marked bad (left out of the ranking): " + ", ".join(bad))
+        if self.scores is not None:
+            ranking = self.table()
+            unscored = ranking.loc[~np.isfinite(ranking["score"].to_numpy(dtype=np.float64))]
+            if len(unscored):
+                parts.append(
+                    "No score (listed last): "
+                    + "; ".join(f"{c} ({r or 'no window scored'})" for c, r in zip(unscored["channel"], unscored["artifact"]))
+                )
         return "  \n".join(parts)
 
     # ------------------------------------------------------------------ selection

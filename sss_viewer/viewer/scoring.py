@@ -1,7 +1,10 @@
 """Scoring a recording in the background so the viewer stays responsive.
 
-``BackgroundScorer`` runs :func:`sss_viewer.engine.inference.score_recording` on a worker thread (one
-``ThreadPoolExecutor(max_workers=1)`` per scorer, so each browser session has its own) and
+``BackgroundScorer`` scores a recording with a trained SSS model (a ``ModelBundle``, through
+:func:`sss_viewer.engine.inference.score_recording`) or a training-free marker (a
+:class:`sss_viewer.biomarkers.base.BiomarkerScorer`; :func:`sss_viewer.biomarkers.score_with`
+dispatches) on a worker thread (one ``ThreadPoolExecutor(max_workers=1)`` per scorer, so each
+browser session has its own) and
 reports through param parameters: ``progress`` (0–1), ``status``, ``running``, ``result`` and
 ``error``. In a served Panel session the worker never touches the parameters itself: each update
 is scheduled on the session's event loop (``pn.state.execute`` with the session's document, which
@@ -9,8 +12,8 @@ Bokeh runs under the document lock); in Jupyter or plain Python the parameters a
 
 A newer :meth:`BackgroundScorer.start` supersedes the running job: the old job stops at its next
 batch (its progress callback raises) and its result is never shown. The last few results are
-kept, keyed by the model and the recording file's identity (path, size, mtime), so going back to
-a recording shows its scores at once.
+kept, keyed by the scorer (a model's configuration, or a marker's name and parameters) and the
+recording file's identity (path, size, mtime), so going back to a recording shows its scores at once.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ import panel as pn
 import param
 from panel.io.state import set_curdoc
 
-from sss_viewer.engine.inference import RecordingScores, score_recording
+from sss_viewer.biomarkers import score_with
+from sss_viewer.engine.inference import RecordingScores
 from sss_viewer.io.recording import Recording
 
 logger = logging.getLogger(__name__)
@@ -44,6 +48,30 @@ def model_key(bundle) -> str:
     """SHA-256 of a model bundle's configuration (architecture, preprocessing, calibrator, training record)."""
     text = json.dumps(bundle.config_dict(), sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def is_marker(scorer) -> bool:
+    """Whether ``scorer`` is a training-free marker (it scores by itself) rather than a model bundle."""
+    return hasattr(scorer, "score") and hasattr(scorer, "info")
+
+
+def scorer_key(scorer, model_id: str | None = None) -> str:
+    """Cache identity of a scorer: a marker's registry name and parameters, or a model's ``model_id``/configuration hash.
+
+    Parameters
+    ----------
+    scorer : ModelBundle or BiomarkerScorer
+    model_id : str, optional
+        Identity of a model (e.g. its directory); ignored for a marker.
+
+    Returns
+    -------
+    key : str
+    """
+    if is_marker(scorer):
+        params = {k: v for k, v in sorted(vars(scorer).items()) if not k.startswith("_")}
+        return f"marker:{scorer.info.name}:{json.dumps(params, sort_keys=True, default=str)}"
+    return f"model:{model_id or model_key(scorer)}"
 
 
 def recording_key(recording: Recording) -> tuple | None:
@@ -99,7 +127,7 @@ class BackgroundScorer(param.Parameterized):
 
     def start(
         self,
-        bundle,
+        scorer,
         recording: Recording,
         device: str = "auto",
         *,
@@ -108,23 +136,26 @@ class BackgroundScorer(param.Parameterized):
         first_channels: list[str] | None = None,
         heat_stride: int | None = None,
     ) -> Future:
-        """Score ``recording`` with ``bundle`` in the background; supersedes any running job.
+        """Score ``recording`` with ``scorer`` in the background; supersedes any running job.
 
         Parameters
         ----------
-        bundle : ModelBundle
+        scorer : ModelBundle or BiomarkerScorer
+            A trained SSS model or a training-free marker (:func:`sss_viewer.biomarkers.get_scorer`).
         recording : Recording
         device : str
-            ``"auto"`` (the GPU when there is one), ``"cpu"`` or ``"cuda"``.
+            ``"auto"`` (the GPU when there is one), ``"cpu"`` or ``"cuda"``; a model only.
         stride : int, optional
-            Window stride in preprocessed samples (default the bundle's).
+            Window stride in preprocessed samples (default the bundle's); a model only.
         model_id : str, optional
             Cache identity of the model (e.g. its directory); default a hash of its configuration.
+            A marker's identity is its name and parameters (:func:`scorer_key`).
         first_channels : list of str, optional
             Channels to score first (the visible page): their scores are published as ``partial``
-            before the others are scored; the final ``result`` is the same either way.
+            before the others are scored; the final ``result`` is the same either way. A model only
+            (a marker scores every channel in about a second).
         heat_stride : int, optional
-            A finer stride for the heat map (``score_recording(heat_stride=...)``).
+            A finer stride for the heat map (``score_recording(heat_stride=...)``); a model only.
 
         Returns
         -------
@@ -133,7 +164,11 @@ class BackgroundScorer(param.Parameterized):
             the parameters are set by then; in one they follow on the session's next event-loop tick.
         """
         rec_key = recording_key(recording)
-        key = None if rec_key is None else (model_id or model_key(bundle), rec_key, stride, heat_stride)
+        marker = is_marker(scorer)
+        if marker:
+            stride = heat_stride = None
+            first_channels = None
+        key = None if rec_key is None else (scorer_key(scorer, model_id), rec_key, stride, heat_stride)
         with self._lock:
             self._job += 1
             job = self._job
@@ -157,7 +192,7 @@ class BackgroundScorer(param.Parameterized):
                 pn.state.on_session_destroyed(self._on_session_destroyed)
         delay = self.session_start_delay_s if served else 0.0
         self._future = self._executor.submit(
-            self._run, job, key, bundle, recording, device, stride, delay, first_channels, heat_stride
+            self._run, job, key, scorer, recording, device, stride, delay, first_channels, heat_stride
         )
         return self._future
 
@@ -201,7 +236,7 @@ class BackgroundScorer(param.Parameterized):
     # -- worker -------------------------------------------------------------------------------
 
     def _run(
-        self, job: int, key, bundle, recording: Recording, device: str, stride: int | None, delay_s: float = 0.0,
+        self, job: int, key, scorer, recording: Recording, device: str, stride: int | None, delay_s: float = 0.0,
         first_channels: list[str] | None = None, heat_stride: int | None = None,
     ) -> RecordingScores | None:
         """The job body, on the worker thread (after ``delay_s`` unless a newer job comes first)."""
@@ -234,11 +269,13 @@ class BackgroundScorer(param.Parameterized):
                 status=f"Scored the {n} visible channel{'s' * (n != 1)} of {label}; scoring the other {scores.pending}…",
             )  # fmt: skip
 
+        options = {"progress": False, "on_progress": on_progress}
+        if not is_marker(scorer):
+            options.update(
+                stride=stride, device=device, first_channels=first_channels, on_partial=on_partial, heat_stride=heat_stride
+            )
         try:
-            scores = score_recording(
-                bundle, recording, stride=stride, device=device, progress=False, on_progress=on_progress,
-                first_channels=first_channels, on_partial=on_partial, heat_stride=heat_stride,
-            )  # fmt: skip
+            scores = score_with(scorer, recording, **options)
         except ScoringCancelled:
             logger.info("scoring of %s superseded by a newer job", label)
             return None

@@ -7,7 +7,8 @@ view makes each element once per figure as a *template* with its options (:func:
 with the page in the drawn Bokeh models, touching a model only where a value changed
 (:func:`set_changed`), so an unchanged value sends nothing to the browser.
 
-The main plot, bottom to top: the p(SOZ) heat map (:func:`heat_template`), the traces raster
+The main plot, bottom to top: the p(SOZ) heat map (:func:`heat_template`), the artifact overlay
+(:func:`artifact_template`, only when the scores flag windows), the traces raster
 (:func:`traces_template`), one curve per row slot (:func:`curve_template`), marker spans and lines
 (:func:`marker_elements`), the focus band (:func:`focus_band_template`), marker labels
 (:func:`marker_label_template`, :func:`marker_label_data`) and the scale bar
@@ -36,6 +37,12 @@ OVERVIEW_INK_CMAP = ["#ffffff00", OVERVIEW_TRACE_COLOUR]
 """Overview trace raster colours: 0 transparent, 1 the trace colour."""
 FOCUS_COLOUR = "#c2185b"
 HEAT_CMAP = "YlOrRd"
+ARTIFACT_CMAP = ["#d6d6d6", "#4a4a4a"]
+"""Artifact overlay: light grey where a little of a bin's window time is flagged, dark grey where all of it is."""
+ARTIFACT_ALPHA = 0.75
+"""Opacity of the artifact overlay (the traces are drawn over it)."""
+ARTIFACT_MARK = "[artifact]"
+"""Appended to a flagged channel's row label (plain text: it renders without emoji fonts)."""
 
 _SLOT_PREFIX = "row "
 _LABEL_COLOUR = "label_colour"
@@ -90,34 +97,58 @@ def main_overlay_template(width: int, height: int, title: str, hook: Callable) -
     )
 
 
-def heat_options() -> dict:
-    """Options of the p(SOZ) heat map: fixed 0–1 colour range, NaN transparent, hover with the interval."""
+HEAT_TITLE = "p(SOZ)"
+"""What the heat map shows for a model: calibrated window probabilities."""
+
+
+def heat_options(title: str = HEAT_TITLE) -> dict:
+    """Options of the heat map: fixed 0–1 colour range, NaN transparent, hover with the interval (a model's only).
+
+    Parameters
+    ----------
+    title : str
+        What the colour shows: :data:`HEAT_TITLE` for a model; for a marker, its window value
+        divided by the top channel's (the ranking's 0–1 scale), e.g. ``"line length ÷ top channel"``.
+    """
+    tooltips = [("channel", "$y{custom}"), ("time bin", "$x{custom}"), (title, "@image{0.00}")]
+    if title == HEAT_TITLE:
+        tooltips.append(("interval [p0, p1]", "[@{p0}{0.00}, @{p1}{0.00}]"))
     return {
         "framewise": True,
         "cmap": HEAT_CMAP,
         "clim": (0, 1),
         "colorbar": True,
-        "colorbar_opts": {"title": "p(SOZ)"},
+        "colorbar_opts": {"title": title},
         "clipping_colors": {"NaN": (0, 0, 0, 0)},
         "tools": ["hover"],
-        "hover_tooltips": [
-            ("channel", "$y{custom}"),
-            ("time bin", "$x{custom}"),
-            ("p(SOZ)", "@image{0.00}"),
-            ("interval [p0, p1]", "[@{p0}{0.00}, @{p1}{0.00}]"),
-        ],
+        "hover_tooltips": tooltips,
     }
 
 
-def heat_template(alpha: float) -> hv.Image:
-    """The heat-map image (values p(SOZ), p0, p1 per bin and row) at opacity ``alpha``."""
+def heat_template(alpha: float, title: str = HEAT_TITLE) -> hv.Image:
+    """The heat-map image (values p(SOZ), p0, p1 per bin and row) at opacity ``alpha``, its colour bar titled ``title``."""
     vdims = [
-        hv.Dimension("p_soz", label="p(SOZ)", range=(0, 1)),
+        hv.Dimension("p_soz", label=title, range=(0, 1)),
         hv.Dimension("p0", range=(0, 1)),
         hv.Dimension("p1", range=(0, 1)),
     ]
     image = hv.Image(np.full((1, 1, 3), np.nan), kdims=["time", "row"], vdims=vdims)
-    return image.opts(**heat_options(), alpha=alpha)
+    return image.opts(**heat_options(title), alpha=alpha)
+
+
+def artifact_template() -> hv.Image:
+    """The artifact overlay: per row and heat-map bin, the share of window time the detector flagged (NaN: none, transparent).
+
+    Row-aligned with the heat map (one image per frame, never a glyph per window), grey over the
+    heat colours, with its own hover (the row's channel, the time bin and the flagged share).
+    """
+    vdim = hv.Dimension("artifact", label="artifact share", range=(0, 1))
+    image = hv.Image(np.full((1, 1), np.nan), kdims=["time", "row"], vdims=[vdim])
+    return image.opts(
+        framewise=True, cmap=ARTIFACT_CMAP, clim=(0, 1), clipping_colors={"NaN": (0, 0, 0, 0)}, alpha=ARTIFACT_ALPHA,
+        colorbar=False, tools=["hover"],
+        hover_tooltips=[("channel", "$y{custom}"), ("time bin", "$x{custom}"), ("artifact", "@image{0%} of the window time flagged")],
+    )  # fmt: skip
 
 
 def traces_template() -> hv.RGB:

@@ -4,8 +4,11 @@ What is drawn
 -------------
 One row per montage row of the page's contacts, first row at the top. Under the traces, an
 ``hv.Image`` of the binned calibrated window probabilities (p(SOZ), colour range fixed at 0–1),
-aligned row-for-row with the traces and second-for-second with the time axis. Below, a datashaded
-overview of the page over the whole recording with a range tool that moves the main view.
+aligned row-for-row with the traces and second-for-second with the time axis. Where the scores
+flag windows as artifacts (their ``artifact`` column), a grey image over it, row-aligned on the same
+bins, shows how much of each bin's window time was flagged, and a flagged channel's row label ends
+in ``[artifact]``. Below, a datashaded overview of the page over the whole recording with a range
+tool that moves the main view.
 
 Where what is
 -------------
@@ -94,12 +97,15 @@ from sss_viewer.viewer.export import register_static_copy
 from sss_viewer.viewer.inplace import LayerPlots, data_only_freeze
 from sss_viewer.viewer.timecourse import PLOT_BACKEND_OPTS, SozTimeCourse, ensure_bokeh, infer_bin_s
 from sss_viewer.viewer.trace_elements import (
+    ARTIFACT_MARK,
     FOCUS_COLOUR,
+    HEAT_TITLE,
     OVERVIEW_HEIGHT,
     OVERVIEW_TRACE_COLOUR,
     TRACE_COLOUR,
     add_range_tool,
     amplitude_dimension,
+    artifact_template,
     curve_template,
     decorate_page,
     focus_band_template,
@@ -772,6 +778,57 @@ class TraceView(pn.viewable.Viewer):
                 )
         return self._heat_cache[key]
 
+    def _flagged_windows(self) -> pd.DataFrame | None:
+        """The window table the artifact overlay reads (the heat map's, else the ranking's), or None without a flagged window."""
+        scores = self.scores
+        if scores is None:
+            return None
+        for table in (scores.heat_table, scores.windows):
+            if table is not None and "artifact" in table.columns:
+                flagged = table["artifact"].fillna("").astype(str).to_numpy() != ""
+                return table.assign(p_cal=flagged.astype(np.float64)) if flagged.any() else None
+        return None
+
+    def has_artifacts(self) -> bool:
+        """Whether the scores flag any window as an artifact (the main plot then has the artifact overlay)."""
+        key = ("has_artifacts", id(self.scores))
+        if key not in self._heat_cache:
+            self._heat_cache[key] = self._flagged_windows() is not None
+        return self._heat_cache[key]
+
+    def artifact_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Share of each row's window time flagged as artifact, on the heat map's bins (cached).
+
+        Returns
+        -------
+        share : ndarray, shape (n_rows, n_bins), float64
+            0–1; NaN where nothing is flagged (drawn transparent). A bipolar row takes the larger share
+            of its two contacts (a row made from a flagged contact is flagged).
+        edges : ndarray, shape (n_bins + 1,)
+        """
+        rows = self.rows()
+        bin_s = self.effective_bin_s()
+        key = ("artifact", id(self.scores), bin_s, tuple(rows.labels))
+        if key not in self._heat_cache:
+            edges = self.heat_rows()[3]
+            table = self._flagged_windows()
+            share = np.full((len(rows), len(edges) - 1), np.nan)
+            if table is not None:
+                per_contact, _ = window_heatmap(table, self.contacts(), self.duration_s, bin_s)
+                for r, members in enumerate(rows.members):
+                    block = per_contact[list(members)]
+                    share[r] = np.where(np.isfinite(block), block, 0.0).max(axis=0)
+                share[share <= 0] = np.nan
+            self._heat_cache[key] = (share, edges)
+        return self._heat_cache[key]
+
+    def flagged_channels(self) -> dict[str, str]:
+        """``{channel: reason}`` of the shown contacts the artifact detector flagged (from the scores' channel flags)."""
+        from sss_viewer.viewer.ranking import channel_artifacts
+
+        flags = channel_artifacts(self.scores)
+        return {c: flags[c] for c in self.contacts() if c in flags}
+
     def page_heat(self) -> tuple[np.ndarray, np.ndarray]:
         """The page's heat-map rows (top row first) with their bin edges.
 
@@ -799,8 +856,18 @@ class TraceView(pn.viewable.Viewer):
         return min(self.page_size, len(self.rows()))
 
     def slot_labels(self) -> list[str]:
-        """The page's row labels, top first, padded with ``""`` to :meth:`n_slots`."""
+        """The page's row labels, top first, padded with ``""`` to :meth:`n_slots`.
+
+        A row made from a channel the artifact detector flagged ends in ``[artifact]``.
+        """
         labels = self.display_labels()
+        flagged = self.flagged_channels()
+        if flagged:
+            contacts = self.contacts()
+            labels = [
+                f"{label} {ARTIFACT_MARK}" if any(contacts[m] in flagged for m in members) else label
+                for label, members in zip(labels, self.page_rows().members)
+            ]
         return labels + [""] * (self.n_slots() - len(labels))
 
     def _clip_limits(self, amplitudes: np.ndarray) -> np.ndarray | None:
@@ -823,7 +890,8 @@ class TraceView(pn.viewable.Viewer):
     def main_layers(self, t0: float, t1: float, *, raw_curves: bool = False) -> list:
         """The layers of the main overlay for the window ``[t0, t1]``, bottom to top.
 
-        Layers, bottom to top: heat map ``hv.Image``, datashaded ``hv.RGB`` (empty when curves are
+        Layers, bottom to top: heat map ``hv.Image``, the artifact overlay ``hv.Image`` (only when the
+        scores flag windows: :meth:`has_artifacts`), datashaded ``hv.RGB`` (empty when curves are
         drawn), one ``hv.Curve`` per row slot when the page can have curves (empty when datashaded
         or past the last row), marker spans and lines, the focus band, marker labels, the scale bar.
         With ``raw_curves``, each curve is its data source's columns instead (``{"time": (n,) float64,
@@ -850,6 +918,8 @@ class TraceView(pn.viewable.Viewer):
         plan = self.read_plan(rows)
 
         layers = [self._heat_image(t0, t1, T, Y, m)]
+        if self.has_artifacts():
+            layers.append(self._artifact_image(t0, t1, T, Y, m))
         curves = [(np.zeros(0), np.zeros(0))] * slots
         rgba = np.zeros((1, 1, 4), dtype=np.uint8)
         if zoomed_in and n:
@@ -948,8 +1018,30 @@ class TraceView(pn.viewable.Viewer):
         block = np.full((m, b1 - b0, 3), np.nan)
         block[: heat.shape[0]] = heat[:, b0:b1]
         alpha = self.heat_opacity if self.show_heatmap else 0.0
-        image = self._template(("heat", alpha), lambda: heat_template(alpha))
+        title = self.heat_title()
+        image = self._template(("heat", alpha, title), lambda: heat_template(alpha, title))
         return image.clone(block, bounds=(edges[b0], -0.5, edges[b1], m - 0.5), kdims=[T, Y])
+
+    def _artifact_image(self, t0: float, t1: float, T, Y, m: int) -> hv.Image:
+        """The page's artifact shares over ``[t0, t1]`` on ``m`` slots, on the heat map's bins (NaN: transparent)."""
+        share, edges = self.artifact_rows()
+        lo = min(self.page, self.n_pages - 1) * self.page_size
+        page = share[lo : lo + self.page_size]
+        n_bins = share.shape[1]
+        bin_s = edges[1] - edges[0]
+        b0 = int(np.clip(math.floor(t0 / bin_s + 1e-9), 0, n_bins - 1))
+        b1 = int(np.clip(math.ceil(t1 / bin_s - 1e-9), b0 + 1, n_bins))
+        block = np.full((m, b1 - b0), np.nan)
+        block[: page.shape[0]] = page[:, b0:b1]
+        image = self._template("artifact", artifact_template)
+        return image.clone(block, bounds=(edges[b0], -0.5, edges[b1], m - 0.5), kdims=[T, Y])
+
+    def heat_title(self) -> str:
+        """What the heat map's colour shows: p(SOZ) for a model, a marker's value ÷ the top channel's for a marker."""
+        info = getattr(self.scores, "scorer_info", None) or {}
+        if self.scores is None or self.scores.scorer == "sss" or not info.get("title"):
+            return HEAT_TITLE
+        return f"{str(info['title']).lower()} ÷ top channel"
 
     def _marker_labels(self, t0: float, t1: float, T, Y, n: int) -> list[hv.Labels]:
         """Bold labels at the top of the plot in their markers' colours, shortened to ``MARKER_LABEL_CHARS``.

@@ -1,0 +1,56 @@
+"""Choosing what ranks the recording in the served app: the ranking's title says which scorer made it."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from .browser_support import CHROMIUM, chromium_missing, served_app
+
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
+
+LOAD_TIMEOUT_MS = 120_000
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    root = tmp_path_factory.mktemp("recordings")
+    out = tmp_path_factory.mktemp("viewer-output")
+    env = {"SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(out / "annotations"), "BOKEH_IN_DOCKER": "1"}
+    with served_app(env) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ["--no-sandbox"]}
+
+
+def test_picking_a_scorer_rescores_and_the_ranking_title_changes(browser, app_url):
+    context = browser.new_context(viewport={"width": 1600, "height": 1400})
+    page = context.new_page()
+    page.goto(app_url, wait_until="commit", timeout=120_000)
+    page.wait_for_selector(".tabulator-row", timeout=LOAD_TIMEOUT_MS)
+    title = page.get_by_text(re.compile(r"^Ranking by ")).first
+    title.wait_for(timeout=LOAD_TIMEOUT_MS)
+    before = title.inner_text()
+    target = "Channel variance" if before.startswith("Ranking by Line length") else "Line length"
+    # "Ranking by" lists the SSS model and the markers; "Compare with" also lists "none"
+    picker = (
+        page.locator("select")
+        .filter(has=page.locator("option", has_text="SSS model"))
+        .filter(has_not=page.locator("option", has_text=re.compile(r"^none$")))
+    )
+    assert picker.count() == 1
+    picker.select_option(label=target)
+    page.get_by_text(f"Ranking by {target}").first.wait_for(timeout=60_000)
+    unit = "µV/s" if target == "Line length" else "µV²"
+    page.locator(".tabulator-col-title", has_text=f"value ({unit})").first.wait_for(timeout=30_000)
+    assert page.get_by_text(before).count() == 0  # the previous scorer's title is gone
+    assert page.locator(".tabulator-row").count() > 0  # the demo is ranked by the new scorer
+    shot = os.environ.get("SSS_VIEWER_SCREENSHOT")
+    if shot:
+        page.screenshot(path=shot, full_page=True)
+    context.close()
