@@ -24,7 +24,20 @@ def _write(folder, name, seconds, sfreq=250.0, n_channels=6):
 
 @pytest.fixture
 def app(tmp_path):
-    return build_app(data_root=tmp_path, out_dir=tmp_path / "out")
+    """The viewer ranking with the SSS model (what these tests are about; the default scorer is tested below)."""
+    return build_app(data_root=tmp_path, out_dir=tmp_path / "out", scorer="sss")
+
+
+def test_the_demo_opens_ranked_by_the_default_scorer_saying_how_it_was_chosen(tmp_path):
+    from sss_viewer.biomarkers import DEFAULT_SCORER, DEFAULT_SCORER_EVIDENCE
+
+    viewer = build_app(data_root=tmp_path, out_dir=tmp_path / "out")
+    assert viewer.is_demo and viewer.scores is not None  # at once: no click, no wait
+    assert viewer.scores.scorer == DEFAULT_SCORER == viewer.scorers.scorer
+    assert viewer.scores.scorer_info["validation"] == DEFAULT_SCORER_EVIDENCE
+    assert len(viewer.ranking.table()) == viewer.recording.n_channels - len(viewer.scores.excluded)
+    again = build_app(data_root=tmp_path, out_dir=tmp_path / "out2")  # the second session reads the cached result
+    assert again.scores.channels.equals(viewer.scores.channels)
 
 
 def test_starts_on_the_demo_with_scores_and_threshold(app):

@@ -20,6 +20,7 @@ How values become the viewer's 0–1 scale (written once, here):
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -218,7 +219,15 @@ class BiomarkerScorer:
         return values, channel_value, clean
 
     def describe(self, recording: Recording) -> ScorerInfo:
-        """What scored ``recording``, for its result (:attr:`info`; a composite names its parts)."""
+        """What scored ``recording``, for its result (:attr:`info`; a composite names its parts).
+
+        The default scorer's ``validation`` is the evidence that made it the default
+        (:data:`sss_viewer.biomarkers.DEFAULT_SCORER_EVIDENCE`).
+        """
+        from sss_viewer.biomarkers import DEFAULT_SCORER, DEFAULT_SCORER_EVIDENCE
+
+        if self.info.name == DEFAULT_SCORER:
+            return dataclasses.replace(self.info, validation=DEFAULT_SCORER_EVIDENCE)
         return self.info
 
     def check_fit(self, recording: Recording) -> str | None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import panel as pn
 import param
 
-from sss_viewer.biomarkers import MODEL_SCORER
+from sss_viewer.biomarkers import FITTED, MODEL_SCORER
 from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.engine.inference import RecordingScores, check_fit, fine_heat_stride
 from sss_viewer.io.channel_conventions import apply_type_overrides
@@ -25,7 +25,7 @@ from sss_viewer.io.recording import Recording
 from sss_viewer.viewer.access import refusal
 from sss_viewer.viewer.annotations import AnnotationPanel, recording_stem
 from sss_viewer.viewer.channel_types import ChannelTypeEditor
-from sss_viewer.viewer.demo import DEMO_MODEL_DIR, demo_scores, load_demo
+from sss_viewer.viewer.demo import DEMO_MODEL_DIR, demo_marker_scores, demo_scores, load_demo
 from sss_viewer.viewer.export import (
     BrowserUnavailable,
     export_basename,
@@ -252,6 +252,11 @@ class ViewerApp(pn.viewable.Viewer):
             self.scorer.cancel()
             self._set_disabled("")
             self._set_scores(self.demo_scores())
+            return
+        if self.is_demo and name not in FITTED:  # a marker's demo ranking: computed once per machine, then read
+            self.scorer.cancel()
+            self._set_disabled("")
+            self._set_scores(demo_marker_scores(name))
             return
         scorer, reason = self._scorer_for(name, recording)
         if reason:

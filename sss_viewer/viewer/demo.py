@@ -68,7 +68,12 @@ _MANIFEST = "manifest.json"
 _SCORES_VERSION = 2
 _SCORE_TABLES = {
     "windows": "windows.csv.gz", "channels": "channels.csv", "excluded": "excluded.csv", "heat_windows": "heat_windows.csv.gz",
+    "artifacts": "artifacts.csv",
 }  # fmt: skip
+_OPTIONAL_TABLES = ("heat_windows", "artifacts")
+"""Tables a result may lack (then not written, and None when read back)."""
+_TEXT_COLUMNS = ("artifact", "reason")
+"""Text columns whose empty cells mean "" (no flag), not a missing value."""
 """File of each ``RecordingScores`` table (the window tables, ≈ 7 300 and ≈ 29 000 rows for the demo, are
 gzipped); ``heat_windows`` only when the scores have a finer heat-map table."""
 _GZIP = {"method": "gzip", "mtime": 0}
@@ -258,7 +263,10 @@ def save_scores(scores: RecordingScores, folder: Path, key: str) -> None:
             compression = _GZIP if file.endswith(".gz") else None
             table.to_csv(tmp / file, index=False, lineterminator="\n", compression=compression)
             dtypes[name] = {c: str(t) for c, t in table.dtypes.items()}
-        meta = {"key": key, "duration_s": scores.duration_s, "dtypes": dtypes, "sss_viewer_version": __version__}
+        meta = {
+            "key": key, "duration_s": scores.duration_s, "dtypes": dtypes, "sss_viewer_version": __version__,
+            "scorer": scores.scorer, "scorer_info": scores.scorer_info,
+        }  # fmt: skip
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
         os.chmod(tmp, 0o755)
         if folder.exists():
@@ -277,16 +285,20 @@ def load_scores(folder: Path, key: str | None = None) -> RecordingScores | None:
             return None
         tables = {}
         for name, file in _SCORE_TABLES.items():
-            if name == "heat_windows" and name not in meta["dtypes"]:
+            if name in _OPTIONAL_TABLES and name not in meta["dtypes"]:
                 continue
             dtypes = meta["dtypes"][name]
             text = {c: str for c, t in dtypes.items() if t in ("object", "str", "string")}
             table = pd.read_csv(folder / file, dtype=text, keep_default_na=False, na_values=[""])
+            for column in _TEXT_COLUMNS:
+                if column in table:
+                    table[column] = table[column].fillna("")
             tables[name] = table.astype({c: _dtype(t) for c, t in dtypes.items()})
     except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:
         logger.info("no usable demo scores in %s (%s)", folder, exc)
         return None
-    return RecordingScores(duration_s=float(meta["duration_s"]), **tables)
+    extra = {k: meta[k] for k in ("scorer", "scorer_info") if k in meta}
+    return RecordingScores(duration_s=float(meta["duration_s"]), **tables, **extra)
 
 
 def _dtype(name: str):
@@ -337,6 +349,45 @@ def demo_scores(
     return loaded
 
 
+def demo_marker_scores(name: str, cache_dir: str | Path | None = None) -> RecordingScores:
+    """Scores of the demo recording by the training-free scorer ``name``: computed once (about a second), then read from disk.
+
+    The cache key covers the scorer (its name and parameters), the package version, the source of the
+    markers and the artifact detector, and the demo recording's bytes, so changed code is never read
+    back from an old result.
+
+    Parameters
+    ----------
+    name : str
+        A registry name of :mod:`sss_viewer.biomarkers` (not a fitted one).
+    cache_dir : str or Path, optional
+        Base cache folder (see :func:`demo_recording`).
+
+    Returns
+    -------
+    RecordingScores
+    """
+    import sss_viewer.biomarkers as biomarkers
+    import sss_viewer.preprocessing.artifacts as artifacts
+
+    scorer = biomarkers.get_scorer(name)
+    digest = hashlib.sha256(f"demo-marker-scores-v1\n{scorer!r}\n{__version__}\n".encode())
+    for source in sorted(Path(biomarkers.__file__).parent.glob("*.py")) + [Path(artifacts.__file__)]:
+        digest.update(f"{source.name} {_sha256(source)}\n".encode())
+    digest.update(demo_scores_key(DEMO_MODEL_DIR, cache_dir).encode())  # the demo recording's and labels' bytes
+    key = digest.hexdigest()
+    folder = _demo_root(cache_dir).parent / f"scores-{name}-{key[:16]}"
+    scores = load_scores(folder, key)
+    if scores is not None:
+        return scores
+    logger.info("scoring the demo recording with %s (once; cached in %s)", name, folder)
+    save_scores(scorer.score(load_demo(cache_dir)), folder, key)
+    loaded = load_scores(folder, key)
+    if loaded is None:
+        raise RuntimeError(f"Could not read back the demo scores just written to {folder}.")
+    return loaded
+
+
 __all__ = [
     "BUNDLED_SCORES_DIR",
     "DEMO_DATA_DIR",
@@ -345,6 +396,7 @@ __all__ = [
     "DEMO_PATIENT_INDEX",
     "DEMO_SEED",
     "demo_abnormal",
+    "demo_marker_scores",
     "demo_recording",
     "demo_scores",
     "demo_scores_key",

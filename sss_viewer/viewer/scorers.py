@@ -22,6 +22,7 @@ says so), :func:`compare_rankings`, :func:`comparison_frame`, :func:`comparison_
 from __future__ import annotations
 
 import logging
+import os
 import math
 
 import numpy as np
@@ -86,9 +87,19 @@ def scorer_title(name: str) -> str:
         return name
 
 
+SCORER_ENV = "SSS_VIEWER_SCORER"
+"""Environment variable naming the scorer a site's viewer ranks with by default (e.g. ``sss`` for its own model)."""
+
+
 def default_scorer(choices: dict[str, str] | None = None) -> str:
-    """:data:`~sss_viewer.biomarkers.DEFAULT_SCORER` (read when called) when it is available, else the SSS model."""
+    """The scorer a new session ranks with: ``$SSS_VIEWER_SCORER`` when set and available, else
+    :data:`~sss_viewer.biomarkers.DEFAULT_SCORER` (read when called), else the SSS model."""
     names = set((choices or scorer_choices()).values())
+    wanted = os.environ.get(SCORER_ENV, "").strip()
+    if wanted:
+        if wanted in names:
+            return wanted
+        logger.warning("%s=%r is not a scorer of this viewer (%s); using the default", SCORER_ENV, wanted, ", ".join(sorted(names)))
     default = biomarkers.DEFAULT_SCORER
     if default in names:
         return default
