@@ -46,7 +46,10 @@ _QUIET = """q => window.__sss_changes.length > 0
 def app_url(tmp_path_factory):
     root = tmp_path_factory.mktemp("render-data-root")
     out = tmp_path_factory.mktemp("render-output")
-    env = {"SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(out / "annotations"), "BOKEH_IN_DOCKER": "1"}
+    env = {  # the demo ranked by the SSS model: its p(SOZ) heat map and Venn-Abers intervals are drawn
+        "SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(out / "annotations"), "BOKEH_IN_DOCKER": "1",
+        "SSS_VIEWER_SCORER": "sss",
+    }  # fmt: skip
     with served_app(env) as url:
         yield url
 
