@@ -1,6 +1,6 @@
 """Cost of each training-free scorer on 100 channels × 5 min at 1 kHz (target ≤ 5 s each on 2 cores).
 
-Every scorer of ``sss_viewer.biomarkers`` (artifact detection included, as a user runs it) and, as the
+Every training-free scorer of ``sss_viewer.biomarkers`` (not the fitted ``combined``; artifact detection included, as a user runs it) and, as the
 baseline measured in the same run, the bundled SSS model (the MiniRocket recipe) on the same
 recording: the median wall time over repeats, and each scorer's ratio to the SSS recipe.
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sss_viewer.biomarkers import SCORERS, get_scorer
+from sss_viewer.biomarkers import FITTED, SCORERS, get_scorer
 from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.engine.inference import score_recording
 from sss_viewer.io.recording import Event, Recording
@@ -85,7 +85,7 @@ def main() -> None:
     bundle = ModelBundle.load(model_dir)
     sss_s, sss_all = median_seconds(lambda: score_recording(bundle, recording, progress=False), args.repeats)
     logger.info("%-18s %7.2f s (median of %s)  baseline", "sss (recipe)", sss_s, ", ".join(f"{t:.2f}" for t in sss_all))
-    names = args.scorers.split(",") if args.scorers else list(SCORERS)
+    names = args.scorers.split(",") if args.scorers else [n for n in SCORERS if n not in FITTED]
     for name in names:
         scorer = get_scorer(name)
         seconds, every = median_seconds(lambda s=scorer: s.score(recording), args.repeats)

@@ -15,6 +15,8 @@ from sss_viewer.io.recording import Recording
 ROBUST_SD_PER_MAD = 1.4826
 """Median absolute deviation → standard deviation of a Gaussian."""
 _BLOCK_CHANNELS = 8
+AMPLITUDE_RATE_HZ = 250.0
+"""Samples per second the robust amplitude's medians read (see :func:`window_robust_amplitude`)."""
 
 
 def _window_sums(x: np.ndarray, grid: WindowGrid, length: int | None = None) -> np.ndarray:
@@ -46,14 +48,20 @@ def window_variance(data: np.ndarray, grid: WindowGrid) -> np.ndarray:
 def window_robust_amplitude(data: np.ndarray, grid: WindowGrid) -> np.ndarray:
     """Robust amplitude of every window: 1.4826 × the median absolute deviation (µV), shape (n_channels, n_windows).
 
+    The medians are taken over every ``k``-th sample of the window, ``k`` keeping at most
+    :data:`AMPLITUDE_RATE_HZ` samples per second (a subset of the samples, not a filtered signal: the
+    amplitude distribution is the same; a 2-s window still gives 500 samples, a relative standard error
+    of the MAD of about 5 % per window, averaged over the recording's windows). Four times cheaper at 1 kHz.
+
     Parameters
     ----------
     data : ndarray, shape (n_channels, n_times), µV
     grid : WindowGrid
     """
+    step = max(1, int(grid.sfreq // AMPLITUDE_RATE_HZ))
     out = np.empty((data.shape[0], len(grid.starts)))
     for lo in range(0, data.shape[0], _BLOCK_CHANNELS):
-        seg = np.asarray(grid.segments(data[lo : lo + _BLOCK_CHANNELS]), dtype=np.float64)
+        seg = np.asarray(grid.segments(data[lo : lo + _BLOCK_CHANNELS])[..., ::step], dtype=np.float64)
         centre = np.median(seg, axis=-1, keepdims=True)
         out[lo : lo + _BLOCK_CHANNELS] = ROBUST_SD_PER_MAD * np.median(np.abs(seg - centre), axis=-1)
     return out
