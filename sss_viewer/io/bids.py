@@ -31,7 +31,14 @@ import numpy as np
 import pandas as pd
 
 from sss_viewer.io.channel_conventions import duplicate_channels
-from sss_viewer.io.readers import SUPPORTED_FORMATS, RecordingReadError, bids_entities, read_recording
+from sss_viewer.io.readers import (
+    SUPPORTED_FORMATS,
+    RecordingReadError,
+    bids_entities,
+    check_inside,
+    check_sidecar,
+    read_recording,
+)
 from sss_viewer.io.recording import IEEG_CH_TYPES, Event, Recording
 from sss_viewer.io.seizure_events import find_seizure_markers
 from sss_viewer.io.soz_labels import match_soz, read_clinical_summary, read_soz_table
@@ -75,6 +82,7 @@ def read_participants(root: Path) -> pd.DataFrame:
             f"{root} is not a usable BIDS root: {PARTICIPANTS_FILE} is missing (expected {path}); "
             "it lists the subjects and their centre (site)."
         )
+    check_inside(root, path, PARTICIPANTS_FILE)
     table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, na_values=["n/a"])
     if "participant_id" not in table.columns:
         raise ValueError(f"{path} has no participant_id column; it has {list(table.columns)}.")
@@ -105,9 +113,12 @@ def find_runs(root: Path, subjects: Sequence[str] | None = None) -> list[Path]:
 
 
 def _sidecar(path: Path, suffix: str) -> Path | None:
+    """The run's sidecar with ``suffix``, or None; one that resolves outside the run's folder is refused."""
     stem = path.name.split(".", 1)[0]
     candidate = path.with_name(stem.rsplit("_", 1)[0] + "_" + suffix)
-    return candidate if candidate.is_file() else None
+    if not (candidate.is_file() or candidate.is_symlink()):
+        return None
+    return check_sidecar(path, candidate)
 
 
 def check_sidecars(recording: Recording) -> None:
@@ -228,6 +239,7 @@ def read_soz_labels(root: Path | None, labels: str | Path | None = None, subject
         }
         return SozLabels(contacts, str(labels))
     if root is not None and (root / CLINICAL_SUMMARY).is_file():
+        check_inside(root, root / CLINICAL_SUMMARY, "clinical summary")
         summary = read_clinical_summary(root / CLINICAL_SUMMARY, subjects)
         contacts = {row.subject: list(row.soz_contacts) for row in summary.itertuples() if len(row.soz_contacts)}
         return SozLabels(contacts, str(root / CLINICAL_SUMMARY))

@@ -17,7 +17,7 @@ import pandas as pd
 
 from sss_viewer.io.bids import find_bids_root, is_bids_root, load_bids_cohort, read_bids_run, read_soz_labels
 from sss_viewer.io.bonn import is_bonn, load_bonn
-from sss_viewer.io.readers import LENGTH_TOLERANCE_S, RecordingReadError, bids_entities, read_recording
+from sss_viewer.io.readers import LENGTH_TOLERANCE_S, RecordingReadError, bids_entities, check_inside, read_recording
 from sss_viewer.io.recording import Recording
 from sss_viewer.io.seizure_events import with_seizure_times
 from sss_viewer.io.soz_labels import match_soz, read_soz_table
@@ -213,7 +213,8 @@ def load_cohort(root: str | Path, *, preload: bool = False) -> list[Recording]:
     if not root.is_dir():
         raise FileNotFoundError(f"Cohort directory not found: {root}")
     table = _read_table(root / COHORT_FILE, COHORT_COLUMNS, dtype={"subject": str, "run": str, "centre": str})
-    labels = read_labels(root / LABELS_FILE) if (root / LABELS_FILE).is_file() else None
+    labels_file = root / LABELS_FILE
+    labels = read_labels(check_inside(root, labels_file, LABELS_FILE)) if labels_file.is_file() else None
     recordings, failures = [], []
     for row in table.itertuples(index=False):
         path = root / str(row.path)
@@ -262,6 +263,8 @@ def load_recording(path: str | Path, *, preload: bool = False, require_ieeg: boo
     if root is None:
         return with_seizure_times(read_recording(path, preload=preload, require_ieeg=require_ieeg))
     labels = root / LABELS_FILE
+    if labels.is_file():
+        check_inside(root, labels, LABELS_FILE)
     soz = read_soz_labels(root, labels=labels) if labels.is_file() else None  # None: the clinical sheet, ids reconciled
     return read_bids_run(path, root=root, soz=soz, preload=preload)
 

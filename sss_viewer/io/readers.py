@@ -10,12 +10,22 @@ Types the file does not state are inferred from the names, and ``$`` duplicates 
 Bad input is refused here, the one place every caller (CLI, API, viewer) reads through:
 
 * companion files: a BrainVision header's ``DataFile=``/``MarkerFile=`` and an EEGLAB ``.set``'s
-  ``.fdt`` (any file MNE opens for a recording) must lie in the header's own folder after symlinks
-  are followed (git-annex links into the same dataset's ``.git/annex/objects`` excepted);
+  ``.fdt`` (any file MNE opens for a recording), and every BIDS sidecar read beside it
+  (``_channels.tsv``, ``_events.tsv``, ``_ieeg.json``…), must lie in the recording's own folder after
+  symlinks are followed (git-annex links into the same dataset's ``.git/annex/objects`` excepted);
+  dataset-level tables (``participants.tsv``, ``labels.tsv``) inside the dataset's folder
+  (:func:`check_inside`);
 * lengths: the samples found must agree with every length the files state: BrainVision
-  ``DataPoints`` and whole frames, markers (``.vmrk``) inside the data, and the BIDS sidecars'
-  ``RecordingDuration`` (``_ieeg.json``) and event onsets (``_events.tsv``), to within
-  ``LENGTH_TOLERANCE_S``; a truncated file is never read as a shorter recording;
+  ``DataPoints`` and whole frames, an EEGLAB ``.fdt``'s size, markers (``.vmrk``) inside the data,
+  and the BIDS sidecars' ``RecordingDuration`` (``_ieeg.json``) and event onsets (``_events.tsv``),
+  to within ``LENGTH_TOLERANCE_S``; a truncated file is never read as a shorter recording, a longer
+  one never cut silently (an EDF with more records than its header states is read up to the stated
+  records, with a warning; one stating ``-1`` records, "unknown", is read whole);
+* headers: a BrainVision ``NumberOfChannels`` must match its ``Ch`` lines; a rate outside
+  ``SFREQ_RANGE_HZ``, an EDF without data records and a ``.npz`` that is no archive are refused
+  in one line naming the file; blank EDF labels (MNE's ``-0``, ``-1``) are typed ``misc``;
+* plausibility: a cheap look at a few seconds warns (log and ``Recording.info["warnings"]``) when the
+  mains hum sits where a rate off by 2× puts it, or the samples look like a misstated format;
 * huge levels: a channel sitting on a level above ``OFFSET_LIMIT_UV`` has it removed in float64
   before the float32 conversion (logged, ``Recording.info["dc_offsets_uv"]``).
 """
@@ -28,7 +38,8 @@ import logging
 import os
 import re
 import warnings
-from collections.abc import Iterator
+import zipfile
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -68,6 +79,9 @@ LENGTH_TOLERANCE_S = 1.0
 Covers a ``RecordingDuration`` of ``(n - 1) / sfreq`` (mne-bids) or rounded to whole seconds.
 """
 
+SFREQ_RANGE_HZ = (1.0, 100_000.0)
+"""Sampling rates a recording may state (Hz); outside this range the header is wrong and the file is refused."""
+
 _ANNEX_OBJECTS = (".git", "annex", "objects")
 """Where git-annex (DataLad, OpenNeuro) keeps the files a dataset's symlinks point to."""
 
@@ -88,20 +102,74 @@ def _format_of(path: Path) -> tuple[str, str]:
 
 
 def _sidecar(path: Path, ext: str, suffix: str) -> Path | None:
-    """BIDS sidecar of ``path`` with ``suffix`` (``"channels.tsv"``), or None when absent or not BIDS-named."""
+    """BIDS sidecar of ``path`` with ``suffix`` (``"channels.tsv"``), or None when absent or not BIDS-named.
+
+    A sidecar is one of the recording's files: like a header's companions it must lie in the
+    recording's folder after symlinks are followed (:func:`check_companion`), else the run is refused.
+    """
     stem = path.name[: -len(ext)]
     if "_" not in stem:
         return None
     candidate = path.with_name(stem.rsplit("_", 1)[0] + "_" + suffix)
-    return candidate if candidate.is_file() else None
+    if not (candidate.is_file() or candidate.is_symlink()):
+        return None
+    return check_sidecar(path, candidate)
+
+
+def check_sidecar(path: Path, sidecar: Path) -> Path | None:
+    """``sidecar`` (a file beside the recording ``path``) when it lies in the recording's folder, None when absent.
+
+    The rule of :func:`check_companion`: after symlinks are followed the sidecar must lie in the
+    recording's folder (a git-annex object of the same dataset excepted). The message names the
+    sidecar and the folder, not where the link leads (another patient's files, for instance).
+
+    Raises
+    ------
+    RecordingReadError
+        The sidecar leads outside the folder.
+    """
+    try:
+        check_companion(path, sidecar.name, "sidecar ")
+    except RecordingReadError:
+        raise RecordingReadError(
+            f"Refusing {path}: its sidecar {sidecar.name} points outside the recording's folder {path.absolute().parent} "
+            "(a symlink); a recording's sidecars must lie in its folder."
+        ) from None
+    return sidecar if sidecar.is_file() else None
+
+
+def check_inside(root: Path, path: Path, what: str) -> Path:
+    """Refuse ``path`` (a dataset-level file: ``participants.tsv``, ``labels.tsv``…) unless it lies inside ``root``.
+
+    The rule of :func:`check_companion` for files at a dataset's root: after symlinks are followed
+    the file must resolve inside ``root`` (a git-annex object of the same dataset excepted).
+
+    Raises
+    ------
+    RecordingReadError
+        Naming ``path``, where it leads and ``root``; never the file's content.
+    """
+    root = Path(root).absolute()
+    path = Path(path).absolute()
+    resolved = path.resolve()
+    lexical = Path(os.path.normpath(path))
+    if lexical.is_relative_to(root) and (
+        resolved.is_relative_to(root.resolve()) or _annexed_in_dataset(root, resolved)
+    ):
+        return path
+    raise RecordingReadError(
+        f"Refusing the {what} {path}: it is a link leading outside the dataset's folder {root} "
+        "(a dataset's files must lie inside it)."
+    )
 
 
 @contextmanager
-def _mne_errors(path: Path, fmt: str) -> Iterator[None]:
+def _mne_errors(path: Path, fmt: str, size_checked: bool = False) -> Iterator[None]:
     """Turn MNE failures into RecordingReadError and MNE's warnings into log records.
 
     Warnings are recorded only inside this block (nothing is silenced globally); those that
-    reveal a truncated file raise instead.
+    reveal a truncated file raise instead, unless ``size_checked`` (an EDF/BDF whose size was
+    already compared with its header by :func:`_check_edf_header`).
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -112,11 +180,15 @@ def _mne_errors(path: Path, fmt: str) -> Iterator[None]:
         except RecordingReadError:
             raise
         except Exception as exc:  # MNE raises many types for malformed files
-            raise RecordingReadError(f"Could not read {path} as {fmt}: {exc}") from exc
+            text = str(exc).split(", please report")[0].strip()
+            raise RecordingReadError(f"Could not read {path} as {fmt}: {text}") from exc
     for w in caught:
         message = str(w.message)
         if any(hint in message for hint in _TRUNCATION_HINTS):
-            raise RecordingReadError(f"Could not read {path} as {fmt}: the file looks truncated ({message})")
+            if not size_checked:
+                raise RecordingReadError(f"Could not read {path} as {fmt}: the file looks truncated ({message})")
+            logger.info("%s: %s", path.name, message)  # expected: said in our own words by _check_edf_header
+            continue
         logger.warning("%s: %s", path.name, message)
 
 
@@ -324,21 +396,214 @@ def check_stated_lengths(raw, path: Path, ext: str, fmt: str, fields: dict[str, 
         )
 
 
+def _edf_header(path: Path) -> dict | None:
+    """The fields of an EDF/BDF header that say how long the file must be, or None when it cannot be parsed.
+
+    Returns
+    -------
+    header : dict
+        ``header_bytes``, ``n_records`` (as stated; -1 means "unknown", written while recording),
+        ``record_s`` (duration of a record), ``labels`` (list of str, as written, stripped),
+        ``samples`` (samples per record of each signal), ``width`` (bytes per sample: 2, BDF 3).
+    """
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+            n_signals = int(head[252:256].decode("ascii").strip())
+            if n_signals <= 0 or len(head) < 256:
+                return None
+            body = f.read(n_signals * 256)
+        header_bytes = int(head[184:192].decode("ascii").strip())
+        n_records = int(head[236:244].decode("ascii").strip())
+        record_s = float(head[244:252].decode("ascii").strip())
+        labels = [body[i * 16 : (i + 1) * 16].decode("latin-1").strip() for i in range(n_signals)]
+        at = n_signals * (16 + 80 + 8 + 8 + 8 + 8 + 8 + 80)
+        samples = [int(body[at + i * 8 : at + (i + 1) * 8].decode("ascii").strip()) for i in range(n_signals)]
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None  # MNE says what is wrong
+    width = 3 if head[:1] == b"\xff" else 2
+    return {"header_bytes": header_bytes, "n_records": n_records, "record_s": record_s, "labels": labels,
+            "samples": samples, "width": width}  # fmt: skip
+
+
+def _check_rate(path: Path, fmt: str, sfreq: float, how: str = "") -> None:
+    """Refuse a sampling rate outside ``SFREQ_RANGE_HZ`` (a wrong header: 1e-9 s records, ``fs = 1e9``)."""
+    low, high = SFREQ_RANGE_HZ
+    if not (np.isfinite(sfreq) and low <= sfreq <= high):
+        raise RecordingReadError(
+            f"Could not read {path} as {fmt}: it states a sampling rate of {sfreq:g} Hz{how}, outside the plausible "
+            f"{low:g} Hz - {high / 1000:g} kHz; correct the rate in the file's header."
+        )
+
+
+def _check_edf_header(path: Path, fmt: str) -> dict:
+    """Compare an EDF/BDF header with the file before MNE opens it.
+
+    * no data record (a header only): refused, "no data records";
+    * an absurd rate (record duration ``1e-09`` s): refused;
+    * ``-1`` records (the spec's "unknown", left by a recorder that was not stopped): the number is
+      computed from the file size (as MNE does), logged;
+    * more data than the stated records: read up to the stated records (``crop_records``), warned;
+    * fewer whole records than stated: left to MNE's warning, refused as truncated.
+
+    Returns
+    -------
+    notes : dict
+        ``size_checked`` (MNE's size warning is expected and harmless), ``crop_records`` (int or
+        None), ``empty_labels`` (indices, among the non-annotation signals, of blank labels),
+        ``warnings`` (messages for ``Recording.info``).
+    """
+    notes = {"size_checked": False, "crop_records": None, "empty_labels": [], "warnings": []}
+    header = _edf_header(path)
+    if header is None:
+        return notes
+    signals = [i for i, label in enumerate(header["labels"]) if label not in ("EDF Annotations", "BDF Annotations")]
+    notes["empty_labels"] = [k for k, i in enumerate(signals) if not header["labels"][i]]
+    notes["n_signals"], notes["record_s"] = len(signals), header["record_s"]
+    if header["record_s"] <= 0 and header["n_records"] != 0 and signals:
+        raise RecordingReadError(
+            f"Could not read {path} as {fmt}: its header states a data record duration of {header['record_s']:g} s, "
+            "so no sampling rate follows; correct the record duration in the file's header."
+        )
+    if header["record_s"] > 0 and signals:
+        rate = max(header["samples"][i] for i in signals) / header["record_s"]
+        _check_rate(path, fmt, rate, f" ({max(header['samples'][i] for i in signals)} samples per {header['record_s']:g} s record)")
+    record_bytes = sum(header["samples"]) * header["width"]
+    if record_bytes <= 0:
+        return notes
+    data_bytes = path.stat().st_size - header["header_bytes"]
+    found = max(data_bytes, 0) // record_bytes
+    stated = header["n_records"]
+    if found == 0 or stated == 0:
+        raise RecordingReadError(
+            f"Could not read {path} as {fmt}: it has no data records (a header of {header['header_bytes']} bytes "
+            f"and {max(data_bytes, 0)} bytes of data; the header states {stated} records). Export the recording again."
+        )
+    if stated == -1:
+        notes["size_checked"] = True
+        logger.info(
+            "%s: the header states -1 data records (unknown: written while recording); reading the %d whole "
+            "records the file holds.", path.name, found,
+        )  # fmt: skip
+    elif stated < found:
+        notes["size_checked"] = True
+        notes["crop_records"] = stated
+        message = (
+            f"{path.name} holds {found} data records but its header states {stated}; read up to the stated "
+            f"{stated} records ({stated * header['record_s']:g} s), the {found - stated} after them are ignored."
+        )
+        logger.warning(message)
+        notes["warnings"].append(message)
+    return notes
+
+
+def _brainvision_channel_count(vhdr: Path, fields: dict[str, str]) -> None:
+    """Refuse a header whose ``NumberOfChannels`` disagrees with its ``[Channel Infos]`` ``Ch`` lines.
+
+    MNE reads ``NumberOfChannels`` interleaved channels and drops the extra ``Ch`` lines with a
+    warning, so 8-channel data would be read as 4 wrong channels.
+    """
+    stated = fields.get("numberofchannels", "")
+    if not stated.isdigit():
+        return
+    body = vhdr.read_bytes().partition(b"\n")[2].decode("utf-8", errors="replace").split("[Comment]")[0]
+    cfg = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        cfg.read_string(body)
+    except configparser.Error:
+        return
+    if not cfg.has_section("Channel Infos"):
+        return
+    listed = sum(1 for key in cfg.options("Channel Infos") if re.fullmatch(r"ch\d+", key.strip()))
+    if listed and listed != int(stated):
+        raise RecordingReadError(
+            f"Could not read {vhdr} as BrainVision: the header states NumberOfChannels={stated} but lists {listed} "
+            f"channels (Ch1..Ch{listed}) in [Channel Infos]; correct NumberOfChannels (or the channel list) to the "
+            "number of channels in the data file."
+        )
+
+
+def _check_eeglab_length(path: Path, raw=None) -> None:
+    """Refuse an EEGLAB ``.set`` whose ``.fdt`` holds more or fewer samples than ``nbchan × pnts × trials``.
+
+    The rule of BrainVision ``DataPoints``: MNE cuts a longer ``.fdt`` to the ``.set`` silently and
+    fails on a shorter one with an internal error; either way the files disagree and the run is refused.
+    Checked before MNE opens the file (``raw`` None, from the ``.set``) and again after, from ``raw``.
+    """
+    if raw is not None:
+        names = [Path(n) for n in getattr(raw, "filenames", ()) or () if n is not None]
+        fdt = next((n for n in names if n.suffix.lower() == ".fdt"), None)
+        n_chan, n_times = len(raw.ch_names), int(raw.n_times)
+    else:
+        try:
+            from mne.io.eeglab.eeglab import _check_load_mat
+
+            eeg = _check_load_mat(str(path), None)
+            data = eeg.get("data")
+            n_chan, n_times = int(eeg.nbchan), int(eeg.pnts) * int(eeg.trials)
+        except Exception:  # noqa: BLE001 - MNE says what is wrong when it opens the file
+            return
+        if not isinstance(data, str) or not data:
+            return
+        fdt = path.parent / data
+        try:
+            check_companion(path, data, "data file ")
+        except RecordingReadError:
+            return  # refused with its own message once MNE has named the file it opens
+    if fdt is None or not fdt.is_file():
+        return
+    size = fdt.stat().st_size
+    expected = n_chan * n_times * 4
+    if size != expected:
+        held = f"{size / (4 * n_chan):g} samples" if n_chan else f"{size} bytes"
+        raise RecordingReadError(
+            f"Could not read {path} as EEGLAB: {fdt.name} holds {size} bytes ({held} of {n_chan} float32 channels) "
+            f"but the .set states {n_times} samples ({expected} bytes); the data file is "
+            f"{'longer' if size > expected else 'shorter'} than its .set. It is not read cut to either length: "
+            "save the recording again from EEGLAB."
+        )
+
+
 def _read_raw(path: Path, ext: str, fmt: str):
     """Open ``path`` with MNE (read-only, samples left in the file where the format allows it).
 
-    A BrainVision header's companion files are checked before MNE opens them; the files MNE opened
+    A BrainVision header's companion files and channel count, an EDF/BDF header's records and an
+    EEGLAB ``.fdt``'s length are checked before MNE opens anything; the files MNE opened, the rate
     and the lengths stated beside the file are checked before any sample is read. See
     ``_mne_errors`` for error and warning handling.
+
+    Returns
+    -------
+    raw : mne.io.BaseRaw
+    notes : dict
+        ``empty_labels`` (indices of channels whose label in the file is blank) and ``warnings``.
     """
     import mne
 
-    fields = _check_brainvision_header(path) if fmt == "BrainVision" else None
-    with _mne_errors(path, fmt):
+    notes = {"size_checked": False, "crop_records": None, "empty_labels": [], "warnings": []}
+    fields = None
+    if fmt == "BrainVision":
+        fields = _check_brainvision_header(path)
+        _brainvision_channel_count(path, fields)
+    elif fmt in ("EDF", "BDF"):
+        notes = _check_edf_header(path, fmt)
+    elif fmt == "EEGLAB":
+        _check_eeglab_length(path)
+    with _mne_errors(path, fmt, size_checked=notes["size_checked"]):
         raw = mne.io.read_raw(path, preload=False, verbose="warning")
     _check_opened_files(raw, path)
+    _check_rate(path, fmt, float(raw.info["sfreq"]))
+    if fmt == "EEGLAB":
+        _check_eeglab_length(path, raw)
+    if notes["crop_records"] is not None:
+        n_keep = int(round(notes["crop_records"] * notes["record_s"] * raw.info["sfreq"]))
+        if 0 < n_keep < raw.n_times:
+            with _mne_errors(path, fmt):
+                raw.crop(tmax=(n_keep - 1) / raw.info["sfreq"], include_tmax=True)
+    if notes.get("n_signals") != len(raw.ch_names):
+        notes["empty_labels"] = []  # the header's signals and MNE's channels do not pair up: the name rules decide
     check_stated_lengths(raw, path, ext, fmt, fields)
-    return raw
+    return raw, notes
 
 
 def read_table_file(path: Path, **options) -> pd.DataFrame:
@@ -363,7 +628,7 @@ def _read_channels_tsv(path: Path) -> pd.DataFrame:
 
 
 def _channel_info(
-    raw, sidecar: pd.DataFrame | None, path: Path, keep: np.ndarray
+    raw, sidecar: pd.DataFrame | None, path: Path, keep: np.ndarray, blank: Sequence[int] = ()
 ) -> tuple[list[str], list[str], list[str], dict]:
     """Names, lower-case MNE types, bad channels and types inferred from names, of the kept channels.
 
@@ -374,6 +639,9 @@ def _channel_info(
     ----------
     keep : ndarray, shape (n_kept,), int
         Indices of the file's channels to describe (``$`` duplicates left out).
+    blank : sequence of int
+        Indices of channels whose label in the file is blank (MNE renames two or more of them
+        ``-0``, ``-1``…): typed ``misc`` like any empty name, never scored.
 
     Returns
     -------
@@ -399,8 +667,18 @@ def _channel_info(
                 stated[i] = True
             if "status" in row and str(row["status"]).lower() == "bad":
                 bads.add(name)
+    blank_names = {raw.ch_names[i] for i in blank}
+    for i, name in enumerate(names):
+        if name in blank_names and not stated[i]:
+            types[i], stated[i] = "misc", True
     resolved = _resolve_types(names, types, stated, path)
-    return names, resolved.types, [n for n in names if n in bads], resolved.inferred
+    inferred = {**resolved.inferred, **{n: "misc" for n in names if n in blank_names}}
+    if blank_names:
+        logger.info(
+            "%s: %d channel(s) have a blank label in the file (named %s by MNE): typed misc, not scored.",
+            path.name, len(blank_names), ", ".join(sorted(blank_names)),
+        )  # fmt: skip
+    return names, resolved.types, [n for n in names if n in bads], inferred
 
 
 def _resolve_types(names: list[str], types: list[str], stated: list[bool], path: Path):
@@ -585,11 +863,11 @@ def read_recording(path: str | Path, *, preload: bool = False, require_ieeg: boo
         raise FileNotFoundError(f"Recording file not found: {path}")
     if fmt == "NumPy archive":
         return read_npz_recording(path)
-    raw = _read_raw(path, ext, fmt)
+    raw, notes = _read_raw(path, ext, fmt)
     sidecar_path = _sidecar(path, ext, "channels.tsv")
     sidecar = _read_channels_tsv(sidecar_path) if sidecar_path else None
     keep = _drop_duplicates(list(raw.ch_names), path, sidecar)
-    names, types, bads, inferred = _channel_info(raw, sidecar, path, keep)
+    names, types, bads, inferred = _channel_info(raw, sidecar, path, keep, notes["empty_labels"])
     if require_ieeg:
         _require_ieeg(types, inferred, path)
     with _mne_errors(path, fmt):
@@ -618,8 +896,10 @@ def read_recording(path: str | Path, *, preload: bool = False, require_ieeg: boo
             **_naming_info(list(raw.ch_names), names, inferred),
             "source_files": _opened_files(raw, path),
             "dc_offsets_uv": _log_offsets(names, offsets, path),
+            "blank_labels": [raw.ch_names[i] for i in notes["empty_labels"] if raw.ch_names[i] in names],
         },
     )
+    recording.info["warnings"] = notes["warnings"] + plausibility_warnings(recording)
     logger.info(
         "Read %s: %d channels (%d iEEG, %d bad), %.1f s at %g Hz.",
         path.name, recording.n_channels, len(recording.ieeg_picks()), len(recording.bads),
@@ -656,10 +936,27 @@ def read_npz_recording(path: str | Path) -> Recording:
         Not a readable archive, or a key is missing or malformed.
     """
     path = Path(path)
+    with open(path, "rb") as f:
+        start = f.read(8)
+    if not start.startswith(b"PK"):
+        what = "an empty file" if not start else f"a file starting with {start!r}"
+        if start.startswith(b"\x93NUMPY"):
+            what = "a single NumPy array (.npy), not an archive of named arrays"
+        raise RecordingReadError(
+            f"Could not read {path}: not a NumPy archive ({what}); a .npz recording is written with "
+            f"numpy.savez holding {', '.join(NPZ_KEYS)}."
+        )
     try:
         with np.load(path, allow_pickle=False) as archive:
             arrays = {key: archive[key] for key in archive.files}
-    except (OSError, ValueError, EOFError) as exc:
+    except ValueError as exc:
+        if "pickle" in str(exc):
+            raise RecordingReadError(
+                f"Could not read {path}: an array in the archive holds Python objects, which are not read "
+                "(unsafe); save names and types as string arrays (numpy.savez with dtype str)."
+            ) from None
+        raise RecordingReadError(f"Could not read {path} as a NumPy archive: {exc}") from exc
+    except (OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:
         raise RecordingReadError(f"Could not read {path} as a NumPy archive: {exc}") from exc
     rate_key = "sfreq" if "sfreq" in arrays else "fs"
     missing = [k for k in ("data", "ch_names", rate_key) if k not in arrays]
@@ -681,11 +978,16 @@ def read_npz_recording(path: str | Path) -> Recording:
     if "ch_types" not in arrays:
         logger.info("%s has no ch_types; its channels are typed from their names (others: seeg).", path.name)
     resolved = _resolve_types(names, [given[i] for i in keep], [False] * len(names), path)
+    try:
+        sfreq = float(np.asarray(arrays[rate_key]).reshape(-1)[0])
+    except (ValueError, TypeError, IndexError):
+        raise RecordingReadError(f"{path}: '{rate_key}' must be one number of Hz; got {arrays[rate_key]!r}.") from None
+    _check_rate(path, "a NumPy archive", sfreq, f" ('{rate_key}')")
     samples, offsets = _float32_without_offsets(data[keep], resolved.types)
     try:
-        return Recording(
+        recording = Recording(
             data=samples,
-            sfreq=float(np.asarray(arrays[rate_key]).reshape(-1)[0]),
+            sfreq=sfreq,
             ch_names=names,
             ch_types=resolved.types,
             soz=arrays["soz"][keep] if "soz" in arrays else None,
@@ -699,6 +1001,8 @@ def read_npz_recording(path: str | Path) -> Recording:
         )
     except ValueError as exc:
         raise RecordingReadError(f"{path}: {exc}") from exc
+    recording.info["warnings"] = plausibility_warnings(recording)
+    return recording
 
 
 def _float32_without_offsets(data: np.ndarray, types: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -719,3 +1023,85 @@ def _float32_without_offsets(data: np.ndarray, types: list[str]) -> tuple[np.nda
     for i in np.flatnonzero(offsets):
         samples[i] = np.asarray(data[i], dtype=np.float64) - offsets[i]
     return samples, offsets
+
+
+PLAUSIBILITY_SECONDS = 10.0
+"""Seconds (from the middle of the recording) of at most ``PLAUSIBILITY_CHANNELS`` channels looked at."""
+PLAUSIBILITY_CHANNELS = 8
+_LINE_PEAK_RATIO = 10.0
+"""How far (×) a narrow spectral peak must stand above its ±5 Hz surroundings to count as mains hum."""
+
+
+def _narrow_peak(freqs: np.ndarray, psd: np.ndarray, f: float) -> float:
+    """How many times the spectrum at ``f`` (±0.6 Hz) exceeds its median over ``f`` ± 1.5..5 Hz (0 when out of band)."""
+    near = np.abs(freqs - f)
+    if f + 5 > freqs[-1] or not (near <= 0.6).any():
+        return 0.0
+    around = psd[(near >= 1.5) & (near <= 5)]
+    base = np.median(around) if len(around) else 0.0
+    return float(psd[near <= 0.6].max() / base) if base > 0 else 0.0
+
+
+def plausibility_warnings(recording: Recording) -> list[str]:
+    """Cheap checks that a self-consistent file states its rate and sample format truly; warnings, never errors.
+
+    A few seconds (``PLAUSIBILITY_SECONDS``) of a few channels (``PLAUSIBILITY_CHANNELS``) are read:
+
+    * mains hum: when the median channel's spectrum has a narrow peak at 25/30 Hz or 100/120 Hz but
+      none at 50/60 Hz, the stated rate is probably off by 2× (the hum is where the rate puts it);
+    * sample format: many values that are not finite, subnormal-small or astronomically large mean
+      integer samples read as floats (or the reverse).
+
+    Each warning is logged and returned (``read_recording`` keeps them in ``info["warnings"]`` for the viewer).
+    """
+    from scipy.signal import welch
+
+    sfreq, n_times = recording.sfreq, recording.n_times
+    picks = recording.ieeg_picks()
+    if not len(picks):
+        picks = np.array([i for i, t in enumerate(recording.ch_types) if t != "stim"], dtype=int)
+    if not len(picks):
+        return []
+    picks = picks[np.linspace(0, len(picks) - 1, min(len(picks), PLAUSIBILITY_CHANNELS)).round().astype(int)]
+    length = min(n_times, int(PLAUSIBILITY_SECONDS * sfreq))
+    start = (n_times - length) // 2
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # NaN/overflow in a misread file: what is looked for
+            data = np.asarray(recording.get_data(np.unique(picks), start, start + length), dtype=np.float64)
+    except Exception as exc:  # noqa: BLE001 - the check is advisory; reading errors surface when scored
+        logger.debug("%s: plausibility check skipped: %s", recording.label, exc)
+        return []
+    name = recording.source.name if recording.source is not None else recording.label
+    warnings_ = []
+    finite = np.isfinite(data)
+    data = np.where(finite, data, 0.0)
+    magnitude = np.abs(data)
+    odd = (~finite) | ((magnitude > 0) & (magnitude < 1e-20)) | (magnitude > 1e12)
+    if odd.mean() > 0.01:
+        warnings_.append(
+            f"{name}: {odd.mean():.0%} of the samples checked are not finite, subnormal-small or above 1e12 µV: "
+            "the file's sample format is probably misstated (integers read as floats or the reverse)."
+        )
+    nperseg = int(2 * sfreq)
+    if length >= 2 * nperseg and sfreq >= 60 and finite.all():
+        freqs, psd = welch(data - data.mean(axis=1, keepdims=True), fs=sfreq, nperseg=nperseg, axis=1)
+        median = np.median(psd, axis=0)
+        lines = (recording.line_freq,) if recording.line_freq in (50.0, 60.0) else (50.0, 60.0)
+        if not any(_narrow_peak(freqs, median, f) >= _LINE_PEAK_RATIO for f in lines):
+            for line in lines:
+                for factor, what in ((0.5, "half"), (2.0, "twice")):
+                    f = line * factor
+                    if _narrow_peak(freqs, median, f) >= _LINE_PEAK_RATIO:
+                        true_rate = sfreq / factor
+                        warnings_.append(
+                            f"{name}: a narrow peak at {f:g} Hz and none at {line:g} Hz: if it is {line:g} Hz mains hum, "
+                            f"the stated rate {sfreq:g} Hz is {what} the true rate (probably {true_rate:g} Hz); "
+                            "check the file's header."
+                        )
+                        break
+                if warnings_ and "narrow peak" in warnings_[-1]:
+                    break
+    for message in warnings_:
+        logger.warning(message)
+    return warnings_
