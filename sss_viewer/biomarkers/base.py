@@ -224,7 +224,7 @@ class BiomarkerScorer:
         The default scorer's ``validation`` is the evidence that made it the default
         (:data:`sss_viewer.biomarkers.DEFAULT_SCORER_EVIDENCE`).
         """
-        from sss_viewer.biomarkers import DEFAULT_SCORER, DEFAULT_SCORER_EVIDENCE
+        from sss_viewer.biomarkers.registry import DEFAULT_SCORER, DEFAULT_SCORER_EVIDENCE
 
         if self.info.name == DEFAULT_SCORER:
             return dataclasses.replace(self.info, validation=DEFAULT_SCORER_EVIDENCE)

@@ -89,7 +89,7 @@ def feature_names(markers: Sequence[str], with_model: bool) -> list[str]:
 
 def check_markers(markers: Sequence[str]) -> tuple[str, ...]:
     """``markers`` as a tuple if each is a registry name of a single marker, else a ValueError listing them."""
-    from sss_viewer.biomarkers import SCORERS
+    from sss_viewer.biomarkers.registry import SCORERS
 
     allowed = [n for n in SCORERS if n not in COMPOSITE_SCORERS]
     markers = tuple(markers) if not isinstance(markers, str) else (markers,)
@@ -242,7 +242,7 @@ class CombinedFeatures:
     """
 
     def __init__(self, markers: Sequence[str], model=None, *, window_s: float, step_s: float, artifacts: bool):
-        from sss_viewer.biomarkers import get_scorer
+        from sss_viewer.biomarkers.registry import get_scorer
 
         self.markers = check_markers(markers)
         self.model = model

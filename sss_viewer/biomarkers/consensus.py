@@ -71,7 +71,7 @@ class ConsensusScorer(BiomarkerScorer):
 
     def __init__(self, components: tuple[str, ...] = CONSENSUS_COMPONENTS, **params):
         super().__init__(**params)
-        from sss_viewer.biomarkers import FITTED, SCORERS, get_scorer
+        from sss_viewer.biomarkers.registry import FITTED, SCORERS, get_scorer
 
         markers = [n for n in SCORERS if n != "consensus" and n not in FITTED]
         unknown = [c for c in components if c not in markers]
