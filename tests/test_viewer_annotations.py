@@ -67,7 +67,7 @@ def test_save_load_round_trip(tmp_path):
     rows = channels.read_text().splitlines()
     assert rows[0] == "name\ttype\tstatus\tstatus_description\tsoz\ttype_source" and len(rows) == 9
     assert "A3\tn/a\tbad\t" in channels.read_text() and "A1\tn/a\tgood\tn/a\tn/a\tn/a" in rows
-    assert events.read_text().splitlines()[0] == "onset\tduration\ttrial_type\tdescription\tauthor\tmodified"
+    assert events.read_text().splitlines()[0] == "onset\tduration\ttrial_type\tdescription\tauthor\tmodified\tid"
 
 
 def test_sidecar_names_and_stems(tmp_path):
@@ -413,7 +413,7 @@ def test_a_deletion_elsewhere_is_a_conflict_and_nothing_is_lost(tmp_path):
     second.add_marker("note", 20.0)  # still has the onset
     assert [m["kind"] for m in load_annotations(tmp_path, second.stem).markers] == ["onset", "note", "offset"]
     assert len(second.conflicts) == 1 and second._conflict_row.visible
-    assert "1 conflict(s) with another session: 'onset at 10.00 s — sz onset' was deleted or moved" in second.status
+    assert "1 conflict(s) with another session: 'onset at 10.00 s — sz onset' was deleted in another" in second.status
     second._keep_theirs.clicks += 1  # accept the deletion
     assert second.conflicts == [] and not second._conflict_row.visible
     assert [m["kind"] for m in load_annotations(tmp_path, second.stem).markers] == ["note", "offset"]
@@ -428,7 +428,7 @@ def test_a_deletion_elsewhere_is_a_conflict_and_nothing_is_lost(tmp_path):
     second.resolve_conflict(0, "mine")
     assert load_annotations(tmp_path, second.stem).soz_labels == {"A1": False}
     log = "\n".join(e["action"] for e in read_log(tmp_path, second.stem))
-    assert "conflict: 'onset at 10.00 s — sz onset' was deleted or moved" in log
+    assert "conflict: 'onset at 10.00 s — sz onset' was deleted in another session" in log
     assert "conflict: SOZ label of A1" in log
 
 

@@ -14,8 +14,9 @@ The pure part (:class:`AnnotationSet`, :func:`save_annotations`, :func:`load_ann
 to the exports and never into the recording:
 
 - ``<stem>_desc-sssviewer_events.tsv``: ``onset, duration, trial_type, description, author,
-  modified`` (one row per marker; ``trial_type`` is the marker kind; ``author`` the session that
-  made it, ``modified`` an ISO-8601 UTC time; ``n/a`` marks an empty cell);
+  modified, id`` (one row per marker; ``trial_type`` is the marker kind; ``author`` the session that
+  made it, ``modified`` an ISO-8601 UTC time, ``id`` the marker's identity, kept when it is moved
+  and derived from the content for files written before ids; ``n/a`` marks an empty cell);
 - ``<stem>_desc-sssviewer_channels.tsv``: ``name, type, status, status_description, soz,
   type_source`` (every channel of the recording when the names are known, otherwise only those
   with a mark). ``soz`` is the clinician's SOZ label (``1``/``0``/``n/a``); ``type`` the MNE
@@ -23,8 +24,20 @@ to the exports and never into the recording:
   ``recording`` where it is the recording's own;
 - ``<stem>_desc-sssviewer_log.jsonl``: the append-only edit log, one JSON object per line
   (``time, author, action, before, after``), also recording merges and conflicts;
-- ``.sssviewer/backups/<sidecar>.1`` … ``.20``: the previous versions (1 = newest), and
-  ``.sssviewer/<stem>.lock``, the lock file.
+- ``.sssviewer/backups/<sidecar>.1`` … ``.20``: the previous versions (1 = newest),
+  ``.sssviewer/<stem>.lock``, the lock file, and ``.sssviewer/<stem>.source.json``, the manifest
+  naming the recording (path and content digest) the sidecars belong to.
+
+Which folder: recordings of different patients often share a file name (``EEG.edf``), so the
+sidecars are keyed by the recording's identity, not its file name (:func:`locate_sidecars`,
+:mod:`sss_viewer.viewer.annotation_identity`): a file inside the data root writes to the folder of
+the output folder mirroring its own (``OUT/patA/rec_desc-sssviewer_events.tsv``), any other file
+(an upload) to ``OUT/<stem>_src-<digest>_desc-…``, a recording held in memory to ``OUT`` itself. Sidecars
+of the old naming (``OUT/<stem>_desc-…``) are copied to their recording's folder only when they can
+be nobody else's; otherwise they are left untouched and the clinician is told.
+
+Markers carry an ``id`` that a move keeps: two sessions moving one marker, or one deleting what
+the other moved, are conflicts (**Keep mine** / **Keep theirs**), not two markers or a silent keep.
 
 Writing into the recording's own folder is refused unless asked for (``allow_source_dir=True``):
 that folder is often a shared, read-only or BIDS *raw* dataset, where extra ``desc-`` files break
@@ -36,6 +49,8 @@ from __future__ import annotations
 
 import functools
 import getpass
+import glob
+import hashlib
 import json
 import logging
 import math
@@ -59,6 +74,13 @@ from sss_viewer.fileio import (
     write_tsv,
 )
 from sss_viewer.io.readers import SUPPORTED_FORMATS
+from sss_viewer.viewer.annotation_identity import (
+    RecordingIdentity,
+    manifest_match,
+    read_manifest,
+    recording_identity,
+    write_manifest,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +96,8 @@ MAX_BACKUPS = 20
 """Numbered backups kept per sidecar."""
 EVENT_COLUMNS = ("onset", "duration", "trial_type", "description")
 """Columns an events sidecar must have (``author``/``modified`` are optional when reading)."""
-EVENT_EXTRA_COLUMNS = ("author", "modified")
+EVENT_EXTRA_COLUMNS = ("author", "modified", "id")
+"""Optional when reading: an events file without ``id`` (written before ids) gets :func:`content_marker_id`."""
 CHANNEL_COLUMNS = ("name", "status", "status_description")
 """Columns a channels sidecar must have (``type``/``soz``/``type_source`` are optional when reading)."""
 CHANNEL_WRITE_COLUMNS = ("name", "type", "status", "status_description", "soz", "type_source")
@@ -108,10 +131,35 @@ def default_author() -> str:
     return f"{user}#{uuid.uuid4().hex[:6]}"
 
 
+def new_marker_id() -> str:
+    """A fresh marker id (12 random hex digits)."""
+    return uuid.uuid4().hex[:12]
+
+
+def content_marker_id(m: dict) -> str:
+    """A marker id derived from its content (:func:`marker_key`): the same in every session.
+
+    Given to markers that have no id yet (seeded from the recording, read from an events file
+    written before ids existed), so that two sessions reading the same file agree on the ids.
+    """
+    return "c" + hashlib.sha256("|".join(marker_key(m)).encode()).hexdigest()[:11]
+
+
 def make_marker(
-    onset_s: float, kind: str, text: str = "", duration_s: float = 0.0, *, author: str = "", modified: str = ""
+    onset_s: float,
+    kind: str,
+    text: str = "",
+    duration_s: float = 0.0,
+    *,
+    author: str = "",
+    modified: str = "",
+    marker_id: str = "",
 ) -> dict:
-    """A validated marker ``{"onset_s", "duration_s", "kind", "text", "author", "modified"}``.
+    """A validated marker ``{"onset_s", "duration_s", "kind", "text", "author", "modified", "id"}``.
+
+    ``id`` identifies the marker across moves and sessions (default: a new one, :func:`new_marker_id`);
+    a moved marker keeps its id, so two sessions moving (or one deleting, the other moving) the same
+    marker are told apart from two sessions adding two markers.
 
     Raises
     ------
@@ -130,14 +178,27 @@ def make_marker(
         "text": str(text),
         "author": str(author or ""),
         "modified": str(modified or ""),
+        "id": _tsv_text(marker_id) or new_marker_id(),
     }
 
 
 def _copy_marker(m: dict) -> dict:
-    return make_marker(
+    marker = make_marker(
         m["onset_s"], m["kind"], m.get("text", ""), m.get("duration_s", 0.0),
-        author=m.get("author", ""), modified=m.get("modified", ""),
+        author=m.get("author", ""), modified=m.get("modified", ""), marker_id=m.get("id", ""),
     )  # fmt: skip
+    if not m.get("id"):
+        marker["id"] = content_marker_id(marker)
+    return marker
+
+
+def _with_content_id(m: dict) -> dict:
+    return {**m, "id": content_marker_id(m)}
+
+
+def marker_identity(m: dict) -> tuple:
+    """``(id, marker_key)``: the same marker, unchanged (a move changes the key, not the id)."""
+    return (m.get("id", ""), *marker_key(m))
 
 
 def marker_key(m: dict) -> tuple:
@@ -192,7 +253,8 @@ class AnnotationSet:
     markers : list of dict
         ``{"onset_s", "duration_s", "kind", "text", "author", "modified"}`` with kind in
         :data:`MARKER_KINDS`; notes are markers of kind ``"note"`` (a note always has a time).
-        Identical markers (:func:`marker_key`) are kept once.
+        Identical markers (:func:`marker_key`) are kept once, and so are markers with the same ``id``
+        (the first); a marker without an id gets :func:`content_marker_id`.
     bad_channels : list of str
         Channels the clinician marked bad (they leave the ranking).
     unknown_bad_channels : list of str
@@ -214,10 +276,12 @@ class AnnotationSet:
     unknown_label_channels: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        unique = {}
+        unique, ids = {}, set()
         for m in self.markers:
             marker = _copy_marker(m)
-            unique.setdefault(marker_key(marker), marker)
+            if marker_key(marker) not in unique and marker["id"] not in ids:
+                unique[marker_key(marker)] = marker
+                ids.add(marker["id"])
         self.markers = sort_markers(list(unique.values()))
         self.bad_channels = list(dict.fromkeys(str(c) for c in self.bad_channels))
         self.soz_labels = {str(c): bool(v) for c, v in dict(self.soz_labels).items() if v is not None}
@@ -241,6 +305,11 @@ class AnnotationSet:
             and self.soz_labels == other.soz_labels
             and self.type_overrides == other.type_overrides
         )
+
+    def same_ids_as(self, other: AnnotationSet) -> bool:
+        """:meth:`same_as`, and every marker with the same id (what the events file must hold)."""
+        ids = {marker_identity(m) for m in self.markers} == {marker_identity(m) for m in other.markers}
+        return ids and self.same_as(other)
 
 
 # ---------------------------------------------------------------------------------------------- edits
@@ -278,8 +347,8 @@ class Edit:
 
     def apply(self, annotations: AnnotationSet) -> AnnotationSet:
         """``annotations`` with this edit made; what else is there (e.g. another session's) stays."""
-        removed = {marker_key(m) for m in self.before["markers"]}
-        markers = [m for m in annotations.markers if marker_key(m) not in removed] + list(self.after["markers"])
+        removed = {m.get("id") for m in [*self.before["markers"], *self.after["markers"]]}
+        markers = [m for m in annotations.markers if m.get("id") not in removed] + list(self.after["markers"])
         gone = set(self.before["bad_channels"])
         bads = [c for c in annotations.bad_channels if c not in gone] + list(self.after["bad_channels"])
         return AnnotationSet(
@@ -314,8 +383,8 @@ def _label_diff(old: dict, new: dict) -> tuple[dict, dict]:
 
 def diff_annotations(old: AnnotationSet, new: AnnotationSet, action: str | None = None, author: str = "") -> Edit:
     """The :class:`Edit` from ``old`` to ``new`` (``action`` default: :func:`describe_edit`)."""
-    old_keys = {marker_key(m): m for m in old.markers}
-    new_keys = {marker_key(m): m for m in new.markers}
+    old_keys = {marker_identity(m): m for m in old.markers}
+    new_keys = {marker_identity(m): m for m in new.markers}
     soz_before, soz_after = _label_diff(old.soz_labels, new.soz_labels)
     type_before, type_after = _label_diff(old.type_overrides, new.type_overrides)
     edit = Edit(
@@ -363,17 +432,19 @@ class Conflict:
     Attributes
     ----------
     what : str
-        ``"marker"`` (the other session deleted or moved a marker this one still has),
-        ``"bad"`` (the other session unmarked a channel this one has bad), ``"soz"`` or ``"type"``
-        (both sessions changed a channel's label differently).
+        ``"marker"`` (one marker — the same ``id`` — deleted in one session and kept or moved in
+        the other, or moved differently in both), ``"bad"`` (the other session unmarked a channel
+        this one has bad), ``"soz"`` or ``"type"`` (both sessions changed a channel's label differently).
     item : str
-        The channel, or the marker's description.
+        The channel, or the marker's description (as it was before either change).
     mine, theirs
-        This session's value and the other session's (for markers/bad: present/absent as True/False).
+        This session's value and the other session's: for markers the marker (None = deleted),
+        for bad channels True/False (bad/not), for labels the label.
     kept : str
-        ``"mine"`` or ``"theirs"``: the value now saved (deletions keep the item; labels keep the file's).
+        ``"mine"`` or ``"theirs"``: the value now saved. A deletion against a kept or moved marker
+        keeps the marker (nothing is lost); two moves, and labels, keep the file's value.
     marker : dict or None
-        The marker, for marker conflicts.
+        For marker conflicts: the marker as it was before (the common ancestor).
     """
 
     what: str
@@ -387,13 +458,30 @@ class Conflict:
     def message(self) -> str:
         """One line saying what happened and what was kept."""
         if self.what == "marker":
-            return f"'{self.item}' was deleted or moved in another session; kept here."
+            return self._marker_message()
         if self.what == "bad":
             return f"{self.item} was unmarked bad in another session; kept bad here."
         fmt = _soz_text if self.what == "soz" else (lambda v: v or "as recorded")
         name = "SOZ label" if self.what == "soz" else "type"
         kept = fmt(self.mine if self.kept == "mine" else self.theirs)
         return f"{name} of {self.item}: yours {fmt(self.mine)}, other session's {fmt(self.theirs)}; kept {kept}."
+
+    def _marker_message(self) -> str:
+        mine, theirs, base = self.mine, self.theirs, self.marker
+        if theirs is None:
+            if base is None or marker_key(mine) == marker_key(base):
+                return f"'{self.item}' was deleted in another session; kept here."
+            return f"'{self.item}' was deleted in another session but moved here to {mine['onset_s']:.2f} s; kept here."
+        if mine is None:
+            return (
+                f"'{self.item}' was deleted here but moved in another session to {theirs['onset_s']:.2f} s; "
+                "kept there."
+            )
+        kept = theirs if self.kept == "theirs" else mine
+        return (
+            f"'{self.item}' was moved here to {mine['onset_s']:.2f} s and in another session to "
+            f"{theirs['onset_s']:.2f} s; kept {kept['onset_s']:.2f} s."
+        )
 
     def resolve(self, choice: str, current: AnnotationSet, author: str = "") -> Edit:
         """The edit that makes ``current`` hold ``choice``'s value (``"mine"`` or ``"theirs"``); may be empty."""
@@ -402,11 +490,10 @@ class Conflict:
         value = self.mine if choice == "mine" else self.theirs
         target = AnnotationSet(**_fields(current))
         if self.what == "marker":
-            keys = {marker_key(m) for m in target.markers}
-            if value and marker_key(self.marker) not in keys:
-                target.markers = sort_markers([*target.markers, self.marker])
-            elif not value:
-                target.markers = [m for m in target.markers if marker_key(m) != marker_key(self.marker)]
+            ids = {m["id"] for m in (self.marker, self.mine, self.theirs) if isinstance(m, dict)}
+            keys = {marker_key(m) for m in (self.mine, self.theirs) if isinstance(m, dict)}
+            others = [m for m in target.markers if m["id"] not in ids and marker_key(m) not in keys]
+            target.markers = sort_markers([*others, value] if value else others)
         elif self.what == "bad":
             bads = [c for c in target.bad_channels if c != self.item]
             target.bad_channels = [*bads, self.item] if value else bads
@@ -435,9 +522,7 @@ def _merge_items(base: dict, local: dict, disk: dict, what: str) -> tuple[dict, 
         elif in_local:  # absent on disk: new here, or deleted there
             merged[key] = local[key]
             if in_base:
-                item = marker_label(local[key]) if what == "marker" else key
-                marker = local[key] if what == "marker" else None
-                conflicts.append(Conflict(what, item, True, False, "mine", marker))
+                conflicts.append(Conflict(what, key, True, False, "mine"))
         elif not in_base:  # on disk only: added there (on disk only and in base: deleted here)
             merged[key] = disk[key]
     return merged, conflicts
@@ -460,6 +545,43 @@ def _merge_labels(base: dict, local: dict, disk: dict, what: str) -> tuple[dict,
     return merged, conflicts
 
 
+def _changed(a: dict, b: dict) -> bool:
+    return marker_key(a) != marker_key(b)
+
+
+def _merge_markers(base: list, local: list, disk: list) -> tuple[list, list[Conflict]]:
+    """Three-way merge of markers by ``id``: a move is a change of one marker, not a deletion and an addition.
+
+    Per id: kept or changed on one side only → that side; added on one side → added; deleted on
+    one side and unchanged on the other → deleted. A deletion against a kept or moved marker keeps
+    the marker; two different moves keep the file's; both are a :class:`Conflict`.
+    """
+    base_ids, disk_ids = {m["id"]: m for m in base}, {m["id"]: m for m in disk}
+    local_ids = {m["id"]: m for m in local}
+    merged, conflicts = [], []
+    for mid in dict.fromkeys([*local_ids, *disk_ids]):
+        b, mine, theirs = base_ids.get(mid), local_ids.get(mid), disk_ids.get(mid)
+        if mine is not None and theirs is not None:
+            if not _changed(mine, theirs) or b is None or not _changed(theirs, b):
+                merged.append(mine)  # the same, or only I changed it
+            elif not _changed(mine, b):
+                merged.append(theirs)  # only they changed it
+            else:  # both moved it, differently: the file's stays, mine is offered
+                merged.append(theirs)
+                conflicts.append(Conflict("marker", marker_label(b), mine, theirs, "theirs", b))
+        elif mine is not None:  # absent on disk: new here, or deleted there
+            merged.append(mine)
+            if b is not None:
+                conflicts.append(Conflict("marker", marker_label(b), mine, None, "mine", b))
+        elif b is None:  # on disk only: added there
+            merged.append(theirs)
+        elif _changed(theirs, b):  # deleted here, moved there: the moved marker stays, the deletion is offered
+            merged.append(theirs)
+            conflicts.append(Conflict("marker", marker_label(b), None, theirs, "theirs", b))
+        # else: deleted here, unchanged there → deleted
+    return merged, conflicts
+
+
 def merge_annotations(
     base: AnnotationSet, local: AnnotationSet, disk: AnnotationSet
 ) -> tuple[AnnotationSet, list[Conflict]]:
@@ -477,25 +599,23 @@ def merge_annotations(
     Returns
     -------
     merged : AnnotationSet
-        Markers and bad channels: the union of both sides' additions (identical markers once), with
-        this session's deletions applied; an item the *other* session deleted while this one still
-        has it is kept, with a :class:`Conflict`. SOZ labels and types, per channel: a change on
-        one side wins over no change; two different changes keep the file's value, with a Conflict.
+        Markers, by ``id`` (:func:`_merge_markers`): both sides' additions (identical markers
+        once), each side's moves and deletions; a marker deleted in one session and kept or moved
+        in the other is kept, and one moved differently in both keeps the file's time, each with a
+        :class:`Conflict`. Bad channels: the union of both sides' additions with this session's
+        removals applied; a channel the *other* session unmarked while this one has it bad stays
+        bad, with a Conflict. SOZ labels and types, per channel: a change on one side wins over no
+        change; two different changes keep the file's value, with a Conflict.
     conflicts : list of Conflict
     """
-    markers, c1 = _merge_items(
-        {marker_key(m): m for m in base.markers}, {marker_key(m): m for m in local.markers},
-        {marker_key(m): m for m in disk.markers}, "marker",
-    )  # fmt: skip
+    markers, c1 = _merge_markers(base.markers, local.markers, disk.markers)
     bads, c2 = _merge_items(
         dict.fromkeys(base.bad_channels, True), dict.fromkeys(local.bad_channels, True),
         dict.fromkeys(disk.bad_channels, True), "bad",
     )  # fmt: skip
     soz, c3 = _merge_labels(base.soz_labels, local.soz_labels, disk.soz_labels, "soz")
     types, c4 = _merge_labels(base.type_overrides, local.type_overrides, disk.type_overrides, "type")
-    merged = AnnotationSet(
-        markers=list(markers.values()), bad_channels=list(bads), soz_labels=soz, type_overrides=types
-    )
+    merged = AnnotationSet(markers=markers, bad_channels=list(bads), soz_labels=soz, type_overrides=types)
     return merged, [*c1, *c2, *c3, *c4]
 
 
@@ -569,6 +689,7 @@ def _events_frame(markers: list[dict]) -> pd.DataFrame:
             "description": [_na(_tsv_text(m["text"])) for m in markers],
             "author": [_na(_tsv_text(m.get("author", ""))) for m in markers],
             "modified": [_na(_tsv_text(m.get("modified", ""))) for m in markers],
+            "id": [m["id"] for m in markers],
         },
         columns=[*EVENT_COLUMNS, *EVENT_EXTRA_COLUMNS],
     )
@@ -698,7 +819,7 @@ def _cell(row, name: str) -> str:
 
 def _read_markers(path: Path) -> list[dict]:
     df = _read_tsv(path, EVENT_COLUMNS)
-    markers = []
+    markers, ids = [], set()
     for line, row in enumerate(df.itertuples(index=False), start=2):
         try:
             duration = 0.0 if row.duration in ("", _NA) else float(row.duration)
@@ -708,6 +829,15 @@ def _read_markers(path: Path) -> list[dict]:
             )  # fmt: skip
         except ValueError as err:
             raise AnnotationFileError(f"Annotation file {path}, line {line}: {err}") from None
+        # no id (a file written before ids) or a repeated one (edited by hand): one every session derives alike
+        given = _cell(row, "id").strip()
+        if not given:
+            marker["id"] = content_marker_id(marker)
+        elif given in ids:
+            marker["id"] = content_marker_id({**marker, "text": f"{given}|{marker['text']}"})
+        else:
+            marker["id"] = given
+        ids.add(marker["id"])
         markers.append(marker)
     return markers
 
@@ -913,6 +1043,7 @@ def sync_annotations(
     edits: list[Edit] = (),
     force: bool = False,
     lock_timeout_s: float = 10.0,
+    identity: RecordingIdentity | None = None,
 ) -> SyncResult:
     """Save this session's annotations, merging what another session saved since this one read the files.
 
@@ -940,6 +1071,9 @@ def sync_annotations(
         Write even when nothing changed, and replace a sidecar that cannot be read (it stays
         among the backups); without it an unreadable changed file raises.
     lock_timeout_s : float
+    identity : RecordingIdentity, optional
+        The recording's identity (:func:`locate_sidecars`), recorded in the folder's manifest with
+        the first save (and updated when the source changed).
 
     Returns
     -------
@@ -970,10 +1104,13 @@ def sync_annotations(
             else:
                 merged, conflicts = merge_annotations(base, local, disk)
         absent = any(fp is None for fp in now.values())
-        write = force or bool(edits) or (disk is not None and not merged.same_as(disk)) or (not changed and absent)
+        write = force or bool(edits) or (disk is not None and not merged.same_ids_as(disk)) or (not changed and absent)
         if write:
             _write_sidecars(merged, out_dir, paths, channel_names, channel_types)
             now = _fingerprints(paths)
+            if identity is not None and identity.key != "label":
+                if manifest_match(read_manifest(out_dir, stem), identity) != "same":
+                    write_manifest(out_dir, stem, identity)
         incoming = diff_annotations(local, merged, author=author) if disk is not None else None
         _log(out_dir, stem, _log_entries(edits, incoming, conflicts, author))
     if write:
@@ -1005,13 +1142,270 @@ def seed_from_recording(recording) -> AnnotationSet:
         t = getattr(recording, attr, None)
         if t is not None:
             text = recording.info.get(f"seizure_{kind}_text") or f"clinical seizure {kind} (from the recording)"
-            markers.append(make_marker(max(0.0, float(t)), kind, str(text), author=SEED_AUTHOR))
+            markers.append(_with_content_id(make_marker(max(0.0, float(t)), kind, str(text), author=SEED_AUTHOR)))
             seizure[kind] = (float(t), recording.info.get(f"seizure_{kind}_text"))
     for ev in recording.events:
         dup = any(abs(ev.onset - t) < 1e-6 and (txt is None or txt == ev.description) for t, txt in seizure.values())
         if not dup and math.isfinite(ev.onset) and ev.onset >= 0:
-            markers.append(make_marker(ev.onset, "event", ev.description, max(0.0, ev.duration), author=SEED_AUTHOR))
+            marker = make_marker(ev.onset, "event", ev.description, max(0.0, ev.duration), author=SEED_AUTHOR)
+            markers.append(_with_content_id(marker))
     return AnnotationSet(markers=markers, bad_channels=list(recording.bads))
+
+
+# --------------------------------------------------------------------------------- which recording
+
+
+CLAIM_SUFFIX = ".claim.json"
+"""Record, beside old-style sidecars, of the recording they were copied to (``.sssviewer/<stem>.claim.json``)."""
+
+
+@dataclass
+class SidecarLocation:
+    """Where a recording's sidecars are (:func:`locate_sidecars`).
+
+    Attributes
+    ----------
+    folder : Path
+        The folder of its sidecars (inside the output folder).
+    stem : str
+        Their names' stem: the recording's, with ``_src-<digest>`` for a content key.
+    identity : RecordingIdentity
+        What keys them.
+    note : str
+        What the clinician should know (old sidecars copied, or left untouched and why); may be empty.
+    migrated_from : Path or None
+        The folder of old-style sidecars copied here by this call.
+    """
+
+    folder: Path
+    stem: str
+    identity: RecordingIdentity
+    note: str = ""
+    migrated_from: Path | None = None
+
+
+def _file_stem(name: str) -> str:
+    for ext in sorted(SUPPORTED_FORMATS, key=len, reverse=True):
+        if name.lower().endswith(ext):
+            return name[: -len(ext)]
+    return Path(name).stem
+
+
+def _has_sidecars(folder: Path, stem: str) -> bool:
+    return any(p.is_file() for p in sidecar_paths(folder, stem))
+
+
+def _claim_path(folder: Path, stem: str) -> Path:
+    return folder / STATE_DIR / f"{stem}{CLAIM_SUFFIX}"
+
+
+def _read_claim(folder: Path, stem: str) -> dict | None:
+    path = _claim_path(folder, stem)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        logger.warning("Unreadable claim %s (%s): the old sidecars are treated as taken", path, err)
+        return {"source": "an unknown recording"}
+    return data if isinstance(data, dict) else {"source": "an unknown recording"}
+
+
+def _mismatch(folder: Path, stem: str, recording) -> str | None:
+    """Why sidecars in ``folder`` cannot be ``recording``'s (None: nothing against it)."""
+    events, channels = sidecar_paths(folder, stem)
+    try:
+        markers = _read_markers(events) if events.is_file() else []
+        listed = _read_tsv(channels, CHANNEL_COLUMNS) if channels.is_file() else None
+    except AnnotationFileError as err:
+        return f"they cannot be read: {err}"
+    names = set(recording.ch_names)
+    if listed is not None:
+        written = set(listed["name"].str.strip())
+        full = (listed["status"].str.strip().str.lower() == "good").any()  # every channel was listed
+        if not written <= names or (full and written != names):
+            return "their channels are not this recording's"
+    duration = float(getattr(recording, "duration_s", math.inf))
+    if any(m["onset_s"] > duration + 1e-6 for m in markers):
+        return "they have markers after the end of this recording"
+    seeded = {marker_key(m) for m in seed_from_recording(recording).markers}
+    if any(m["author"] == SEED_AUTHOR and marker_key(m) not in seeded for m in markers):
+        return "their markers from the recording file are not this recording's"
+    return None
+
+
+def _same_stem_folders(data_root, stem: str, recording_folder: Path) -> list[str]:
+    """Folders of the data root (other than ``recording_folder``) holding a recording named ``stem``."""
+    root = Path(data_root).expanduser().resolve()
+    found = set()
+    for path in root.rglob(f"{glob.escape(stem)}.*"):
+        if path.parent != recording_folder and _file_stem(path.name) == stem and path.is_file():
+            found.add(path.parent.relative_to(root).as_posix())
+    return sorted(found)
+
+
+def _legacy_verdict(legacy: Path, stem: str, recording, identity: RecordingIdentity, data_root) -> str | None:
+    """Why old-style sidecars in ``legacy`` are not to be attached to ``recording`` (None: they are its own).
+
+    They are its own only when nothing in them contradicts it (:func:`_mismatch`), no other
+    recording took them, and it is the only recording of that name in the data root: two
+    same-named recordings could each own them, and one patient's marks are never attached to another.
+    """
+    claim = _read_claim(legacy, stem)
+    if claim is not None:
+        if claim.get("source") == identity.source and claim.get("digest") == identity.digest:
+            return None
+        return f"they were already copied to {claim.get('source')}'s annotations"
+    reason = _mismatch(legacy, stem, recording)
+    if reason is not None:
+        return reason
+    if identity.key != "path" or data_root is None:
+        return f"without a data root to look in, it cannot be told which recording named {stem!r} they belong to"
+    here = Path(recording.source).expanduser().resolve().parent
+    others = _same_stem_folders(data_root, stem, here)
+    if others:
+        shown = ", ".join(f"{o}/" for o in others[:3]) + (" …" if len(others) > 3 else "")
+        return f"other recordings are named {stem!r} too ({shown}): they could be any of theirs"
+    return None
+
+
+def _migrate(legacy: Path, stem: str, folder: Path, own: str, identity: RecordingIdentity, author: str) -> bool:
+    """Copy ``stem``'s old-style sidecars and log from ``legacy`` to ``folder`` as ``own``'s; the old files stay.
+
+    Returns False when another session copied them meanwhile.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    with file_lock(_lock_path(legacy, stem)), file_lock(_lock_path(folder, own)):
+        if _has_sidecars(folder, own):  # another session migrated meanwhile
+            return False
+        sources = [*sidecar_paths(legacy, stem), log_path(legacy, stem)]
+        pairs = zip(sources, [*sidecar_paths(folder, own), log_path(folder, own)])
+        copied = []
+        for src, dst in pairs:
+            if src.is_file():
+                atomic_write_bytes(dst, src.read_bytes())
+                copied.append(src.name)
+        write_manifest(folder, own, identity)
+        claim = {**identity.manifest(), "copied_to": str(folder), "time": utc_now()}
+        _claim_path(legacy, stem).parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(_claim_path(legacy, stem), (json.dumps(claim, indent=1, sort_keys=True) + "\n").encode())
+        entry = {
+            "time": utc_now(), "author": author, "before": None, "after": None,
+            "action": f"migrate: copied {', '.join(copied)} from {legacy} (named by the file name only) for "
+            f"{identity.source}; the old files are kept",
+        }  # fmt: skip
+        _log(folder, own, [entry])
+    logger.info("Copied the old annotation sidecars %s of %s to %s (the old files are kept)", copied, stem, folder)
+    return True
+
+
+def _elsewhere(root: Path, stem: str, identity: RecordingIdentity, note: str) -> SidecarLocation:
+    """Key ``identity``'s sidecars by its content, because its usual ones are another recording's."""
+    content = identity.as_content()
+    where = SidecarLocation(root, stem + content.stem_suffix, content)
+    where.note = f"{note} This recording's annotations are kept as {where.stem}_desc-sssviewer_*."
+    return where
+
+
+def locate_sidecars(
+    out_dir: str | Path, stem: str, recording, *, data_root: str | Path | None = None, author: str = ""
+) -> SidecarLocation:
+    """Find (and when needed migrate) ``recording``'s sidecars in the output folder ``out_dir``.
+
+    They are keyed by the recording's identity
+    (:func:`~sss_viewer.viewer.annotation_identity.recording_identity`): its path relative to
+    ``data_root`` (``out_dir/patA/rec_desc-…`` for ``patA/rec.edf``), else its content digest
+    (``out_dir/rec_src-<digest>_desc-…``), else (held in memory) ``out_dir/<stem>_desc-…``. A
+    manifest next to the sidecars records the source's size and digest:
+
+    - sidecars with this recording's manifest are used;
+    - sidecars with the manifest of a different file at the same path are used with a warning when
+      nothing in them contradicts this file, and are otherwise left untouched (this recording's
+      are then keyed by its content);
+    - sidecars of the old naming (by file stem only, no manifest: ``out_dir/<stem>_desc-…``) are
+      adopted only when they are this recording's (:func:`_legacy_verdict`): copied to its folder
+      with their log (the old files are kept, a claim records where they went, the copy is
+      logged), or, for a recording at the top of the data root, recorded in place. Otherwise they
+      are left untouched, ``note`` says why, and this recording starts fresh.
+
+    Parameters
+    ----------
+    out_dir : path
+        The output folder.
+    stem : str
+        :func:`recording_stem`.
+    recording : Recording
+    data_root : path, optional
+        The folder recordings are browsed in.
+    author : str
+        Who opens it (for the log of a migration).
+
+    Returns
+    -------
+    SidecarLocation
+        Nothing is written unless old sidecars are adopted.
+    """
+    root = Path(out_dir).expanduser()
+    identity = recording_identity(recording, data_root)
+    if identity.key == "label":
+        return SidecarLocation(root, stem, identity)
+    folder, own = root / identity.folder, stem + identity.stem_suffix
+    manifest = read_manifest(folder, own)
+    match = manifest_match(manifest, identity)
+    if _has_sidecars(folder, own):
+        if match == "same" or (identity.stem_suffix and match == "none"):  # a digest in the name: its own
+            return SidecarLocation(folder, own, identity)
+        if match == "other":
+            owner = manifest.get("source") or "another recording"
+            note = f"⚠ The annotations {own} in {folder} are {owner}'s: left untouched."
+            return _elsewhere(root, stem, identity, note)
+        if match == "changed":
+            reason = _mismatch(folder, own, recording)
+            if reason is None:
+                note = (
+                    f"⚠ {identity.source} is not the file these annotations were made on (its size or content "
+                    "changed since); check that they still fit."
+                )
+                return SidecarLocation(folder, own, identity, note)
+            return _elsewhere(
+                root, stem, identity, f"⚠ The annotations in {folder} were made on another file at {identity.source} "
+                f"({reason}): left untouched.",
+            )  # fmt: skip
+        # the old naming, in this very folder (a recording at the top of the data root)
+        content = _elsewhere(root, stem, identity, "")
+        if _has_sidecars(root, content.stem):
+            return SidecarLocation(root, content.stem, content.identity)
+        reason = _legacy_verdict(folder, own, recording, identity, data_root)
+        if reason is None:
+            with file_lock(_lock_path(folder, own)):
+                write_manifest(folder, own, identity)
+            _log(folder, own, [{
+                "time": utc_now(), "author": author, "before": None, "after": None,
+                "action": f"migrate: these sidecars (named by the file name only) recorded as {identity.source}'s",
+            }])  # fmt: skip
+            return SidecarLocation(folder, own, identity, "Annotations of the old naming adopted as this recording's.")
+        note = f"⚠ The old annotations {own} in {folder} were not used: {reason}. They are kept untouched."
+        logger.warning("%s", note)
+        return _elsewhere(root, stem, identity, note)
+    if identity.key == "path":
+        content = _elsewhere(root, stem, identity, "")
+        if _has_sidecars(root, content.stem):  # kept by content earlier, when the path's were another's
+            return SidecarLocation(root, content.stem, content.identity)
+    if (folder, own) != (root, stem) and _has_sidecars(root, stem) and read_manifest(root, stem) is None:
+        reason = _legacy_verdict(root, stem, recording, identity, data_root)
+        legacy = ", ".join(p.name for p in sidecar_paths(root, stem) if p.is_file())
+        if reason is None:
+            if _migrate(root, stem, folder, own, identity, author):
+                note = f"Annotations saved under the old naming ({legacy}) were copied here; the old files are kept."
+                return SidecarLocation(folder, own, identity, note, migrated_from=root)
+            return SidecarLocation(folder, own, identity)
+        note = (
+            f"⚠ The old annotations {legacy} in {root} were not used: {reason}. They are kept untouched; "
+            "this recording starts fresh."
+        )
+        logger.warning("%s", note)
+        return SidecarLocation(folder, own, identity, note)
+    return SidecarLocation(folder, own, identity)
 
 
 # ------------------------------------------------------------------------------------------- panel
@@ -1041,7 +1435,16 @@ class AnnotationPanel(pn.viewable.Viewer):
     channels = param.List(default=[], item_type=str, doc="Channel names to choose from.")
     current_time_s = param.Number(default=0.0, bounds=(0, None), doc="Where a new marker goes by default.")
     goto_s = param.Number(default=None, allow_None=True, doc="Set (and triggered) by Go to: centre the view here.")
-    out_dir = param.Path(default=None, allow_None=True, check_exists=False, doc="Folder of the sidecars.")
+    out_dir = param.Path(default=None, allow_None=True, check_exists=False, doc="The output folder.")
+    sidecar_dir = param.Path(
+        default=None, allow_None=True, check_exists=False,
+        doc="Folder of this recording's sidecars inside out_dir (keyed by the recording: locate_sidecars); "
+        "None: out_dir itself.",
+    )  # fmt: skip
+    data_root = param.Path(
+        default=None, allow_None=True, check_exists=False,
+        doc="Folder recordings are browsed in: a file inside it keys its sidecars by its path relative to it.",
+    )  # fmt: skip
     stem = param.String(default="recording", doc="Sidecar name stem (the recording source's name).")
     source = param.Path(default=None, allow_None=True, check_exists=False, doc="The recording's file, if any.")
     autosave = param.Boolean(default=True, doc="Save on every change when an output folder is set.")
@@ -1068,6 +1471,7 @@ class AnnotationPanel(pn.viewable.Viewer):
         self._base = self.annotations
         self._seen: dict = {}
         self._recorded_types: list[str] | None = None
+        self._identity: RecordingIdentity | None = None
         self._selected_key: tuple | None = None
         self._pending_move: tuple | None = None
         self._make_widgets()
@@ -1146,8 +1550,15 @@ class AnnotationPanel(pn.viewable.Viewer):
         panel.set_recording(recording, out_dir, stem=params.get("stem"))
         return panel
 
-    def set_recording(self, recording, out_dir: str | Path | None, *, stem: str | None = None) -> None:
+    def set_recording(
+        self, recording, out_dir: str | Path | None, *, stem: str | None = None, data_root: str | Path | None = None
+    ) -> None:
         """Show ``recording``'s annotations: saved sidecars from ``out_dir`` when present, else seeded.
+
+        The sidecars are this recording's own, told apart from any other recording's of the same
+        file name (:func:`locate_sidecars`: keyed by the path relative to ``data_root``, else by a
+        content digest); sidecars of the old naming are copied over only when they are this
+        recording's, and otherwise left untouched with a warning in ``status``.
 
         Seeding uses :func:`seed_from_recording` (seizure onset/offset, events, the source's bad
         channels). Nothing is written by this call (autosave starts with the clinician's first
@@ -1162,26 +1573,41 @@ class AnnotationPanel(pn.viewable.Viewer):
         out_dir : path or None
         stem : str, optional
             Default :func:`recording_stem`.
+        data_root : path, optional
+            Default: the ``data_root`` parameter.
         """
         stem = stem or recording_stem(recording)
         names = list(recording.ch_names)
-        status, blocked, annotations, seen = "", False, None, {}
+        status, blocked, annotations, seen, folder, note = "", False, None, {}, None, ""
+        self._identity = None
         if out_dir is not None:
-            seen = _fingerprints(sidecar_paths(out_dir, stem))
             try:
-                loaded, seen = read_annotations(out_dir, stem, names)
+                where = locate_sidecars(
+                    out_dir, stem, recording, data_root=data_root or self.data_root, author=self.author
+                )
+            except OSError as err:
+                logger.warning("Could not look for %s's annotations in %s: %s", stem, out_dir, err)
+                folder, note = Path(out_dir), f" ⚠ Could not look for this recording's own annotations: {err}"
+            else:
+                folder, stem, self._identity = where.folder, where.stem, where.identity
+                note = f" {where.note}" if where.note else ""
+            seen = _fingerprints(sidecar_paths(folder, stem))
+            try:
+                loaded, seen = read_annotations(folder, stem, names)
             except AnnotationFileError as err:
                 status, blocked = f"⚠ {err} Autosave waits until you press Save (which replaces that file).", True
             else:
                 if any(fp is not None for fp in seen.values()):
-                    annotations, status = loaded, f"Loaded annotations from {Path(out_dir)}."
+                    annotations, status = loaded, f"Loaded annotations from {folder}."
                     status += _unknown_text(loaded)
         if annotations is None:
             annotations = seed_from_recording(recording)
             status = status or "Annotations seeded from the recording (not saved yet)."
+        status += note
         self._recorded_types = list(getattr(recording, "ch_types", []) or []) or None
         self._adopt(
             annotations, channels=names, out_dir=None if out_dir is None else str(out_dir), stem=stem,
+            sidecar_dir=None if folder is None else str(folder),
             source=None if recording.source is None else str(recording.source), status=status, conflicts=[],
         )  # fmt: skip
         self._base, self._seen, self._autosave_blocked = annotations, seen, blocked
@@ -1265,8 +1691,9 @@ class AnnotationPanel(pn.viewable.Viewer):
             return
         try:
             moved = make_marker(
-                onset_s, marker["kind"], marker["text"], marker["duration_s"], author=self.author, modified=utc_now()
-            )
+                onset_s, marker["kind"], marker["text"], marker["duration_s"], author=self.author, modified=utc_now(),
+                marker_id=marker["id"],
+            )  # fmt: skip
         except ValueError as err:
             self.status = f"⚠ {err}"
             return
@@ -1420,7 +1847,10 @@ class AnnotationPanel(pn.viewable.Viewer):
 
     def refresh(self) -> SyncResult | None:
         """Merge in what another session saved since this one last read or wrote (writes only if needed)."""
-        if self.out_dir is not None and same_files(self._seen, _fingerprints(sidecar_paths(self.out_dir, self.stem))):
+        unchanged = self.out_dir is not None and same_files(
+            self._seen, _fingerprints(sidecar_paths(self._folder, self.stem))
+        )
+        if unchanged:
             self.status = "No changes from other sessions."
             return None
         return self._sync(force=False, done="Checked for changes")
@@ -1433,19 +1863,25 @@ class AnnotationPanel(pn.viewable.Viewer):
         """
         if self.out_dir is None or self._loading:
             return None
-        if same_files(self._seen, _fingerprints(sidecar_paths(self.out_dir, self.stem))):
+        if same_files(self._seen, _fingerprints(sidecar_paths(self._folder, self.stem))):
             return None
         return self._sync(force=False, done="Merged changes from another session")
+
+    @property
+    def _folder(self) -> str | None:
+        """The folder of this recording's sidecars."""
+        return self.sidecar_dir or self.out_dir
 
     def _sync(self, *, force: bool, done: str) -> SyncResult | None:
         if self.out_dir is None:
             self.status = "⚠ Choose an output folder to save the annotations."
             return None
         try:
+            check_out_dir(self.out_dir, self.source)
             result = sync_annotations(
-                self.annotations, self.out_dir, self.stem, base=self._base, seen=self._seen,
+                self.annotations, self._folder, self.stem, base=self._base, seen=self._seen,
                 channel_names=list(self.channels) or None, channel_types=self._recorded_types, source=self.source,
-                author=self.author, edits=list(self._unsaved), force=force,
+                author=self.author, edits=list(self._unsaved), force=force, identity=self._identity,
             )  # fmt: skip
         except AnnotationFileError as err:
             self._autosave_blocked = True

@@ -127,7 +127,7 @@ class ViewerApp(pn.viewable.Viewer):
         self.traces = TraceView(show_overview=False)
         self.timecourse = SozTimeCourse()
         self.ranking = RankingTable()
-        self.annotations = AnnotationPanel()
+        self.annotations = AnnotationPanel(data_root=str(root))  # sidecars keyed by the path below the data root
         self.channel_types = ChannelTypeEditor()
         self.patient = PatientRankingPanel()
         self._source_recording: Recording | None = None
