@@ -100,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="sss-viewer",
         description="Stochastic Sparse Sampling (SSS) for seizure-onset-zone localisation in intracranial EEG.",
         epilog="Exit status: 0 success, 1 runtime error (a missing or unreadable file, a bad model folder), "
-        "2 usage error (unknown option, missing argument, invalid choice), 130 interrupted.",
+        "2 usage error (unknown option, missing argument, invalid choice), 130 interrupted (Ctrl-C), "
+        "143 terminated (SIGTERM).",
     )
     parser.add_argument(
         "--version", action="version", version=f"sss-viewer {__version__}", help="print the version and exit"
@@ -116,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--max-channels", type=int, default=None, help="cap channels per patient (default: real counts)")
     p.add_argument("--runs", type=int, default=1, help="runs per patient (default 1)")
+    p.add_argument(
+        "--overwrite", action="store_true",
+        help="write into a non-empty folder (files of the same names are replaced, others kept)",
+    )  # fmt: skip
     _add_common(p)
 
     p = sub.add_parser("cohort", help="check a BIDS iEEG dataset and print its per-centre summary")
@@ -301,6 +306,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_common(p)
 
+    p = sub.add_parser(
+        "model-accept",
+        help="accept a deliberately edited model config.json (a retune): record its values as the model's own",
+    )  # fmt: skip
+    p.add_argument("model", type=Path, help="model directory whose config.json was edited on purpose")
+    _add_common(p)
+
     p = sub.add_parser("evaluate", help="channel metrics of a model on held-out patients")
     p.add_argument("model", type=Path, help="model directory")
     p.add_argument("data", type=Path, help=DATA_HELP)
@@ -362,6 +374,15 @@ def _cmd_synth(args, progress: bool) -> int:
     from sss_viewer.synth.cohort import generate_cohort
     from sss_viewer.synth.config import SynthConfig
 
+    if args.out.exists() and not args.out.is_dir():
+        raise ValueError(f"Output folder {args.out} exists and is not a folder.")
+    entries = sorted(p.name for p in args.out.iterdir()) if args.out.is_dir() else []
+    if entries and not args.overwrite:
+        raise ValueError(
+            f"Output folder {args.out} is not empty ({_names(entries)}); synth would replace its files of the same "
+            "names (labels.tsv, cohort.tsv, participants.tsv, …). Pass --overwrite to write into it, or choose an "
+            "empty folder."
+        )
     config = SynthConfig(duration_scale=args.duration_scale, max_channels=args.max_channels, runs_per_patient=args.runs)
     out = generate_cohort(args.out, args.patients, args.seed, config, progress=progress)
     print(f"wrote synthetic cohort of {args.patients} patients to {out}")
@@ -485,13 +506,18 @@ SCORE_OUTPUTS = ("windows.csv", "channels.csv", "excluded.csv")
 class ScoreOutput:
     """The output folder of one ``score`` run: refuses a used folder, clears its previous run, lists what it writes.
 
+    Rules: ``--overwrite`` removes only the files a previous run's manifest (``sss-viewer-score.json``)
+    lists, never files found by name; a non-empty folder without a manifest is refused, naming what is
+    there. The previous run is removed only when the new results are ready (at the first
+    :meth:`write`, after the input and model were read and scored), so a failing new run leaves
+    the previous one whole.
+
     Parameters
     ----------
     root : Path
         The ``--out`` folder.
     overwrite : bool
-        A non-empty folder is refused unless True; then the files its manifest lists (without one:
-        files named as ``score`` names its outputs, here or one folder down) are removed first.
+        A non-empty folder is refused unless True and it holds a previous run's manifest.
     """
 
     def __init__(self, root: Path, overwrite: bool):
@@ -501,25 +527,26 @@ class ScoreOutput:
             raise ValueError(f"Output folder {root} exists and is not a folder.")
         entries = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
         if entries and not overwrite:
-            shown = ", ".join(entries[:5]) + (f" … ({len(entries)} in all)" if len(entries) > 5 else "")
             raise ValueError(
-                f"Output folder {root} is not empty ({shown}); pass --overwrite to replace the previous run's "
-                "files, or choose an empty folder."
+                f"Output folder {root} is not empty ({_names(entries)}); pass --overwrite to replace the previous "
+                "run's files, or choose an empty folder."
             )
-        if entries:
-            self._remove_previous()
+        self._pending = self._previous() if entries else []
 
     def _previous(self) -> list[Path]:
-        """The files the previous run wrote: from its manifest, else by name."""
+        """The files the previous run wrote, as its manifest lists them (read and checked now, removed later)."""
         manifest = self.root / SCORE_MANIFEST
         if not manifest.is_file():
-            named = [p for n in SCORE_OUTPUTS for p in (self.root / n, *self.root.glob(f"*/{n}")) if p.is_file()]
-            logger.info(
-                "%s has no %s; removing the score files found by name (%d).", self.root, SCORE_MANIFEST, len(named)
+            entries = sorted(p.name for p in self.root.iterdir())
+            raise ValueError(
+                f"Output folder {self.root} holds no {SCORE_MANIFEST} (no earlier score run wrote it), so --overwrite "
+                f"would not touch its files ({_names(entries)}): --overwrite removes only what a run's manifest lists. "
+                "Empty the folder yourself, or choose another --out."
             )
-            return named
         try:
             listed = json.loads(manifest.read_text(encoding="utf-8"))["files"]
+            if not isinstance(listed, list):
+                raise TypeError("'files' is not a list")
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ValueError(
                 f"Cannot replace the previous run in {self.root}: {manifest} is unreadable ({exc})."
@@ -534,9 +561,13 @@ class ScoreOutput:
             )
         return [*inside, manifest]
 
-    def _remove_previous(self) -> None:
+    def clear_previous(self) -> None:
+        """Remove the previous run's files (once; called when the new results are ready to be written)."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
         removed = 0
-        for path in self._previous():
+        for path in pending:
             if path.is_file() and not path.is_symlink():
                 path.unlink()
                 removed += 1
@@ -552,6 +583,7 @@ class ScoreOutput:
 
     def write(self, df, folder: Path, name: str) -> Path:
         """Write ``df`` as ``folder/name`` (atomically) and list it in the manifest."""
+        self.clear_previous()
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / name
         _write_csv(df, path)
@@ -565,6 +597,10 @@ class ScoreOutput:
 
         text = json.dumps({"command": "score", "sss_viewer_version": __version__, "files": self.written}, indent=1)
         atomic_write(self.root / SCORE_MANIFEST, lambda p: Path(p).write_text(text, encoding="utf-8"))
+
+
+def _names(entries: list[str]) -> str:
+    return ", ".join(entries[:5]) + (f" … ({len(entries)} in all)" if len(entries) > 5 else "")
 
 
 class ScoreFailures(ValueError):
@@ -607,6 +643,7 @@ def _cmd_score(args, progress: bool) -> int:
     from sss_viewer.io.cohort import load_recording, read_labels
 
     _resolve_score_paths(args)
+    _check_score_numbers(args)
     if args.recording.is_dir():
         if args.scorer != MODEL_SCORER:
             raise UsageError(
@@ -624,14 +661,50 @@ def _cmd_score(args, progress: bool) -> int:
         scorer = get_scorer(args.scorer, weights=args.weights, artifacts=not args.keep_artifacts)
     else:
         scorer = get_scorer(args.scorer, artifacts=not args.keep_artifacts)
-    output = ScoreOutput(args.out, args.overwrite)
+    output = ScoreOutput(args.out, args.overwrite)  # checked now; the previous run is removed only when we write
     recording = load_recording(args.recording)
     if args.subject:
         recording.subject = args.subject
     if args.labels is not None:
         recording.soz = _labels_for(recording, read_labels(args.labels), args.labels)
+    if args.scorer == MODEL_SCORER:
+        _check_stride_fits(scorer, recording, args.stride)
     _score_one(args, scorer, recording, output, args.out, progress, top=15)
     return 0
+
+
+def _check_score_numbers(args) -> None:
+    """``--stride`` and ``--batch-size`` must be positive (0 is not "the model's default": leave the option out)."""
+    if args.stride is not None and args.stride <= 0:
+        raise UsageError(
+            f"argument --stride: expected a positive number of preprocessed samples; got {args.stride} "
+            "(leave --stride out for the model's own stride)"
+        )
+    if args.batch_size is not None and args.batch_size <= 0:
+        raise UsageError(f"argument --batch-size: expected at least 1 window per batch; got {args.batch_size}")
+
+
+def _check_stride_fits(bundle, recording, stride: int | None) -> None:
+    """Warn when the stride leaves room for one window per channel only (a sliver of the recording scored).
+
+    Both lengths are named: the stride (``--stride`` or the model's) and the recording's, in
+    preprocessed samples. A window longer than the recording is refused by the scorer itself
+    (naming both lengths).
+    """
+    try:
+        n_out = int(bundle.preprocess.output_length(recording.n_times, recording.sfreq))
+    except (ValueError, ZeroDivisionError):  # a rate the model refuses: the scorer says so
+        return
+    window = int(bundle.window_length)
+    step = int(stride or bundle.inference_stride)
+    what = "--stride" if stride else "the model's inference_stride (config.json)"
+    if window < n_out and n_out - window < step:  # (a recording exactly one window long has one window at any stride)
+        logger.warning(
+            "%s %d is longer than recording %s leaves after its first window (%d preprocessed samples, window %d): "
+            "only one window per channel is scored, the channel scores rest on its first %d of %d samples; "
+            "pass a --stride of at most %d.",
+            what, step, recording.label, n_out, window, window, n_out, n_out - window,
+        )  # fmt: skip
 
 
 def _score_cohort(args, progress: bool) -> int:
@@ -643,8 +716,7 @@ def _score_cohort(args, progress: bool) -> int:
 
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"argument --workers: expected at least 1 worker process; got {args.workers}")
-    if not is_cohort_output(args.out):  # a single-file run's folder: refused, or cleared with --overwrite, as ever
-        ScoreOutput(args.out, args.overwrite)
+    single = None if is_cohort_output(args.out) else ScoreOutput(args.out, args.overwrite)  # checked, not yet cleared
     options = CohortOptions(
         stride=args.stride, batch_size=args.batch_size, device=args.device,
         cache_dir=None if args.no_cache else (args.cache_dir or default_cache_dir()), labels=args.labels,
@@ -652,6 +724,8 @@ def _score_cohort(args, progress: bool) -> int:
     )  # fmt: skip
     with cohort_output_lock(args.out):  # two runs into one folder would score and summarise each other's recordings
         plan = prepare_cohort(args.model, args.recording, args.out, options, overwrite=args.overwrite)
+        if single is not None:  # model and recordings found: a single-file run's files make way now
+            single.clear_previous()
         import distributed  # noqa: F401  (importing it sets its loggers' levels: ours must come after)
 
         logging.getLogger("distributed").setLevel(logging.DEBUG if args.verbose > 1 else logging.WARNING)  # chatty INFO
@@ -880,10 +954,25 @@ def _cmd_demo(args, progress: bool) -> int:
     return 0
 
 
+def _cmd_model_accept(args, progress: bool) -> int:
+    from sss_viewer.engine.bundle import accept_config
+
+    path = accept_config(args.model)
+    print(f"accepted {path}: the model now loads with its current values (the weights are unchanged)")
+    return 0
+
+
 def _cmd_cohort(args, progress: bool) -> int:
     from sss_viewer.io.bids import summarise_bids
 
     summary = summarise_bids(args.root, labels=args.labels)
+    if not summary["total"] or not summary["total"].get("runs"):
+        skipped = summary["skipped"]
+        why = f"; skipped: {_names([f'{k} ({v})' for k, v in skipped.items()])}" if skipped else ""
+        raise ValueError(
+            f"{args.root} holds no readable iEEG run (sub-*/[ses-*/]ieeg/*_ieeg.<vhdr|edf|…>){why}; "
+            "check the BIDS root."
+        )
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
@@ -978,7 +1067,29 @@ COMMANDS = {
     "fit-combined": _cmd_fit_combined,
     "evaluate": _cmd_evaluate,
     "demo": _cmd_demo,
+    "model-accept": _cmd_model_accept,
 }
+
+EXIT_TERMINATED = 128 + 15
+"""Exit status after SIGTERM (as a shell reports a process it terminated)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C, so every ``finally`` and temporary-file cleanup runs."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
+def _check_labels_option(args) -> None:
+    """``--labels`` names a file: a folder is refused by name (not as an unknown extension)."""
+    labels = getattr(args, "labels", None)
+    if labels is not None and Path(labels).is_dir():
+        raise ValueError(
+            f"--labels {labels} is a folder, not a labels file; pass the TSV/CSV file with subject, channel, soz "
+            "columns."
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -996,14 +1107,17 @@ def main(argv: list[str] | None = None) -> int:
         (a missing or unreadable file, a bad model folder, an invalid value), reported as one
         ``error:`` line on stderr without a traceback (``-vv`` logs it); 2 (:data:`EXIT_USAGE`) a
         usage error (unknown option, missing argument, invalid choice), with argparse's message;
-        130 interrupted (Ctrl-C).
+        130 interrupted (Ctrl-C); 143 (:data:`EXIT_TERMINATED`) terminated by SIGTERM, handled like
+        Ctrl-C (one ``error:`` line, temporary files removed).
     """
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help/--version (0) or a usage error (2), already printed
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
     progress = _setup_logging(args)
+    previous = _install_sigterm()
     try:
+        _check_labels_option(args)
         return COMMANDS[args.command](args, progress)
     except UsageError as err:
         print(f"sss-viewer {args.command}: error: {err}", file=sys.stderr)
@@ -1012,11 +1126,33 @@ def main(argv: list[str] | None = None) -> int:
         logger.debug("details", exc_info=True)
         print(f"error: {_one_line(err)}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:  # Ctrl-C: every output is written whole or not at all, so nothing to clean up
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: every output is written whole or not at all
         out = getattr(args, "out", None)
         where = f"; no partial model was written to {out}" if out is not None and args.command == "train" else ""
+        if isinstance(exc, Terminated):
+            print(f"error: terminated (SIGTERM){where}.", file=sys.stderr)
+            return EXIT_TERMINATED
         print(f"error: interrupted{where}.", file=sys.stderr)
         return 130
+    finally:
+        _restore_sigterm(previous)
+
+
+def _install_sigterm():
+    """Make SIGTERM raise :class:`Terminated` in the main thread; the previous handler (None off the main thread)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+def _restore_sigterm(previous) -> None:
+    if previous is not None:
+        import signal
+
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,11 @@ so readers see either the previous file or the new one, whole.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import logging
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -78,8 +80,32 @@ def _naming(exc: OSError, path: Path) -> OSError:
     """``exc`` as an OSError that names ``path`` (a failed write, e.g. ``[Errno 28]``, names no file)."""
     if exc.filename is not None and str(path) in str(exc):
         return exc
-    new = OSError(exc.errno, f"Cannot write {path}: {exc.strerror or exc}")
+    note = free_space_note(path.parent) if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+    new = OSError(exc.errno, f"Cannot write {path}: {exc.strerror or exc}{note}")
     return new
+
+
+def free_space_note(folder: Path) -> str:
+    """``" (N MB free on the disk of FOLDER; …)"`` (its nearest existing folder), or "" when unreadable.
+
+    Parameters
+    ----------
+    folder : Path
+        Where a write failed.
+
+    Returns
+    -------
+    note : str
+        To append to an error message.
+    """
+    folder = Path(folder)
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return ""
+    return f" ({free / 1e6:,.1f} MB free on the disk of {folder}; free some space or choose another folder)"
 
 
 def current_umask() -> int:

@@ -48,7 +48,10 @@ def model(cohort, tmp_path_factory) -> Path:
 # Parser: version, help, options
 # ------------------------------------------------------------------------------------------------
 
-COMMANDS = ("synth", "cohort", "train", "score", "scoreboard", "fit-combined", "evaluate", "experiment", "compare", "demo")
+COMMANDS = (
+    "synth", "cohort", "train", "score", "scoreboard", "fit-combined", "evaluate", "experiment", "compare", "demo",
+    "model-accept",
+)
 
 
 def test_every_command_is_tested_here():

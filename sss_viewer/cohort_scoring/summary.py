@@ -110,9 +110,14 @@ def run_channels(out: Path, cohort: pd.DataFrame) -> pd.DataFrame:
     """
     tables = []
     for row in cohort[cohort["status"].isin([OK, SKIPPED])].itertuples(index=False):
-        channels = pd.read_csv(
-            out / row.recording / CHANNELS, dtype={"channel": str}, keep_default_na=False, na_values=[""]
-        )
+        path = out / row.recording / CHANNELS
+        try:
+            channels = pd.read_csv(path, dtype={"channel": str}, keep_default_na=False, na_values=[""])
+        except pd.errors.EmptyDataError:
+            raise ValueError(
+                f"{path} is empty (edited or cut after its run finished); rescore that recording: sss-viewer score "
+                "MODEL ROOT --out OUT --overwrite."
+            ) from None
         tables.append(channels.assign(subject=row.subject or "", run=short_run_name(row.recording, row.subject)))
     if not tables:
         return pd.DataFrame(columns=["subject", "run", "channel", "score"])

@@ -1,8 +1,10 @@
 """Model directories: safetensors weights + one JSON config. Loading never unpickles.
 
 A model directory holds ``model.safetensors`` and ``config.json``; the config records the
-SHA-256 of the weights (``weights_sha256``) and every value in it is checked on load, each error
-naming the file and the key. A directory is written whole into a temporary sibling and swapped
+SHA-256 of the weights (``weights_sha256``) and a SHA-256 of its own canonical JSON without that
+field (``config_sha256``), and every value in it is checked on load, each error naming the file and
+the key: a config edited after training (even to other valid values) is refused by name until
+``sss-viewer model-accept MODEL`` records the retune. A directory is written whole into a temporary sibling and swapped
 in with one rename (an atomic exchange where the system has one), the previous model removed only
 afterwards, so a reader sees the old model or the new one and never a mix; a reader that does
 meet a mix (or altered weights) is stopped by the checksum.
@@ -28,7 +30,7 @@ from safetensors.torch import save as save_weights
 
 from sss_viewer._version import __version__
 from sss_viewer.engine.calibration import calibrator_from_state
-from sss_viewer.fileio import pid_alive
+from sss_viewer.fileio import free_space_note, pid_alive
 from sss_viewer.models import model_from_config
 from sss_viewer.preprocessing.config import SCALES, PreprocessConfig
 
@@ -39,6 +41,8 @@ CONFIG_FILE = "config.json"
 FORMAT_VERSION = 1
 HASH_KEY = "weights_sha256"
 """``config.json`` key holding the SHA-256 (hex) of ``model.safetensors``."""
+CONFIG_HASH_KEY = "config_sha256"
+"""``config.json`` key holding the SHA-256 of the config's canonical JSON without this key (:func:`config_digest`)."""
 MODEL_FILES = (WEIGHTS_FILE, CONFIG_FILE)
 """What a model directory holds; a directory holding anything else is never replaced."""
 
@@ -112,6 +116,8 @@ class ModelBundle:
         state = {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()}
         weights = save_weights(state)
         config = {**self.config_dict(), HASH_KEY: hashlib.sha256(weights).hexdigest()}
+        config = json.loads(json.dumps(config, allow_nan=True))  # the digest covers what a reader parses
+        config[CONFIG_HASH_KEY] = config_digest(config)
         text = json.dumps(config, indent=2, allow_nan=True)
         directory.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale_siblings(directory)
@@ -122,7 +128,8 @@ class ModelBundle:
             _write_synced(tmp / CONFIG_FILE, text.encode())
             _swap_into_place(tmp, directory)
         except OSError as exc:  # a full disk: say where, leave the previous model (if any) as it was
-            raise OSError(exc.errno, f"Cannot save the model to {directory}: {exc.strerror or exc}") from None
+            note = free_space_note(directory.parent)
+            raise OSError(exc.errno, f"Cannot save the model to {directory}: {exc.strerror or exc}{note}") from None
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         logger.info("saved model to %s", directory)
@@ -145,6 +152,11 @@ class ModelBundle:
             and the key), or the weights do not match the recorded checksum or the model.
         """
         directory = Path(directory)
+        if directory.exists() and not directory.is_dir():
+            raise ValueError(
+                f"Model path {directory} is a file, not a model folder; pass the folder that holds {WEIGHTS_FILE} and "
+                f"{CONFIG_FILE} (written by `sss-viewer train --out`)."
+            )
         if not directory.is_dir():
             raise FileNotFoundError(f"Model directory {directory} does not exist.")
         missing = [name for name in MODEL_FILES if not (directory / name).is_file()]
@@ -162,6 +174,7 @@ class ModelBundle:
         values = validate_config(config, config_path)
         _check_weights_hash(config.get(HASH_KEY), weights, directory)
         _check_model_size(config["model"], _weights_shapes(weights, directory / WEIGHTS_FILE), config_path)
+        _check_config_hash(config, directory)  # after the specific checks: an edit they catch is named by them
         model = _build_model(config["model"], config_path)
         try:
             model.load_state_dict(load_weights(weights))
@@ -276,6 +289,114 @@ def _swap_into_place(tmp: Path, directory: Path) -> None:
 # ------------------------------------------------------------------------------------------------
 # Reading and validation
 # ------------------------------------------------------------------------------------------------
+
+
+def config_digest(config: dict) -> str:
+    """SHA-256 (hex) of ``config``'s canonical JSON (sorted keys, no spaces) without its two checksums.
+
+    ``weights_sha256`` is left out: it is checked against the weights themselves, and a model whose
+    config lacks it loads with a warning as before (the digest protects the values training chose).
+
+    Parameters
+    ----------
+    config : dict
+        A parsed ``config.json`` (with or without its checksums).
+
+    Returns
+    -------
+    digest : str
+        64 hex digits, the same for any key order or layout of the same content.
+    """
+    body = {k: v for k, v in config.items() if k not in (CONFIG_HASH_KEY, HASH_KEY)}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=True, ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _check_config_hash(config: dict, directory: Path) -> None:
+    """Refuse a ``config.json`` whose ``config_sha256`` differs from its content; warn when none is recorded."""
+    recorded = config.get(CONFIG_HASH_KEY)
+    path = directory / CONFIG_FILE
+    if recorded is None:
+        level = logging.INFO if _is_bundled(directory) else logging.WARNING
+        logger.log(
+            level,
+            "%s records no %s (saved by an older sss-viewer): edits to it cannot be detected. Record its current "
+            "values with `sss-viewer model-accept %s`.", path, CONFIG_HASH_KEY, directory,
+        )  # fmt: skip
+        return
+    if not (isinstance(recorded, str) and len(recorded) == 64 and _is_hex(recorded)):
+        raise _invalid(path, CONFIG_HASH_KEY, "the SHA-256 of the config (64 hex digits)", recorded)
+    actual = config_digest(config)
+    if actual != recorded:
+        raise ValueError(
+            f"{CONFIG_FILE} of {directory} was edited after training: its content no longer matches its "
+            f"{CONFIG_HASH_KEY} recorded at training ({recorded[:12]}…, now {actual[:12]}…), so a value the model was "
+            "trained with (rate, filters, window, stride, threshold, calibrator…) may have changed; retrain, or accept "
+            f"a deliberate retune with `sss-viewer model-accept {directory}`."
+        )
+
+
+def _is_bundled(directory: Path) -> bool:
+    """Whether ``directory`` is the model shipped inside the package (its files are package data)."""
+    try:
+        bundled = Path(__file__).resolve().parents[1] / "data" / "demo" / "model"
+        return directory.resolve() == bundled
+    except OSError:
+        return False
+
+
+def accept_config(directory: str | Path) -> Path:
+    """Record the current ``config.json`` of a model as deliberate (``sss-viewer model-accept``): rewrite its digest.
+
+    The config is validated and the weights checked against their SHA-256 and the described model
+    first (a retune is accepted, a broken or mismatched model is not); the file is replaced atomically.
+    The bundled demo model is package data and is refused (copy it first).
+
+    Parameters
+    ----------
+    directory : str or Path
+        A model directory whose ``config.json`` was edited on purpose.
+
+    Returns
+    -------
+    path : Path
+        The rewritten ``config.json``.
+
+    Raises
+    ------
+    ValueError, FileNotFoundError
+        As :meth:`ModelBundle.load`.
+    """
+    from sss_viewer.fileio import atomic_write_bytes
+
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise ValueError(f"Model path {directory} is a file, not a model folder.")
+    if not (directory / CONFIG_FILE).is_file():
+        raise FileNotFoundError(f"Model directory {directory} has no {CONFIG_FILE}.")
+    if _is_bundled(directory):
+        raise ValueError(
+            f"{directory} is the model shipped with sss-viewer (package data, left as installed); copy the folder "
+            "and accept the copy."
+        )
+    config_bytes, weights = _read_model_files(directory)
+    path = directory / CONFIG_FILE
+    try:
+        config = json.loads(config_bytes)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} is not valid JSON: {err}") from None
+    validate_config(config, path)
+    if config.get(HASH_KEY) is None:
+        raise ValueError(
+            f"{path} records no {HASH_KEY}: the weights cannot be tied to it. Re-save the model with a current "
+            "sss-viewer (ModelBundle.load(d).save(d)) instead."
+        )
+    _check_weights_hash(config[HASH_KEY], weights, directory)
+    _check_model_size(config["model"], _weights_shapes(weights, directory / WEIGHTS_FILE), path)
+    config[CONFIG_HASH_KEY] = config_digest(config)
+    atomic_write_bytes(path, json.dumps(config, indent=2, allow_nan=True).encode())
+    ModelBundle.load(directory)  # the accepted model loads
+    return path
 
 
 def _read_model_files(directory: Path, attempts: int = 3) -> tuple[bytes, bytes]:

@@ -13,13 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
-from sss_viewer.fileio import atomic_write
+from sss_viewer.fileio import atomic_write, free_space_note
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +113,13 @@ class TrainingCheckpoint:
         if not self.write:
             return
         stamped = {**state, "format": CHECKPOINT_FORMAT, "fingerprint": self.fingerprint}
-        atomic_write(self.path, lambda tmp: torch.save(stamped, tmp))
+        try:
+            atomic_write(self.path, lambda tmp: torch.save(stamped, tmp))
+        except (RuntimeError, OSError) as exc:  # torch's own writer fails as "[enforce fail at inline_container.cc…"
+            message, note = f"Cannot write the training checkpoint {self.path}: ", free_space_note(self.path.parent)
+            if isinstance(exc, OSError) and exc.errno is not None:
+                raise OSError(exc.errno, f"{message}{os.strerror(exc.errno)}{note}") from exc
+            raise OSError(f"{message}the write failed{note}") from exc
 
     def remove(self) -> None:
         """Delete the file (after the finished model is saved)."""

@@ -223,6 +223,7 @@ def _train(
     meta = series_set.meta
     labelled = meta["label"].to_numpy() >= 0
     if not labelled.any():
+        _refuse_short_recordings(recordings, config)
         raise ValueError("None of the training recordings has SOZ labels; training needs labelled channels.")
     if split is None:
         split = np.full(len(meta), UNUSED, dtype=object)
@@ -327,6 +328,31 @@ def _train(
         calibrator=calibrator,
         threshold=threshold,
         info=info,
+    )
+
+
+def _refuse_short_recordings(recordings: Sequence[Recording], config: TrainConfig) -> None:
+    """Say so when the labelled recordings exist but every one is shorter than the training window.
+
+    Their channels are dropped before labels are counted, which would otherwise read as "no labels".
+    """
+    labelled = [r for r in recordings if r.soz is not None]
+    if not labelled:
+        return
+    lengths = []
+    for r in labelled:
+        try:
+            lengths.append((config.preprocess.output_length(r.n_times, r.sfreq), r))
+        except (ValueError, ZeroDivisionError, AttributeError):
+            return
+    longest, rec = max(lengths, key=lambda x: x[0])
+    if longest >= config.window_length:
+        return
+    rate = config.preprocess.output_sfreq(rec.sfreq)
+    raise ValueError(
+        f"The training window ({config.window_length} preprocessed samples = {config.window_length / rate:.2f} s at "
+        f"{rate:g} Hz) is longer than every training recording (the longest, {rec.label}, gives {longest} samples = "
+        f"{longest / rate:.2f} s); pass a --window-length of at most {longest}, or longer recordings."
     )
 
 

@@ -74,7 +74,7 @@ def read_participants(root: Path) -> pd.DataFrame:
     FileNotFoundError
         The root has no ``participants.tsv``.
     ValueError
-        It has no ``participant_id`` column.
+        It has no ``participant_id`` column, or lists a participant twice.
     """
     path = root / PARTICIPANTS_FILE
     if not path.is_file():
@@ -87,6 +87,11 @@ def read_participants(root: Path) -> pd.DataFrame:
     if "participant_id" not in table.columns:
         raise ValueError(f"{path} has no participant_id column; it has {list(table.columns)}.")
     table["subject"] = table["participant_id"].str.removeprefix("sub-")
+    repeated = sorted(set(table["subject"][table["subject"].duplicated()]))
+    if repeated:
+        raise ValueError(
+            f"{path} lists participant(s) {', '.join('sub-' + r for r in repeated)} more than once; keep one row each."
+        )
     return table.set_index("subject")
 
 
