@@ -476,6 +476,10 @@ def _analyse(
     seg_end = np.concatenate((bounds[1:], [n_times]))
     for i, name in enumerate(ch_names):
         reasons = []
+        if reference > 0 and np.quantile(stats.seg_sd[i], 0.9) < config.flat_factor * reference:
+            # no signal in 9 of every 10 seconds (a constant line, perhaps a glitch): the contact sits at its own
+            # extremes because it is dead, not because an amplifier clips it
+            reason[i][reason[i] == REASON_SATURATED] = REASON_FLAT
         if reference > 0 and amplitude_ratio[i] > config.amplitude_factor:
             reasons.append(f"amplitude {_times(amplitude_ratio[i])} the recording's median")
         if np.isfinite(line_hit[i]):
