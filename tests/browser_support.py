@@ -64,6 +64,7 @@ def served_app(env: dict[str, str], timeout_s: float = 90.0, extra_args: tuple[s
         proc.terminate()
         try:
             proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired:  # a loaded machine: kill it, and reap it (no ResourceWarning)
             proc.kill()
+            proc.wait()
         log.close()

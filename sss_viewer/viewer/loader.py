@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
@@ -345,6 +346,179 @@ def _in_server_session() -> bool:
     return doc is not None and doc.session_context is not None
 
 
+UPLOAD_IDLE_ENV = "SSS_VIEWER_UPLOAD_IDLE_S"
+"""Environment variable: seconds without a chunk after which an unfinished upload is discarded (default 120)."""
+FILES_HELD = 3
+"""Files a session may hold at once (a BrainVision ``.vhdr`` + ``.vmrk`` + ``.eeg``): the server keeps at
+most this many times the per-file limit for one session, finished and unfinished uploads together."""
+
+
+def _default_idle_s() -> float:
+    try:
+        return max(1.0, float(os.environ.get(UPLOAD_IDLE_ENV) or 120))
+    except ValueError:
+        logger.error("%s=%r is not a number of seconds; using 120", UPLOAD_IDLE_ENV, os.environ.get(UPLOAD_IDLE_ENV))
+        return 120.0
+
+
+class LimitedFileDropper(pn.widgets.FileDropper):
+    """A ``FileDropper`` whose server side enforces the upload limit, chunk by chunk.
+
+    Panel's ``FileDropper`` checks ``max_file_size`` only in the browser; the server appends every
+    ``upload_event`` chunk it receives to a per-file buffer, and keeps the buffer of an upload that
+    never finishes. Whoever sends the chunks themselves can therefore grow the server without
+    bound. The rule here: the bytes one session holds for uploads are bounded and always freed —
+
+    - an upload is refused and its buffer discarded as soon as its received bytes exceed
+      ``max_bytes`` (later chunks of it are dropped unread), or the bytes held for all uploads of
+      the session (unfinished buffers and finished files not yet taken) would exceed
+      ``max_held_bytes``;
+    - an unfinished upload without a chunk for ``idle_s`` seconds is discarded (checked on every
+      chunk, and every ``idle_s / 2`` seconds in a served session while one is pending);
+    - :meth:`discard_all` drops everything; in a served session it runs when the session is destroyed.
+
+    ``refused`` says why the last upload was discarded.
+    """
+
+    max_bytes = param.Integer(default=512 * MB, bounds=(0, None), doc="Largest accepted file, bytes.")
+    max_held_bytes = param.Integer(
+        default=FILES_HELD * 512 * MB, bounds=(0, None), doc="Most bytes held for this session's uploads at once."
+    )
+    idle_s = param.Number(
+        default=120.0, bounds=(0, None), doc="Seconds without a chunk before an unfinished upload is discarded."
+    )
+    refused = param.String(default="", doc="Why the last upload was discarded on the server (empty if none was).")
+
+    _rename = {  # server-side only: not synced to the browser
+        **pn.widgets.FileDropper._rename, "max_bytes": None, "max_held_bytes": None, "idle_s": None, "refused": None,
+    }  # fmt: skip
+
+    def __init__(self, **params):
+        params.setdefault("idle_s", _default_idle_s())
+        super().__init__(**params)
+        self._received: dict[str, int] = {}
+        self._last_chunk: dict[str, float] = {}
+        self._sweeper = None
+        self._doc = pn.state.curdoc if _in_server_session() else None  # events arrive without a curdoc set
+        if self._doc is not None:
+            pn.state.on_session_destroyed(self._on_session_destroyed)
+
+    # -- what the session holds ---------------------------------------------------------------
+
+    def held_bytes(self) -> int:
+        """Bytes held for this session's uploads: unfinished chunks plus finished files not yet taken."""
+        pending = sum(self._received.values())
+        done = sum(len(v.encode("utf-8")) if isinstance(v, str) else len(v) for v in self.value.values())
+        return pending + done
+
+    def pending(self) -> dict[str, int]:
+        """``{name: bytes received}`` of the unfinished uploads."""
+        return dict(self._received)
+
+    def _drop(self, name: str) -> int:
+        self._file_buffer.pop(name, None)
+        self._last_chunk.pop(name, None)
+        return self._received.pop(name, 0)
+
+    def discard_all(self) -> None:
+        """Drop every unfinished upload and every finished file this widget holds."""
+        freed = self.held_bytes()
+        for name in list(self._file_buffer) + list(self._received):
+            self._drop(name)
+        self._file_buffer.clear()
+        self.value.clear()
+        self.mime_type.clear()
+        self._stop_sweeper()
+        if freed:
+            logger.info("freed %.1f MB of uploads", freed / MB)
+
+    def _on_session_destroyed(self, session_context) -> None:
+        self.discard_all()
+
+    def expire_idle(self, now: float | None = None) -> list[str]:
+        """Discard unfinished uploads without a chunk for ``idle_s`` seconds.
+
+        Parameters
+        ----------
+        now : float, optional
+            The ``time.monotonic()`` to compare the last chunks with (default: now).
+
+        Returns
+        -------
+        list of str
+            The names of the uploads discarded.
+        """
+        now = time.monotonic() if now is None else now
+        stale = [name for name, last in self._last_chunk.items() if now - last > self.idle_s]
+        for name in stale:
+            received = self._drop(name)
+            logger.warning(
+                "discarded the unfinished upload %r (%.1f MB): no chunk for %g s", name, received / MB, self.idle_s
+            )
+        if not self._received:
+            self._stop_sweeper()
+        return stale
+
+    def _stop_sweeper(self) -> None:
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None and self._doc is not None:
+            try:
+                self._doc.remove_periodic_callback(sweeper)
+            except (ValueError, KeyError, AttributeError):  # already gone with its session
+                pass
+
+    def _start_sweeper(self) -> None:
+        if self._sweeper is None and self._doc is not None and self._doc.session_context is not None:
+            self._sweeper = self._doc.add_periodic_callback(self.expire_idle, max(500, int(self.idle_s * 500)))
+
+    def _refuse(self, name: str, reason: str) -> None:
+        received = self._drop(name)
+        logger.warning("discarded the upload %r after %.1f MB: %s", name, received / MB, reason)
+        self.refused = f"Refused upload {name!r}: {reason}"
+
+    # -- the server side of the chunked upload ------------------------------------------------
+
+    def _process_event(self, event) -> None:
+        data = event.data if isinstance(event.data, dict) else {}
+        if event.event_name != "upload_event":
+            self._drop(str(data.get("name")))
+            super()._process_event(event)
+            return
+        self.expire_idle()
+        name, chunk, payload = data.get("name"), data.get("chunk"), data.get("data")
+        well_formed = (
+            isinstance(name, str) and isinstance(chunk, int) and isinstance(data.get("type"), str)
+            and isinstance(payload, (bytes, bytearray, memoryview))
+        )  # fmt: skip
+        if not well_formed:
+            logger.warning("dropped a malformed upload chunk (name %r, chunk %r)", name, chunk)
+            return
+        if chunk == 1:
+            self._drop(name)  # a new upload under this name replaces an unfinished one
+        elif name not in self._received:
+            return  # a chunk of an upload already discarded (or never started): dropped unread
+        received = self._received.get(name, 0) + len(payload)
+        if received > self.max_bytes:
+            limit = self.max_bytes / MB
+            self._refuse(name, f"it is over the {limit:g} MB upload limit ({received / MB:.1f} MB received).")
+            return
+        if self.held_bytes() + len(payload) > self.max_held_bytes:
+            self._refuse(
+                name, f"this session already holds {self.held_bytes() / MB:.1f} MB of uploads, and at most "
+                f"{self.max_held_bytes / MB:g} MB are kept; upload one recording at a time.",
+            )  # fmt: skip
+            return
+        self._received[name] = received
+        self._last_chunk[name] = time.monotonic()
+        self._start_sweeper()
+        super()._process_event(event)
+        if name not in self._file_buffer:  # finished: the bytes now live in ``value``
+            self._received.pop(name, None)
+            self._last_chunk.pop(name, None)
+            if not self._received:
+                self._stop_sweeper()
+
+
 class RecordingBrowser(pn.viewable.Viewer):
     """Choose a recording: browse the data root, upload files, or pick a BIDS subject and run.
 
@@ -373,14 +547,15 @@ class RecordingBrowser(pn.viewable.Viewer):
         self._runs: dict[str, list[str]] = {}
         self._listing = pn.widgets.Select(label="Recordings in the data folder", options={}, size=12, sizing_mode="stretch_width")
         self._up = pn.widgets.Button(label="⬆ Up", width=80)
-        self._dropper = pn.widgets.FileDropper(
-            multiple=True, max_file_size=f"{self.max_upload_mb:g}MB", sizing_mode="stretch_width"
+        self._dropper = LimitedFileDropper(
+            multiple=True, max_file_size=f"{self.max_upload_mb:g}MB", sizing_mode="stretch_width", **self._limits()
         )
         self._subject = pn.widgets.Select(label="Subject", options=[], visible=False)
         self._run = pn.widgets.Select(label="Run", options={}, visible=False)
         self._listing.param.watch(self._on_listing, "value")
         self._up.on_click(self._go_up)
         self._dropper.param.watch(self._on_upload, "value")
+        self._dropper.param.watch(self._on_refused, "refused")
         self._subject.param.watch(self._on_subject, "value")
         self._run.param.watch(self._on_run, "value")
         self._refresh()
@@ -505,7 +680,17 @@ class RecordingBrowser(pn.viewable.Viewer):
 
     @param.depends("max_upload_mb", watch=True)
     def _on_limit(self) -> None:
-        self._dropper.max_file_size = f"{self.max_upload_mb:g}MB"
+        self._dropper.param.update(max_file_size=f"{self.max_upload_mb:g}MB", **self._limits())
+
+    def _limits(self) -> dict[str, int]:
+        """The server-side limits of the drop zone (:class:`LimitedFileDropper`) for ``max_upload_mb``."""
+        per_file = int(self.max_upload_mb * MB)
+        return {"max_bytes": per_file, "max_held_bytes": FILES_HELD * per_file}
+
+    def _on_refused(self, event) -> None:
+        if event.new:
+            self.error = event.new
+            self._dropper.refused = ""  # the next refusal of the same upload is reported again
 
     def _upload_root(self) -> Path:
         """``upload_dir``, creating a per-session temporary folder on first use."""
