@@ -49,6 +49,7 @@ import pandas as pd
 from sss_viewer.io.channel_conventions import TYPE_ALIASES, duplicate_channels, resolve_channel_types
 from sss_viewer.io.lazy import OFFSET_LIMIT_UV, LazySignals, array_levels, dc_offsets, probe_levels
 from sss_viewer.io.recording import IEEG_CH_TYPES, Event, Recording
+from sss_viewer.io.seizure_events import is_clock_stamp
 
 logger = logging.getLogger(__name__)
 
@@ -771,15 +772,29 @@ def _signals_uv(raw, picks: np.ndarray, path: Path, types: list[str]) -> tuple[L
     return LazySignals(raw, picks, scale, source=path, offset=offsets), offsets
 
 
-def _events(raw, fmt: str) -> list[Event]:
-    """Annotations as events, onsets in seconds from the first sample."""
+def _events(raw, fmt: str, path: Path | None = None) -> list[Event]:
+    """Annotations as events, onsets in seconds from the first sample.
+
+    In EDF/BDF files, annotations whose text is only a signed number of seconds (``+75.000000``, the
+    clock stamps a Nihon Kohden export writes as annotations; :func:`~sss_viewer.io.seizure_events.is_clock_stamp`)
+    are time-keeping, not events: they are dropped, and how many is logged.
+    """
     annotations = raw.annotations
     events = []
+    stamps = 0
     for onset, duration, description in zip(annotations.onset, annotations.duration, annotations.description):
         text = str(description)
         if fmt == "BrainVision" and text.startswith("Comment/"):
             text = text[len("Comment/") :]
+        if fmt in ("EDF", "BDF") and is_clock_stamp(text):
+            stamps += 1
+            continue
         events.append(Event(float(onset - raw.first_time), float(duration), text))
+    if stamps:
+        logger.info(
+            "%s: %d annotation(s) that are only a time stamp (e.g. '+75.000000', an EDF export's time-keeping) "
+            "dropped; %d event(s) kept.", path or fmt, stamps, len(events),
+        )  # fmt: skip
     return events
 
 
@@ -886,7 +901,7 @@ def read_recording(path: str | Path, *, preload: bool = False, require_ieeg: boo
         sfreq=float(raw.info["sfreq"]),
         ch_names=names,
         ch_types=types,
-        events=_events(raw, fmt),
+        events=_events(raw, fmt, path),
         line_freq=_line_freq(raw, path, ext),
         bads=[b for b in bads if b in names],
         source=path,

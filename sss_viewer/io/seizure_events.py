@@ -160,6 +160,28 @@ _CLOCK_TICK = re.compile(r"^\s*[+-]?\d+(?:\.\d*)?\s*$")
 _HEDGE_WORDS = re.compile(r"\b(?:poss|possible|possibly|probable|probably|likely|maybe|questionable)\b")
 
 
+CLOCK_STAMP = re.compile(r"^\s*[+-]\d+(?:\.\d+)?\s*$")
+"""An annotation text that is only a signed number of seconds (``+75.000000``): a time-keeping entry of an EDF
+export (Nihon Kohden writes one per data record), not an event."""
+
+
+def is_clock_stamp(text: str) -> bool:
+    """Whether ``text`` is an EDF export's time-keeping entry (:data:`CLOCK_STAMP`), e.g. ``"+75.000000"``.
+
+    Parameters
+    ----------
+    text : str
+        An annotation text as read from the file.
+
+    Returns
+    -------
+    bool
+        True for a bare signed number (``+75.000000``, ``-0.5``); False for anything with words, an
+        unsigned number (``"3"``, which a site may use as an event code) or an empty text.
+    """
+    return bool(CLOCK_STAMP.match(str(text)))
+
+
 def normalise_marker(text: str) -> str:
     """Lower-case ``text``, turn punctuation into spaces, collapse spaces, drop JHH's ``z`` prefix.
 

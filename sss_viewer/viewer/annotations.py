@@ -328,6 +328,11 @@ class Edit:
     ``before``/``after`` hold only what changed: ``{"markers": [...], "bad_channels": [...],
     "soz": {channel: True/False/None}, "type": {channel: type or None}}`` (markers removed/added,
     channels unmarked/marked bad, labels' old/new values; None = no label).
+
+    ``recorded`` holds the recording's own values (``{"soz": {channel: True/False}, "type": {channel:
+    type}}``) of the channels whose label or type changes: what is in effect where the clinician has
+    set nothing. It does not take part in :meth:`apply`; the log (:meth:`to_json`) writes the values
+    in effect, so a label taken from the file is not logged as ``null``.
     """
 
     action: str
@@ -335,6 +340,7 @@ class Edit:
     after: dict
     author: str = ""
     time: str = field(default_factory=utc_now)
+    recorded: dict = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -343,7 +349,7 @@ class Edit:
 
     def inverse(self, action: str, author: str = "") -> Edit:
         """The edit that takes ``after`` back to ``before``."""
-        return Edit(action, self.after, self.before, author or self.author)
+        return Edit(action, self.after, self.before, author or self.author, recorded=self.recorded)
 
     def apply(self, annotations: AnnotationSet) -> AnnotationSet:
         """``annotations`` with this edit made; what else is there (e.g. another session's) stays."""
@@ -359,10 +365,27 @@ class Edit:
         )
 
     def to_json(self) -> dict:
-        """The edit log's line."""
-        return {
-            "time": self.time, "author": self.author, "action": self.action, "before": self.before, "after": self.after,
-        }  # fmt: skip
+        """The edit log's line: ``before``/``after`` with the values in effect.
+
+        A label or type the clinician had not set (None) is logged as the recording's own value when it has
+        one (``recorded``, also written), so "not SOZ" from the file reads ``false``, not ``null``.
+        """
+        entry = {"time": self.time, "author": self.author, "action": self.action}
+        entry["before"], entry["after"] = (self._in_effect(part) for part in (self.before, self.after))
+        if any(self.recorded.values()):
+            entry["recorded"] = {key: dict(values) for key, values in self.recorded.items() if values}
+        return entry
+
+    def _in_effect(self, part: dict) -> dict:
+        """``part`` (``before`` or ``after``) with unset labels and types as the recording's own."""
+        if not any(self.recorded.values()):
+            return part
+        out = dict(part)
+        for key in ("soz", "type"):
+            own = self.recorded.get(key) or {}
+            if key in out and own:
+                out[key] = {c: own.get(c) if v is None else v for c, v in out[key].items()}
+        return out
 
 
 def _apply_labels(current: dict, before: dict, after: dict) -> dict:
@@ -1471,6 +1494,7 @@ class AnnotationPanel(pn.viewable.Viewer):
         self._base = self.annotations
         self._seen: dict = {}
         self._recorded_types: list[str] | None = None
+        self._recorded: dict = {}
         self._identity: RecordingIdentity | None = None
         self._selected_key: tuple | None = None
         self._pending_move: tuple | None = None
@@ -1605,6 +1629,7 @@ class AnnotationPanel(pn.viewable.Viewer):
             status = status or "Annotations seeded from the recording (not saved yet)."
         status += note
         self._recorded_types = list(getattr(recording, "ch_types", []) or []) or None
+        self._recorded = _recorded_labels(recording)
         self._adopt(
             annotations, channels=names, out_dir=None if out_dir is None else str(out_dir), stem=stem,
             sidecar_dir=None if folder is None else str(folder),
@@ -1706,13 +1731,20 @@ class AnnotationPanel(pn.viewable.Viewer):
         self._commit(action, markers=sort_markers([*others, moved]))
 
     def request_move(self) -> None:
-        """Show the move of the selected marker to the time field's value, awaiting Apply or Cancel."""
+        """Show the move of the selected marker, awaiting a new time, then Apply or Cancel.
+
+        The new time starts at a time typed into the time field, else at the marker's own time (an
+        Apply without an edit then moves nothing) — never at the view's left edge, which the time field
+        follows until a time is typed.
+        """
         marker = self.selected_marker
         if marker is None:
             self.status = "⚠ Select a marker to move."
             return
         self._pending_move = marker_key(marker)
-        self._move_time.value = float(self._time.value if self._time.value is not None else marker["onset_s"])
+        typed = self._time.value
+        following_view = typed is None or abs(float(typed) - float(self.current_time_s)) < 1e-9
+        self._move_time.value = float(marker["onset_s"] if following_view else typed)
         self._move_row.visible = True
         self._show_move()
 
@@ -1784,6 +1816,17 @@ class AnnotationPanel(pn.viewable.Viewer):
                 return
         self._commit(f"type of {channel}: {types.get(channel, 'as recorded')}", type_overrides=types)
 
+    def _recorded_values(self, edit: Edit) -> dict:
+        """The recording's own labels and types of the channels ``edit`` changes (see :attr:`Edit.recorded`)."""
+        out = {}
+        for key in ("soz", "type"):
+            own = self._recorded.get(key, {})
+            changed = {*edit.before[key], *edit.after[key]}
+            values = {c: own[c] for c in changed if c in own}
+            if values:
+                out[key] = values
+        return out
+
     def _known_channel(self, channel: str) -> bool:
         if self.channels and channel not in self.channels:
             self.status = f"⚠ {channel!r} is not a channel of this recording."
@@ -1830,6 +1873,7 @@ class AnnotationPanel(pn.viewable.Viewer):
         edit = diff_annotations(old, self.annotations, self._next_action, self.author)
         if edit.empty:
             return
+        edit.recorded = self._recorded_values(edit)
         if not self._undoing:
             self._undo_stack.append(edit)
             self._refresh_undo()
@@ -1960,6 +2004,19 @@ class AnnotationPanel(pn.viewable.Viewer):
     @param.depends("status", watch=True)
     def _show_status(self) -> None:
         self._status.object = self.status
+
+
+def _recorded_labels(recording) -> dict:
+    """``{"soz": {channel: True/False}, "type": {channel: type}}``: the recording's own SOZ labels and channel types."""
+    names = list(getattr(recording, "ch_names", []) or [])
+    out = {"soz": {}, "type": {}}
+    soz = getattr(recording, "soz", None)
+    if soz is not None:
+        out["soz"] = {c: bool(v) for c, v in zip(names, soz)}
+    types = getattr(recording, "ch_types", None)
+    if types is not None:
+        out["type"] = {c: str(t) for c, t in zip(names, types)}
+    return out
 
 
 def _unknown_text(loaded: AnnotationSet) -> str:

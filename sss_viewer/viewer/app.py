@@ -133,6 +133,8 @@ class ViewerApp(pn.viewable.Viewer):
         self._source_recording: Recording | None = None
         self._navigated = False
         self._opening = False
+        self._span_s = float(self.traces.span_s)  # the span the user chose (a short recording's clamp is not one)
+        self._view_window: tuple[float, float] | None = None
         self._message = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._notice = pn.pane.Alert(DEMO_NOTICE, alert_type="info", visible=False, sizing_mode="stretch_width")
         self._disabled = pn.pane.Alert("", alert_type="warning", visible=False, sizing_mode="stretch_width")
@@ -239,21 +241,38 @@ class ViewerApp(pn.viewable.Viewer):
             self._demo_scores = demo_scores()
         return self._demo_scores
 
+    def types_corrected(self) -> bool:
+        """Whether the open recording's channel types differ from its file's (a clinician's correction)."""
+        source, recording = self._source_recording, self.recording
+        if source is None or recording is None:
+            return False
+        return list(recording.ch_types) != list(source.ch_types)
+
+    def _precomputed_demo(self) -> bool:
+        """Whether the demo's precomputed scores stand for the open recording: the demo with its file's channel types.
+
+        A corrected type (a contact typed ECG, a spare typed SEEG) changes which channels are scored, so
+        the demo is then rescored like any recording.
+        """
+        return self.is_demo and not self.types_corrected()
+
     def _score_if_possible(self) -> None:
         """Score the open recording with the chosen scorer, or say why not (the recording stays open for reading).
 
-        The demo ranked by the SSS model shows its precomputed scores at once.
+        The demo ranked by the SSS model shows its precomputed scores at once (unless its channel types
+        were corrected: then it is rescored).
         """
         recording = self.recording
         if recording is None:
             return
         name = self.scorers.scorer
-        if self.is_demo and name == MODEL_SCORER:
+        precomputed = self._precomputed_demo()
+        if precomputed and name == MODEL_SCORER:
             self.scorer.cancel()
             self._set_disabled("")
             self._set_scores(self.demo_scores())
             return
-        if self.is_demo and name not in FITTED:  # a marker's demo ranking: computed once per machine, then read
+        if precomputed and name not in FITTED:  # a marker's demo ranking: computed once per machine, then read
             self.scorer.cancel()
             self._set_disabled("")
             self._set_scores(demo_marker_scores(name))
@@ -281,10 +300,10 @@ class ViewerApp(pn.viewable.Viewer):
         self._update_patient_button()
         if self.scorers.scorer == MODEL_SCORER:
             self.ranking.threshold = float(bundle.threshold)
-            if self.recording is not None and not self.is_demo:
+            if self.recording is not None and not self._precomputed_demo():
                 self._clear_scores()
                 self._score_if_possible()
-        if self.scorers.compare == MODEL_SCORER and self.recording is not None and not self.is_demo:
+        if self.scorers.compare == MODEL_SCORER and self.recording is not None and not self._precomputed_demo():
             self._score_comparison()
 
     def _on_scorer_choice(self, event) -> None:
@@ -304,7 +323,7 @@ class ViewerApp(pn.viewable.Viewer):
             return
         title = self.scorers.title(name)
         self.comparison.second_title = title
-        if self.is_demo and name == MODEL_SCORER:
+        if self._precomputed_demo() and name == MODEL_SCORER:
             self.compare_scorer.cancel()
             self.comparison.param.update(status="", second=self.described(self.demo_scores()))
             return
@@ -344,12 +363,39 @@ class ViewerApp(pn.viewable.Viewer):
             self.traces.scores = event.new
 
     def _on_selected(self, event) -> None:
-        if event.new:
+        """A ranking row clicked: bring its channel into view — again, when it is the channel already focused."""
+        if not event.new:
+            return
+        if self.traces.focus_channel == event.new:
+            self.traces.param.trigger("focus_channel")  # paged away since: the same channel is shown again
+        else:
             self.traces.focus_channel = event.new
 
     def _on_navigate(self, *events) -> None:
-        if not self._opening:
-            self._navigated = True
+        """The user moved (time, span or page): the view stays where they put it when scores arrive.
+
+        A change that shows the same stretch of time is not a move: the browser narrows the span to a
+        recording shorter than it (10 s on a 6-s recording shows the whole 6 s either way), and that
+        neither counts as navigating nor becomes the span the next recording opens with.
+        """
+        window = self.traces.window()
+        if self._opening:
+            self._view_window = window
+            return
+        timing = all(e.name in ("start_s", "span_s") for e in events)
+        same_view = self._view_window is not None and all(abs(a - b) < 1e-6 for a, b in zip(window, self._view_window))
+        self._view_window = window
+        for event in events:
+            if event.name == "span_s" and not self._whole_recording_clamp(float(event.new)):
+                self._span_s = float(event.new)
+        if timing and same_view:
+            return
+        self._navigated = True
+
+    def _whole_recording_clamp(self, span: float) -> bool:
+        """Whether ``span`` is the open recording's whole length standing in for the user's longer span."""
+        duration = float(self.traces.duration_s)
+        return duration > 0 and abs(span - duration) < 1e-6 and self._span_s >= duration - 1e-6
 
     def soz_channels(self) -> list[str]:
         """SOZ channels: the recording's labels with the clinician's (from the ranking table) on top."""
@@ -382,8 +428,11 @@ class ViewerApp(pn.viewable.Viewer):
             self.annotations.set_channel_type(channel, ch_type)
 
     def _on_type_overrides(self, event) -> None:
-        """Types corrected by the clinician: rebuild the recording's types and rescore."""
-        if self._source_recording is None or self.is_demo:
+        """Types corrected by the clinician: rebuild the recording's types and rescore (the demo too).
+
+        While a recording opens, its saved corrections are applied by :meth:`_set_recording` itself.
+        """
+        if self._opening or self._source_recording is None or self.recording is None:
             return
         try:
             recording = apply_type_overrides(self._source_recording, dict(event.new))
@@ -395,6 +444,7 @@ class ViewerApp(pn.viewable.Viewer):
         self.recording = recording
         self.channel_types.types = dict(zip(recording.ch_names, recording.ch_types))
         self.traces.recording = recording
+        self._clear_scores()  # the old ranking scored other channels: it goes until the new one is ready
         self._score_if_possible()
         self._score_comparison()
 
@@ -437,15 +487,16 @@ class ViewerApp(pn.viewable.Viewer):
         self._score_if_possible()
         self._score_comparison()
 
-    def first_view_start(self, recording: Recording) -> float:
+    def first_view_start(self, recording: Recording, span_s: float | None = None) -> float:
         """Where the first view opens: a little before the first seizure-onset marker, else the start.
 
-        The onset sits a quarter of the way into the view, so the build-up before it is in sight.
+        The onset sits a quarter of the way into the view (of ``span_s``, default the view's span),
+        so the build-up before it is in sight.
         """
         onsets = [m["onset_s"] for m in self.annotations.markers if m["kind"] == "onset"]
         if not onsets:
             return 0.0
-        span = float(self.traces.span_s)
+        span = float(self.traces.span_s if span_s is None else span_s)
         latest = max(0.0, recording.duration_s - span)
         return float(min(max(0.0, min(onsets) - span / 4), latest))
 
@@ -459,7 +510,7 @@ class ViewerApp(pn.viewable.Viewer):
         try:
             self.annotations.set_recording(recording, self.out_dir)
             overrides = dict(self.annotations.type_overrides)
-            if overrides and not is_demo:
+            if overrides:
                 try:
                     recording = apply_type_overrides(recording, overrides)
                 except ValueError as exc:
@@ -474,10 +525,13 @@ class ViewerApp(pn.viewable.Viewer):
                 scores=None, display_names=names, clinician_labels=dict(self.annotations.soz_labels)
             )
             self.timecourse.scores = None
+            span = self._span_s  # the user's span, not one a shorter recording narrowed
             self.traces.param.update(
-                recording=recording, scores=None, start_s=self.first_view_start(recording), page=0, focus_channel="",
+                recording=recording, scores=None, span_s=span, start_s=self.first_view_start(recording, span), page=0,
+                focus_channel="",
                 bad_channels=list(self.annotations.bad_channels), markers=trace_markers(self.annotations.markers),
             )  # fmt: skip
+            self._view_window = self.traces.window()
             self._navigated = False
         finally:
             self._opening = False

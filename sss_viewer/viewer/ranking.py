@@ -320,7 +320,7 @@ def ranking_csv_frame(ranking: pd.DataFrame, scorer_info: dict | None = None) ->
     return out[list(CSV_COLUMNS)]
 
 
-def agreement(ranking: pd.DataFrame, threshold: float) -> dict[str, float] | None:
+def agreement(ranking: pd.DataFrame, threshold: float, *, unlabelled_as_not_soz: bool = False) -> dict[str, float] | None:
     """Agreement of the ranking with the clinician labels, over channels with a known label and a score.
 
     Parameters
@@ -328,21 +328,27 @@ def agreement(ranking: pd.DataFrame, threshold: float) -> dict[str, float] | Non
     ranking : DataFrame
         :func:`ranking_frame` output.
     threshold : float
+    unlabelled_as_not_soz : bool
+        Count the scored channels without a label as not SOZ (marking the SOZ contacts alone then
+        gives an AUC); the labels themselves are not changed. Default False: only labelled channels count.
 
     Returns
     -------
     metrics : dict or None
         ``auc`` (``nan`` with one class), ``f1``, ``precision``, ``recall``, ``threshold``,
-        ``n_soz``, ``n_soz_above``, ``n_above``, ``n_channels``; None when no label is known.
+        ``n_soz``, ``n_soz_above``, ``n_above``, ``n_channels``, ``n_unlabelled_as_not_soz`` (unlabelled
+        channels counted as not SOZ; 0 unless ``unlabelled_as_not_soz``); None when no label is known.
         Threshold figures follow :mod:`sss_viewer.metrics` (``score >= threshold`` is predicted SOZ; a
         ratio with a zero denominator is 0).
     """
     if "label" not in ranking.columns:
         return None
     scored = np.isfinite(ranking["score"].to_numpy(dtype=np.float64))
-    known = ranking.loc[ranking["label"].isin((SOZ_LABEL, NON_SOZ_LABEL)).to_numpy() & scored]
-    if known.empty:
+    labelled = ranking["label"].isin((SOZ_LABEL, NON_SOZ_LABEL)).to_numpy()
+    if not (labelled & scored).any():
         return None
+    counted = scored if unlabelled_as_not_soz else labelled & scored
+    known = ranking.loc[counted]
     scores = known["score"].to_numpy(dtype=np.float64)
     labels = (known["label"] == SOZ_LABEL).to_numpy().astype(np.int8)
     above = known["above"].to_numpy(dtype=bool)
@@ -359,6 +365,7 @@ def agreement(ranking: pd.DataFrame, threshold: float) -> dict[str, float] | Non
         "n_soz_above": tp,
         "n_above": int(above.sum()),
         "n_channels": len(known),
+        "n_unlabelled_as_not_soz": int(np.sum(counted & ~labelled)),
     }
 
 
@@ -367,11 +374,15 @@ def agreement_text(metrics: dict[str, float] | None) -> str:
     if metrics is None:
         return NO_LABELS_TEXT
     auc = "AUC n/a (one class)" if math.isnan(metrics["auc"]) else f"AUC {metrics['auc']:.2f}"
-    return (
+    text = (
         f"{auc} · F1 {metrics['f1']:.2f} · precision {metrics['precision']:.2f} · recall {metrics['recall']:.2f} "
         f"at {format_prob(metrics['threshold'])} ({metrics['n_soz_above']} of {metrics['n_soz']} SOZ channels above; "
         f"{metrics['n_above']} of {metrics['n_channels']} channels above)"
     )
+    n_assumed = int(metrics.get("n_unlabelled_as_not_soz", 0))
+    if n_assumed:
+        text += f"; {n_assumed} unlabelled channel{'s' * (n_assumed != 1)} counted as not SOZ"
+    return text
 
 
 def blank_missing(frame: pd.DataFrame, columns) -> pd.DataFrame:
@@ -422,6 +433,9 @@ class RankingTable(pn.viewable.Viewer):
     selected_channel = param.String(default=None, allow_None=True, doc="The channel of the row last clicked.")
     labels_known = param.Boolean(default=False, readonly=True, doc="Whether clinician SOZ labels are known.")
     page_size = param.Integer(default=20, bounds=(5, None), doc="Rows per page of the table.")
+    unlabelled_as_not_soz = param.Boolean(
+        default=False, doc="Count scored channels without a label as not SOZ in the agreement (stated in its text)."
+    )
 
     def __init__(self, **params):
         if "threshold" in params:
@@ -453,11 +467,14 @@ class RankingTable(pn.viewable.Viewer):
             self.param.threshold, name="Threshold", step=0.01, format="0.00", sizing_mode="stretch_width"
         )
         self._agreement = pn.pane.Markdown("", sizing_mode="stretch_width")
+        self._unlabelled = pn.widgets.Checkbox.from_param(
+            self.param.unlabelled_as_not_soz, name="count unlabelled as not SOZ (agreement only; labels unchanged)"
+        )
         self._provenance = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["sss-ranking-scorer"])
         self._help = pn.pane.Markdown(SCORE_HELP, sizing_mode="stretch_width", styles={"color": "#444", "font-size": "0.9em"})
         self._excluded = pn.pane.Markdown("", sizing_mode="stretch_width", styles={"color": "#666"})
         self._layout = pn.Column(
-            self._provenance, self._slider, self._agreement, self._help, self._tabulator, self._excluded,
+            self._provenance, self._slider, self._agreement, self._unlabelled, self._help, self._tabulator, self._excluded,
             sizing_mode="stretch_width",
         )  # fmt: skip
         self._refresh()
@@ -510,8 +527,11 @@ class RankingTable(pn.viewable.Viewer):
         return ranking_csv_frame(self.table(), self.scorer_info())
 
     def agreement(self) -> dict[str, float] | None:
-        """:func:`agreement` of the current table; None when labels are unknown."""
-        return agreement(self.table(), self.threshold)
+        """:func:`agreement` of the current table; None when labels are unknown.
+
+        With ``unlabelled_as_not_soz``, scored channels without a label count as not SOZ (the text says how many).
+        """
+        return agreement(self.table(), self.threshold, unlabelled_as_not_soz=self.unlabelled_as_not_soz)
 
     def _channels(self) -> pd.DataFrame | None:
         return None if self.scores is None else self.scores.channels
@@ -538,7 +558,7 @@ class RankingTable(pn.viewable.Viewer):
         self._tabulator.formatters = self._formatters()
         self._refresh()
 
-    @param.depends("scores", "threshold", "bad_channels", "clinician_labels", watch=True)
+    @param.depends("scores", "threshold", "bad_channels", "clinician_labels", "unlabelled_as_not_soz", watch=True)
     def _refresh(self) -> None:
         ranking = self.table()
         self._set_labels_known(bool(ranking["label"].isin((SOZ_LABEL, NON_SOZ_LABEL)).any()) if len(ranking) else False)
@@ -559,7 +579,8 @@ class RankingTable(pn.viewable.Viewer):
             self._syncing = False
         self._provenance.object = self._provenance_text()
         self._help.object = MARKER_SCORE_HELP if has_values(self._channels()) else SCORE_HELP
-        self._agreement.object = f"**Agreement:** {agreement_text(agreement(ranking, self.threshold))}"
+        metrics = agreement(ranking, self.threshold, unlabelled_as_not_soz=self.unlabelled_as_not_soz)
+        self._agreement.object = f"**Agreement:** {agreement_text(metrics)}"
         self._excluded.object = self._excluded_text()
 
     def _provenance_text(self) -> str:
@@ -628,11 +649,20 @@ class RankingTable(pn.viewable.Viewer):
             return []
         return [int(i) for i in np.flatnonzero(ranking["channel"].to_numpy() == channel)]
 
-    def _select_row(self, row: int | None) -> None:
+    def _select_row(self, row: int | None, *, again: bool = False) -> None:
+        """Select the channel of table row ``row``; with ``again``, tell the watchers even when it is already selected.
+
+        A click on the row already selected (after paging the traces away from it) must bring its
+        channel into view again, so a click re-announces ``selected_channel``.
+        """
         value = self._tabulator.value
         if row is None or value is None or not 0 <= row < len(value):
             return
-        self.selected_channel = str(value["channel"].iloc[row])
+        channel = str(value["channel"].iloc[row])
+        if again and channel == self.selected_channel:
+            self.param.trigger("selected_channel")
+        else:
+            self.selected_channel = channel
 
     def _on_selection(self, event) -> None:
         if self._syncing or not event.new:
@@ -640,7 +670,7 @@ class RankingTable(pn.viewable.Viewer):
         self._select_row(int(event.new[0]))
 
     def _on_click(self, event) -> None:
-        self._select_row(None if event.row is None else int(event.row))
+        self._select_row(None if event.row is None else int(event.row), again=True)
 
     @param.depends("selected_channel", watch=True)
     def _sync_selection(self) -> None:

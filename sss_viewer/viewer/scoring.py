@@ -93,6 +93,26 @@ def recording_key(recording: Recording) -> tuple | None:
     return stamps, tuple(recording.ch_names), tuple(recording.ch_types), tuple(sorted(recording.bads)), soz
 
 
+def channels_to_score(recording: Recording, exclude=()) -> int:
+    """How many channels of ``recording`` a scorer scores, leaving out ``exclude``.
+
+    Only good iEEG channels (:meth:`Recording.ieeg_picks`: ecog/seeg/dbs, not bad) are scored; ECG, DC,
+    trigger and bare vendor-prefix channels are not, so they are not counted.
+
+    Parameters
+    ----------
+    recording : Recording
+    exclude : iterable of str
+        Channel names not counted (those already scored).
+
+    Returns
+    -------
+    int
+    """
+    skip = set(exclude)
+    return sum(1 for i in recording.ieeg_picks() if recording.ch_names[int(i)] not in skip)
+
+
 class BackgroundScorer(param.Parameterized):
     """Score recordings on a worker thread and publish progress and results as parameters."""
 
@@ -264,9 +284,10 @@ class BackgroundScorer(param.Parameterized):
                 raise ScoringCancelled
             shown_first[0] = True
             n = scores.channels.shape[0]
+            others = channels_to_score(recording, exclude=first_channels or ())
             self._publish(
                 job, partial=scores,
-                status=f"Scored the {n} visible channel{'s' * (n != 1)} of {label}; scoring the other {scores.pending}…",
+                status=f"Scored the {n} visible channel{'s' * (n != 1)} of {label}; scoring the other {others}…",
             )  # fmt: skip
 
         options = {"progress": False, "on_progress": on_progress}
