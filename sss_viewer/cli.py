@@ -134,12 +134,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train an SSS model on a labelled cohort or file")
     p.add_argument("data", type=Path, help=DATA_HELP)
     _add_labels(p, LABELS_HELP)
+    p.add_argument(
+        "--viewer-labels", type=Path, metavar="VIEWER_OUT",
+        help="the viewer's output folder: the clinician's marks saved there (<recording>_desc-sssviewer_channels.tsv, "
+        "keyed by the recording's path below DATA) are the labels: marked SOZ = 1, marked not SOZ = 0, unlabelled "
+        "channels and channels marked bad are left out; recordings without marks are left out unless "
+        "--labels-fallback (never read unless given; not with --labels)",
+    )  # fmt: skip
     p.add_argument("--out", required=True, type=Path, help="model directory to write")
     p.add_argument(
         "--preset", default="default", choices=_TrainingChoices("TRAIN_PRESETS"), metavar="PRESET",
         help="training preset, one of %(choices)s: default (PatchTST, CPU-sized), paper (App. C budget), "
         "minirocket (the real-data recipe, Venn-Abers intervals), hydra / hydra_minirocket (the recipe with a Hydra "
-        "or Hydra + MiniRocket local model); the options below override it (default: default)",
+        "or Hydra + MiniRocket local model), quick (the minirocket recipe on windows every 8.2 s: minutes on a laptop, "
+        "the README's example); the options below override it (default: default)",
     )  # fmt: skip
     p.add_argument("--backbone", help="local model, e.g. patchtst or minirocket (default: the preset's)")
     p.add_argument("--epochs", type=int, help="training epochs (default: the preset's)")
@@ -417,9 +425,30 @@ def _train_overrides(args) -> dict:
 
 
 def _labelled_data(args) -> list:
-    """``load_data`` of ``args.data`` with ``--labels``; recordings it leaves unlabelled are dropped (said once)."""
+    """``load_data`` of ``args.data`` with ``--labels`` or ``--viewer-labels``; recordings left unlabelled are dropped.
+
+    With ``--viewer-labels`` (``train``) the viewer's channels sidecars label the recordings
+    (:func:`sss_viewer.io.viewer_labels.apply_viewer_labels`); the sidecars are only read.
+    """
     from sss_viewer.io.cohort import load_data
 
+    viewer_out = getattr(args, "viewer_labels", None)
+    if viewer_out is not None:
+        from sss_viewer.io.viewer_labels import apply_viewer_labels
+
+        if args.labels is not None:
+            raise UsageError("--labels and --viewer-labels are two sources of labels; pass one of them.")
+        recordings = load_data(args.data)
+        root = args.data if args.data.is_dir() else args.data.parent
+        apply_viewer_labels(recordings, root, viewer_out, fallback=args.labels_fallback)
+        kept = [r for r in recordings if "labels_excluded" not in r.info]
+        if not kept:
+            raise ValueError(
+                f"No recording left: no channel of {args.data} is marked SOZ or not SOZ in the viewer folder "
+                f"{viewer_out} (mark channels in the viewer's SOZ column, or pass --labels-fallback to train on the "
+                "data's own labels)."
+            )
+        return kept
     recordings = load_data(args.data, labels=args.labels, labels_fallback=args.labels_fallback)
     kept = [r for r in recordings if "labels_excluded" not in r.info]
     if len(kept) < len(recordings):
@@ -476,6 +505,11 @@ def _cmd_train(args, progress: bool) -> int:
         distributed.stop()
     if not ranks.is_main:  # rank 0 saves the model
         return 0
+    if getattr(args, "viewer_labels", None) is not None:  # which sidecars labelled which recording, in the model
+        bundle.info["viewer_labels"] = {
+            "viewer_out": str(args.viewer_labels),
+            "recordings": {r.label: r.info.get("viewer_labels", {}) for r in recordings},
+        }
     bundle.save(args.out)
     checkpoint.unlink(missing_ok=True)  # the model is saved: nothing left to resume
     val = bundle.info["val_metrics"]
