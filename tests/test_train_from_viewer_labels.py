@@ -302,3 +302,21 @@ def test_the_quick_preset_is_the_minirocket_recipe_on_sparser_windows():
     assert quick.inference_stride == recipe.inference_stride == 256  # scores (and heat maps) as fine as the recipe's
     assert (quick.batch_size, quick.epochs, quick.patience) == (512, 10, 5)
     assert train_preset("quick", epochs=3).epochs == 3 and train_preset("minirocket").train_stride == 256
+
+
+@pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame.reset_index is deprecated:DeprecationWarning")
+def test_the_app_offers_training_on_its_data_root_and_picks_the_new_model(tmp_path):
+    """The viewer wires the panel: its data root and output folder, the open model for comparison, and the new
+    model picked once trained (the training itself is tested above)."""
+    from sss_viewer.viewer.app import build_app
+
+    app = build_app(data_root=tmp_path, out_dir=tmp_path / "out", load_demo=False)
+    assert app.trainer.data_root == str(tmp_path) and app.trainer.viewer_out == str(tmp_path / "out")
+    model = tmp_path / "out" / "models" / "centre-test"
+    import shutil
+
+    from sss_viewer.viewer.demo_files import DEMO_MODEL_DIR
+
+    shutil.copytree(DEMO_MODEL_DIR, model)
+    app.trainer.model_dir = str(model)
+    assert app.models.model == "centre-test" and app.models.bundle is not None

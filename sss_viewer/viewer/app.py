@@ -47,6 +47,7 @@ from sss_viewer.viewer.scorers import (
 )
 from sss_viewer.viewer.scoring import BackgroundScorer, ScoringProgress, is_marker
 from sss_viewer.viewer.timecourse import SozTimeCourse
+from sss_viewer.viewer.train_panel import TrainPanel
 from sss_viewer.viewer.traces import TraceView
 
 logger = logging.getLogger(__name__)
@@ -130,6 +131,11 @@ class ViewerApp(pn.viewable.Viewer):
         self.annotations = AnnotationPanel(data_root=str(root))  # sidecars keyed by the path below the data root
         self.channel_types = ChannelTypeEditor()
         self.patient = PatientRankingPanel()
+        # a centre's own model from its clinicians' labels (issue 31): saved beside the viewer's sidecars
+        self.trainer = TrainPanel(
+            data_root=str(root), viewer_out=str(self.out_dir), models_root=str(Path(self.out_dir) / "models")
+        )
+        self.trainer.set_comparison(self.models.bundle)
         self._source_recording: Recording | None = None
         self._navigated = False
         self._opening = False
@@ -154,6 +160,8 @@ class ViewerApp(pn.viewable.Viewer):
     def _wire(self) -> None:
         self.browser.param.watch(lambda e: e.new and self.open(e.new), "selected")
         self.models.param.watch(self._on_model, "bundle")
+        self.models.param.watch(lambda e: self.trainer.set_comparison(e.new), "bundle")
+        self.trainer.param.watch(self._on_trained_model, "model_dir")
         self.scorer.param.watch(self._on_scores, "result")
         self.scorer.param.watch(self._on_partial_scores, "partial")
         self.scorer.param.watch(lambda e: e.new and self._show_message(e.new), "error")
@@ -179,6 +187,15 @@ class ViewerApp(pn.viewable.Viewer):
             lambda e: e.new is not None and setattr(self.traces, "start_s", max(0.0, min(
                 float(e.new) - self.traces.span_s / 2, self.traces.duration_s - self.traces.span_s))), "goto_s",
         )  # fmt: skip
+
+    def _on_trained_model(self, event) -> None:
+        """A model trained on this data root's labels: list its folder in the model picker and pick it."""
+        if not event.new:
+            return
+        folder = Path(event.new)
+        self.models.models_root = str(folder.parent)
+        self.models._scan()
+        self.models.model = folder.name
 
     def _update_patient_button(self, *_events) -> None:
         """The BIDS picker's "rank over all runs" button names the subject and its number of runs."""
@@ -680,6 +697,7 @@ class ViewerApp(pn.viewable.Viewer):
         sidebar = pn.Column(
             "### Recording", self.browser, self.patient.button, "### Model", self.scorers, self.models, self._disabled,
             ScoringProgress(scorer=self.scorer),
+            "### Train on this data root's labels", self.trainer,
             "### Annotations", self.annotations, "### Channel types", self.channel_types,
             "### Export", *self._downloads(), width=340,
         )  # fmt: skip
