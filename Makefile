@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine:
-#   make demo   — create .venv if missing, install, serve the viewer on the demo recording and model
+#   make demo   — create .venv if missing, install (with Debian chromium for PNG/SVG export, as root), serve the viewer
 #   make test   — create .venv if missing, install (with Debian chromium for the browser tests), run the tests
 # Both are idempotent. torch==2.13.0 is installed first where no torch is present (a CPU wheel on
 # this project's machines); an existing torch (e.g. a CUDA build on a GPU machine) is kept.
@@ -35,7 +35,7 @@ $(BROWSER_STAMP): $(STAMP)
 
 browser: $(BROWSER_STAMP)
 
-demo: setup
+demo: setup browser
 	$(VENV)/bin/panel serve app.py --port $(PORT) --address 127.0.0.1 --allow-websocket-origin=127.0.0.1:$(PORT) --allow-websocket-origin=localhost:$(PORT)
 
 test: setup browser
