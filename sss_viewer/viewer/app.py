@@ -697,7 +697,7 @@ class ViewerApp(pn.viewable.Viewer):
         sidebar = pn.Column(
             "### Recording", self.browser, self.patient.button, "### Model", self.scorers, self.models, self._disabled,
             ScoringProgress(scorer=self.scorer),
-            "### Train on this data root's labels", self.trainer,
+            self.trainer,
             "### Annotations", self.annotations, "### Channel types", self.channel_types,
             "### Export", *self._downloads(), width=340,
         )  # fmt: skip

@@ -80,6 +80,7 @@ class TrainPanel(pn.viewable.Viewer):
         self._table = pn.widgets.Tabulator(
             pd.DataFrame(), show_index=False, disabled=True, sizing_mode="stretch_width", pagination=None
         )
+        self._table_slot = pn.Column(sizing_mode="stretch_width")  # holds the table once there are figures
 
     # -- public -------------------------------------------------------------------------------
 
@@ -209,6 +210,7 @@ class TrainPanel(pn.viewable.Viewer):
     @param.depends("figures", watch=True)
     def _show(self) -> None:
         self._table.value = pd.DataFrame() if self.figures is None else self.figures.round(3)
+        self._table_slot.objects = [self._table] if self.figures is not None and not self.figures.empty else []
 
     def __panel__(self):
         return pn.Column(
@@ -218,7 +220,7 @@ class TrainPanel(pn.viewable.Viewer):
                                    visible=self.param.running, sizing_mode="stretch_width"),
             pn.pane.Markdown(self.param.status, sizing_mode="stretch_width"),
             pn.pane.Alert(self.param.error, alert_type="danger", visible=pn.bind(bool, self.param.error)),
-            self._table,
+            self._table_slot,
             sizing_mode="stretch_width",
         )
 
