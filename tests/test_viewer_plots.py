@@ -11,7 +11,7 @@ import holoviews as hv
 import numpy as np
 import pandas as pd
 import pytest
-from bokeh.models import BoxAnnotation, HoverTool, Image, ImageRGBA, Line, Plot, RangeTool, Span
+from bokeh.models import HoverTool, Image, ImageRGBA, Line, Plot, RangeTool, VSpan, VStrip
 
 from sss_viewer.engine.config import train_preset
 from sss_viewer.engine.inference import RecordingScores, score_recording
@@ -362,14 +362,16 @@ def test_markers_are_drawn(recording):
     ]
     view = TraceView(recording=recording, markers=markers, show_overview=False)
     overlay = view.main_element(0.0, 10.0)
-    assert len([el for el in overlay if isinstance(el, hv.VLine)]) == 2
-    assert [list(el.data) for el in overlay if isinstance(el, hv.VSpan)] == [[3.0, 7.0]]
+    lines = [el for el in overlay if isinstance(el, hv.VLines)]  # one element per line style, not per marker
+    assert sorted(x for el in lines for x in el.dimension_values(0)) == [3.0, 8.0]
+    (spans,) = [el for el in overlay if isinstance(el, hv.VSpans)]
+    assert list(spans.dimension_values(0)) == [3.0] and list(spans.dimension_values(1)) == [7.0]
     texts = [t for el in overlay if isinstance(el, hv.Labels) for t in el.dimension_values(2)]
     assert texts[:2] == ["seizure", "end"]  # onset and offset labels (then the scale bar's)
     plot = main_figure(hv.render(view.figure()))
-    annotations = plot.renderers + plot.center
-    assert sorted(s.location for s in annotations if isinstance(s, Span)) == [3.0, 8.0]
-    assert any(isinstance(r, BoxAnnotation) for r in annotations)
+    assert sorted(x for r in renderers(plot, VSpan) for x in r.data_source.data["time"]) == [3.0, 8.0]
+    spans = [r.data_source.data for r in renderers(plot, VStrip)]
+    assert [(list(d["time"]), list(d["time_end"])) for d in spans] == [([3.0], [7.0])]
 
 
 def test_heat_opacity_and_toggle(recording, scores):
@@ -613,8 +615,8 @@ def test_overview_shows_where_p_soz_is_high_with_a_colour_bar(recording, scores)
     assert not overview.legend or not overview.legend[0].items  # no stray legend
     (tool,) = list(overview.select({"type": RangeTool}))
     assert tool.overlay.line_color == RANGE_BOX_COLOUR and not tool.overlay.inverted and tool.overlay.line_width >= 2
-    spans = [r for r in overview.renderers + overview.center if isinstance(r, Span)]
-    assert [s.location for s in spans] == [2.0] and spans[0].line_color == MARKER_COLOURS["onset"]
+    (lines,) = renderers(overview, VSpan)  # every marker in one glyph
+    assert list(lines.data_source.data["overview_time"]) == [2.0] and lines.glyph.line_color == MARKER_COLOURS["onset"]
 
 
 def test_marker_labels_are_bold_dark_and_short(recording):

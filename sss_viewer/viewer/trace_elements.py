@@ -47,6 +47,8 @@ ARTIFACT_MARK = "[artifact]"
 _SLOT_PREFIX = "row "
 _LABEL_COLOUR = "label_colour"
 """Column of the marker labels' data source holding each label's colour."""
+_MARKER_COLOUR = "marker_colour"
+"""Column of the marker lines' and spans' data sources holding each one's colour."""
 
 CURVE_TOOLTIPS = [("channel", "$name"), ("time (s)", "@{time}{0.000}"), ("amplitude (µV)", "@{amplitude}{0.0}")]
 """Hover text of a trace row; ``$name`` is the row's renderer name, set per page by :func:`decorate_curve`."""
@@ -185,20 +187,70 @@ def curve_template(slot: int) -> hv.Curve:
     return curve.opts(**curve_options(), color=TRACE_COLOUR, line_width=0.7)
 
 
+MARKER_LINE_STYLES = (("solid", 2.0), ("dashed", 1.5), ("solid", 1.5))
+"""``(dash, width)`` of the marker lines: seizure onset/offset, notes and events, any other kind."""
+
+
+def marker_line_style(kind: str) -> tuple[str, float]:
+    """``(dash, width)`` of a marker's line: solid and thicker for onset/offset, dashed for notes and events."""
+    dash = "dashed" if kind in ("note", "event") else "solid"
+    return dash, 2.0 if kind in ("onset", "offset") else 1.5
+
+
+def _marker_colour(marker: dict) -> str:
+    return MARKER_COLOURS.get(marker.get("kind", "event"), MARKER_COLOURS["event"])
+
+
+def _colour_column(colours: list[str]) -> np.ndarray:
+    """Literal colours as a column (object dtype, also when empty: no colour mapper is made for it)."""
+    column = np.empty(len(colours), dtype=object)
+    column[:] = colours
+    return column
+
+
 def marker_elements(markers: list[dict]) -> list:
-    """A line per marker (solid for onset/offset, dashed for notes and events) and a faint span for its duration."""
-    out = []
-    for marker in markers:
-        kind = marker.get("kind", "event")
-        colour = MARKER_COLOURS.get(kind, MARKER_COLOURS["event"])
-        onset = float(marker["onset"])
-        duration = float(marker.get("duration") or 0.0)
-        if duration > 0:
-            out.append(hv.VSpan(onset, onset + duration).opts(color=colour, alpha=0.08, line_alpha=0))
-        dash = "dashed" if kind in ("note", "event") else "solid"
-        width = 2.0 if kind in ("onset", "offset") else 1.5
-        out.append(hv.VLine(onset).opts(color=colour, line_width=width, line_dash=dash))
+    """The markers' lines and duration spans as a fixed number of elements, however many markers there are.
+
+    One ``hv.VSpans`` holds every marker's faint duration span and one ``hv.VLines`` per line style
+    (:data:`MARKER_LINE_STYLES`: solid for onset/offset, dashed for notes and events) holds every
+    line of that style; each line's or span's colour is a column of its data. HoloViews draws
+    each element as one glyph, so neither the option processing nor its per-element hooks grow
+    with the number of markers (one element per marker made a recording with a thousand
+    annotations take minutes to draw). An element with no marker is drawn empty.
+
+    Parameters
+    ----------
+    markers : list of dict
+        ``{onset, duration, description, kind}`` (seconds).
+
+    Returns
+    -------
+    elements : list
+        ``[hv.VSpans, hv.VLines, …]``: the spans first (under the lines), then one ``hv.VLines``
+        per entry of :data:`MARKER_LINE_STYLES`, in that order.
+    """
+    spans = [m for m in markers if float(m.get("duration") or 0.0) > 0]
+    x0 = np.array([float(m["onset"]) for m in spans], dtype=float)
+    x1 = x0 + np.array([float(m.get("duration") or 0.0) for m in spans], dtype=float)
+    out = [
+        hv.VSpans((x0, x1, _colour_column([_marker_colour(m) for m in spans])),
+                  kdims=["time", "time_end"], vdims=[_MARKER_COLOUR]).opts(
+            color=hv.dim(_MARKER_COLOUR), alpha=0.08, line_alpha=0, apply_ranges=False,
+        )
+    ]  # fmt: skip
+    for dash, width in MARKER_LINE_STYLES:
+        shown = [m for m in markers if marker_line_style(m.get("kind", "event")) == (dash, width)]
+        xs = np.array([float(m["onset"]) for m in shown], dtype=float)
+        colours = _colour_column([_marker_colour(m) for m in shown])
+        lines = hv.VLines((xs, colours), kdims=["time"], vdims=[_MARKER_COLOUR])
+        out.append(lines.opts(color=hv.dim(_MARKER_COLOUR), line_width=width, line_dash=dash, apply_ranges=False))
     return out
+
+
+def marker_times(elements: list) -> np.ndarray:
+    """The onset times drawn by :func:`marker_elements`' lines, sorted (for checks and tests)."""
+    times = [el.dimension_values(0) for el in elements if isinstance(el, hv.VLines)]
+    return np.sort(np.concatenate(times)) if times else np.zeros(0)
 
 
 def marker_label_data(markers: list[dict], t0: float, t1: float) -> tuple[np.ndarray, list[str], list[str]]:
@@ -412,13 +464,15 @@ def overview_overlay(
     traces = hv.Image(
         ink, bounds=(0.0, -0.5, duration, m - 0.5), kdims=[OT, OY], vdims=[hv.Dimension("ink", range=(0, 1))]
     ).opts(cmap=OVERVIEW_INK_CMAP, clim=(0, 1), alpha=0.35, default_tools=[])
-    lines = [
-        hv.VLine(float(mk["onset"]), kdims=[OT, OY]).opts(
-            color=MARKER_COLOURS.get(mk.get("kind", "event"), MARKER_COLOURS["event"]), line_width=2
-        )
-        for mk in markers
-    ]
-    return hv.Overlay([strip, traces, *lines]).opts(
+    lines = hv.VLines(
+        (
+            np.array([float(mk["onset"]) for mk in markers], dtype=float),
+            _colour_column([_marker_colour(mk) for mk in markers]),
+        ),
+        kdims=[OT],
+        vdims=[_MARKER_COLOUR],
+    ).opts(color=hv.dim(_MARKER_COLOUR), line_width=2, apply_ranges=False)  # one glyph for every marker
+    return hv.Overlay([strip, traces, lines]).opts(
         hv.opts.Overlay(
             frame_width=plot_width,
             frame_height=OVERVIEW_HEIGHT,

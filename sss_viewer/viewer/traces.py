@@ -34,7 +34,9 @@ How it stays fast
   reading the file again.
 * A ``hv.DynamicMap`` driven by a ``RangeX`` stream (bokeh zoom/pan) and by this object's
   ``start_s/span_s`` and display parameters re-reads and re-decimates the visible range server-side.
-  Parameters that change what the rows are (recording, montage, rows per page, …) rebuild the figure.
+  Parameters that change what the rows are (recording, rows per page, markers, …) rebuild the figure.
+  A montage switch that keeps the number of row slots updates the drawn figure instead (HoloViews'
+  own update of the main plot and the overview: new rows, labels and amplitude, the same models).
 * Every page has the same row slots, so a page or time step in a served session puts new data
   straight into the drawn glyphs (:mod:`sss_viewer.viewer.inplace`): the traces as plain columns,
   the other layers through HoloViews' per-glyph update, all in one message to the browser and
@@ -344,6 +346,8 @@ class TraceView(pn.viewable.Viewer):
     )  # fmt: skip
     _IN_PLACE = ("page", "focus_channel")
     """Redrawn in place (same bokeh models, new data): a page shows the same number of rows as any other."""
+    _REBUILT = tuple(name for name in _STRUCTURE if name != "montage")
+    """Structure parameters that always rebuild the figure; a montage switch does only when the row slots change."""
 
     def __init__(self, **params):
         self._syncing = False
@@ -368,6 +372,8 @@ class TraceView(pn.viewable.Viewer):
         self._main_layers = LayerPlots()
         self._overview_layers = LayerPlots()
         self._layout_cache = None
+        self._built_slots = None
+        self._montage_pending = False
         self._notice = ""
         self._setting_amplitude = False
         self._amplitude_auto = params.get("amplitude_uv") is None
@@ -382,13 +388,15 @@ class TraceView(pn.viewable.Viewer):
         self._dirty = False
         self._refresh_scheduled = False
         self._page_key = None
-        self.param.watch(self._invalidate, list(self._STRUCTURE))  # first: no update reaches a stale figure
+        self.param.watch(self._invalidate, list(self._REBUILT))  # first: no update reaches a stale figure
+        self.param.watch(self._begin_montage, ["montage"])  # rebuild (as above), or one update at the end
         self.param.watch(self._on_recording, ["recording"])
         self.param.watch(self._on_timecourse, ["timecourse"])
         self.param.watch(self._on_focus, ["focus_channel", "montage", "bad_channels"])
         self.param.watch(self._on_amplitude, ["amplitude_uv"])
         self.param.watch(self._on_montage, ["montage"])
-        self.param.watch(self._on_structure, list(self._STRUCTURE))
+        self.param.watch(self._on_structure, list(self._REBUILT))
+        self.param.watch(self._end_montage, ["montage"])
         self.param.watch(self._on_page, list(self._IN_PLACE))
         self.param.watch(self._on_window, ["start_s", "span_s"])
         self.param.watch(self._on_display, list(self._DISPLAY))
@@ -986,6 +994,30 @@ class TraceView(pn.viewable.Viewer):
         self._main_x_range = plot.state.x_range  # for the overview drawn next in the same layout
         self._main_layers.note(plot, element)
         self._decorate_page(plot)
+        self._skip_range_echo(plot)
+
+    def _skip_range_echo(self, plot) -> None:
+        """Spare a newly drawn main plot HoloViews' second drawing of the same window.
+
+        Drawing a new overlay, HoloViews queues its ``RangeX`` stream to be triggered once the
+        figure is made (an overlay's ``xlim`` default, ``(nan, nan)``, counts as set), which
+        draws the first frame a second time: every glyph updated again, about a page change's
+        cost on each figure build. Where the range it would send is the window just drawn, that
+        frame would be the same (:meth:`_callback` returns the one it drew), so the trigger is
+        dropped and the range noted as seen; any other range is left to HoloViews.
+        """
+        stream, window = self._range, self._stream
+        queued = getattr(plot, "_trigger", None)
+        if stream is None or window is None or not queued or stream not in queued:
+            return
+        x_range = stream.x_range
+        if x_range is None or None in x_range:
+            return
+        t0, t1 = max(0.0, float(x_range[0])), min(self.duration_s, float(x_range[1]))
+        if (round(t0, 6), round(t1, 6)) != tuple(round(float(v), 6) for v in window.window):
+            return
+        self._last_x_range = x_range
+        queued.remove(stream)
 
     def _decorate_page(self, plot) -> None:
         """Title, row labels, curve names and colours, heat-map hover rows of the current page."""
@@ -1134,6 +1166,8 @@ class TraceView(pn.viewable.Viewer):
         self._templates = {}
         self._main_layers.forget()
         self._overview_layers.forget()
+        self._built_slots = self.n_slots()
+        self._montage_pending = False
         self._page_key = (min(self.page, self.n_pages - 1), self.focus_channel)
         self._stream = _ViewEvent(window=(t0, t1), version=0)
         self._overview_stream = _OverviewEvent(version=0)
@@ -1306,6 +1340,50 @@ class TraceView(pn.viewable.Viewer):
         self._stream = None
         self._overview_stream = None
 
+    def _begin_montage(self, *events) -> None:
+        """A montage switch: update the drawn figure when it keeps its row slots, else rebuild it.
+
+        Runs before the other watchers of ``montage`` (the focus page, the automatic amplitude):
+        while it is pending, they change no plot, and :meth:`_end_montage`, the last watcher,
+        updates the main plot and the overview once. A rebuild (a different number of row slots,
+        or no drawn figure) goes the way of every structure change.
+        """
+        updatable = (
+            self._figure is not None
+            and self._stream is not None
+            and not self._dirty
+            and self.recording is not None
+            and self.n_slots() == self._built_slots
+        )
+        if updatable:
+            self._montage_pending = True
+        else:
+            self._invalidate()
+
+    def _end_montage(self, *events) -> None:
+        """After a montage switch's other watchers: one update of the drawn figure, or the rebuild.
+
+        The rebuild is left out where another structure change of the same batch has already
+        rebuilt the figure (outside a server session, :meth:`_on_structure` rebuilds at once).
+        """
+        if not self._montage_pending:
+            if self._dirty:
+                self._on_structure()
+            return
+        self._montage_pending = False
+        self._clamp_page()
+        if self._stream is None:  # a structure change came in between: it rebuilds
+            return
+        self._page_key = (min(self.page, self.n_pages - 1), self.focus_channel)
+        self._last_good = None
+        self._main_layers.forget()  # the hooks of the update below note the new frames again
+        self._overview_layers.forget()
+        with _one_message(), data_only_freeze(pn.state.curdoc):
+            self._stream.event(version=self._stream.version + 1)
+            if self._overview_stream is not None:
+                self._overview_stream.event(version=self._overview_stream.version + 1)
+        self._sync_widgets()
+
     def _on_recording(self, *events) -> None:
         self._overview_cache.clear()
         self._ink_cache.clear()
@@ -1368,7 +1446,7 @@ class TraceView(pn.viewable.Viewer):
 
     def _on_page(self, *events) -> None:
         """Page or focus change: new data in the same bokeh models (no rebuild, nothing new for the browser to lay out)."""
-        if self._dirty:  # a structure change in the same batch rebuilds the figure anyway
+        if self._dirty or self._montage_pending:  # a structure change or montage switch in the same batch redraws
             return
         self._clamp_page()
         if self._stream is None:
@@ -1432,7 +1510,7 @@ class TraceView(pn.viewable.Viewer):
             self._warning.visible = bool(self.amplitude_warning)
 
     def _on_window(self, *events) -> None:
-        if self._syncing or self._stream is None:
+        if self._syncing or self._stream is None or self._montage_pending:
             return
         with _one_message(), data_only_freeze(pn.state.curdoc):
             if not self._redraw_in_place(self.window(), overview=False):
@@ -1440,6 +1518,8 @@ class TraceView(pn.viewable.Viewer):
         self._sync_widgets()
 
     def _on_display(self, *events) -> None:
+        if self._montage_pending:  # the montage switch's own update draws the new amplitude too
+            return
         with data_only_freeze(pn.state.curdoc):
             if self._stream is not None:
                 self._stream.event(version=self._stream.version + 1)
