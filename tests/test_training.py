@@ -54,7 +54,8 @@ def test_scores_cover_the_recording_in_its_own_seconds(tiny_bundle):
     rec = toy_recording("other", 99, sfreq=500.0)  # resampled to 250 Hz inside
     result = score_recording(tiny_bundle, rec, device="cpu", progress=False)
     w = result.windows
-    assert set(w.columns) == {"channel", "start_s", "end_s", "p_raw", "p_cal", "p0", "p1"}
+    assert set(w.columns) == {"channel", "start_s", "end_s", "p_raw", "p_cal", "p0", "p1", "artifact"}
+    assert (w["artifact"] == "").all()  # toy noise: nothing flagged
     assert w["start_s"].min() == 0.0
     assert w["end_s"].max() == pytest.approx(rec.duration_s, abs=1 / 250)
     assert np.allclose(w["end_s"] - w["start_s"], 128 / 250)
