@@ -156,7 +156,17 @@ def test_marker_and_bad_channel_survive_a_reload(browser, app_url, app_env):
     while not any(n.endswith("_desc-sssviewer_events.tsv") for n in os.listdir(app_env["SSS_VIEWER_OUTPUT"])):
         assert time.monotonic() < deadline, f"no events sidecar in {app_env['SSS_VIEWER_OUTPUT']} after 30 s"
         page.wait_for_timeout(250)
-    page.wait_for_timeout(1500)  # the bad channel's save follows the marker's
+    out = Path(app_env["SSS_VIEWER_OUTPUT"])
+
+    def ltp2_saved_bad() -> bool:
+        return any(
+            re.search(r"^LTP2\t.*\bbad\b", f.read_text(encoding="utf-8"), re.MULTILINE)
+            for f in out.glob("*_desc-sssviewer_channels.tsv")
+        )
+
+    while not ltp2_saved_bad():  # the bad channel's save follows the marker's
+        assert time.monotonic() < deadline + 30, "LTP2 was not saved as bad within 60 s"
+        page.wait_for_timeout(250)
     page.reload()
     page.wait_for_selector(".tabulator-row", timeout=LOAD_TIMEOUT_MS)
     page.wait_for_selector("option:has-text('onset at 12.50 s')", timeout=20_000)

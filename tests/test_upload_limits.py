@@ -19,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 import panel as pn
 import pytest
 from bokeh.client import pull_session
+import bokeh.io.doc as bokeh_doc
+from bokeh.io.state import curstate
 from bokeh.core.serialization import Serializable
 from bokeh.document.events import MessageSentEvent
 from panel.models.file_dropper import FileDropper as BkFileDropper
@@ -62,6 +64,12 @@ def server():
     finally:
         srv.stop()
         srv.join(timeout=10)
+        # the served sessions were destroyed: leave no Panel state or Bokeh document of theirs to later tests
+        pn.state.reset()
+        curstate().reset()
+        # Bokeh's patched-curdoc stack is global, not per thread: a session the server destroyed mid-callback can
+        # leave its (destroyed) document on it, where the main thread's curdoc() would find it
+        bokeh_doc._PATCHED_CURDOCS.clear()
 
 
 def _listening(port: int) -> bool:
