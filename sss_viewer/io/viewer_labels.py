@@ -159,8 +159,10 @@ def content_suffix(digest: str) -> str:
     return f"_{CONTENT_ENTITY}-{digest[:DIGEST_CHARS]}"
 
 
-def _read_manifest(folder: Path, stem: str) -> dict | None:
-    path = folder / STATE_DIR / f"{stem}{MANIFEST_SUFFIX}"
+def read_manifest(folder: str | Path, stem: str) -> dict | None:
+    """The viewer's manifest of ``stem``'s sidecars in ``folder`` (``.sssviewer/<stem>.source.json``: ``key, source,
+    size, digest``), or None when absent or unreadable (logged)."""
+    path = Path(folder) / STATE_DIR / f"{stem}{MANIFEST_SUFFIX}"
     if not path.is_file():
         return None
     try:
@@ -204,7 +206,7 @@ def find_channels_sidecar(source: str | Path, data_root: str | Path, viewer_out:
         sidecar = folder / f"{stem}{CHANNELS_SUFFIX}"
         if not sidecar.is_file():
             continue
-        manifest = _read_manifest(folder, stem)
+        manifest = read_manifest(folder, stem)
         if manifest is None:
             logger.warning(
                 "%s has no manifest naming its recording (the old naming, by file name only): not used as labels of "

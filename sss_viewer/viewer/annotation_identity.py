@@ -26,26 +26,26 @@ the first samples tell two exports apart without reading gigabytes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from sss_viewer.fileio import atomic_write_bytes
+from sss_viewer.io.viewer_labels import (  # noqa: F401  (the sidecar format's facts live once, below the viewer)
+    COMPANIONS,
+    CONTENT_ENTITY,
+    DIGEST_BYTES,
+    DIGEST_CHARS,
+    MANIFEST_SUFFIX,
+    STATE_DIR,
+    content_suffix,
+    read_manifest,
+    source_digest,
+)
 
 logger = logging.getLogger(__name__)
 
-CONTENT_ENTITY = "src"
-"""Entity added to the sidecars' stem of a recording keyed by its content: ``<stem>_src-<digest>``."""
-DIGEST_BYTES = 1 << 20
-"""Bytes read from the start of each file for its digest."""
-DIGEST_CHARS = 16
-"""Hex characters of the digest used in the sidecars' names."""
-COMPANIONS = {".vhdr": (".eeg", ".vmrk"), ".set": (".fdt",)}
-"""Files that hold a recording's data beside its header (same stem, same folder)."""
-MANIFEST_SUFFIX = ".source.json"
-STATE_DIR = ".sssviewer"
 
 
 @dataclass(frozen=True)
@@ -84,38 +84,6 @@ class RecordingIdentity:
         return {k: v for k, v in asdict(self).items() if k not in ("folder", "stem_suffix")}
 
 
-def content_suffix(digest: str) -> str:
-    """``_src-<first DIGEST_CHARS of digest>``."""
-    return f"_{CONTENT_ENTITY}-{digest[:DIGEST_CHARS]}"
-
-
-def companion_files(path: str | Path) -> list[Path]:
-    """The files holding ``path``'s data beside it (BrainVision ``.eeg``/``.vmrk``, EEGLAB ``.fdt``)."""
-    path = Path(path)
-    suffixes = COMPANIONS.get(path.suffix.lower(), ())
-    return [path.with_suffix(s) for s in suffixes if path.with_suffix(s).is_file()]
-
-
-def source_digest(path: str | Path) -> tuple[int, str]:
-    """``(size, digest)`` of a recording file and its companions.
-
-    The digest is the SHA-256 (hex) of each file's suffix, size and first :data:`DIGEST_BYTES`.
-
-    Raises
-    ------
-    OSError
-        When the file cannot be read.
-    """
-    h, total = hashlib.sha256(), 0
-    for file in [Path(path), *companion_files(path)]:
-        size = file.stat().st_size
-        total += size
-        h.update(f"{file.suffix.lower()}\0{size}\0".encode())
-        with open(file, "rb") as fh:
-            h.update(fh.read(DIGEST_BYTES))
-    return total, h.hexdigest()
-
-
 def recording_identity(recording, data_root: str | Path | None = None) -> RecordingIdentity:
     """The identity keying ``recording``'s sidecars (see the module's docstring).
 
@@ -149,19 +117,6 @@ def recording_identity(recording, data_root: str | Path | None = None) -> Record
 def manifest_path(folder: str | Path, stem: str) -> Path:
     """The manifest of ``stem``'s sidecars in ``folder``: ``.sssviewer/<stem>.source.json``."""
     return Path(folder) / STATE_DIR / f"{stem}{MANIFEST_SUFFIX}"
-
-
-def read_manifest(folder: str | Path, stem: str) -> dict | None:
-    """The manifest (``key, source, size, digest``), or None when absent or unreadable (logged)."""
-    path = manifest_path(folder, stem)
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        logger.warning("Ignored the unreadable manifest %s: %s", path, err)
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def write_manifest(folder: str | Path, stem: str, identity: RecordingIdentity) -> Path:
