@@ -114,6 +114,7 @@ def test_float32_agrees_with_float64():
     torch.testing.assert_close(single.double(), double, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_cuda_agrees_with_the_cpu():
     torch.manual_seed(0)

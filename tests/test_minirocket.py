@@ -29,6 +29,41 @@ def test_84_zero_sum_kernels_and_published_feature_count():
     assert 84 * sum(per) == 9996
 
 
+# The reference split (Dempster et al.'s ``_fit_dilations``, the same in aeon 1.6.0's MiniRocket), as it
+# returns it for these (input_length, num_features): dilations and features per kernel at each.
+REFERENCE_SPLITS = {
+    (1024, 9996): (
+        [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 19, 22, 26, 31, 36, 42, 50, 58, 68, 79, 93, 109, 127],
+        [19, 12, 4, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3, 3, 3, 3],
+    ),
+    (256, 9996): (
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 16, 18, 20, 22, 25, 28, 31],
+        [27, 12, 12, 8, 8, 4, 4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3, 3, 3, 3],
+    ),
+    (300, 840): ([1, 2, 3, 4, 7, 11, 16, 24, 37], [2, 1, 1, 1, 1, 1, 1, 1, 1]),
+}
+
+
+@pytest.mark.parametrize(("length", "features"), sorted(REFERENCE_SPLITS))
+def test_dilation_split_matches_the_reference(length, features):
+    assert minirocket_dilations(length, features) == REFERENCE_SPLITS[(length, features)]
+    assert MiniRocketFeatures(length, features).per_dilation == REFERENCE_SPLITS[(length, features)][1]
+
+
+def test_models_saved_with_the_legacy_split_are_rebuilt_with_it():
+    """A config without ``dilation_split`` (every model saved before the split matched) keeps its layout."""
+    from sss_viewer.models.registry import model_from_config
+
+    assert minirocket_dilations(1024, 9996, "legacy")[1][:4] == [16, 10, 4, 7]
+    old = model_from_config({"name": "minirocket", "input_length": 1024, "num_features": 9996})
+    assert old.features.per_dilation[:4] == [16, 10, 4, 7]
+    new = MiniRocketClassifier(input_length=1024)
+    assert new.get_config()["dilation_split"] == "reference"
+    assert model_from_config(new.get_config()).features.per_dilation[:4] == [19, 12, 4, 8]
+    with pytest.raises(ValueError, match="split"):
+        minirocket_dilations(1024, 9996, "aeon")
+
+
 def test_features_match_a_direct_convolution():
     """PPV of kernel k at dilation d equals the share of conv1d outputs above its bias."""
     torch.manual_seed(0)

@@ -301,6 +301,9 @@ class HydraMiniRocketClassifier(_HydraWindowModel):
     revin_eps : float
     feature_context : {"series", "window"}, optional
         How windows are read (module docstring); default ``"series"``, ``"window"`` with RevIN.
+    dilation_split : {"reference", "legacy"}
+        MiniRocket's split of its features over the dilations; ``"legacy"`` only for models saved before
+        the reference split was matched.
 
     Attributes
     ----------
@@ -317,11 +320,12 @@ class HydraMiniRocketClassifier(_HydraWindowModel):
     def __init__(
         self, input_length: int = 1024, kernels_per_group: int = 8, groups: int = 64, num_features: int = 9_996,
         seed: int = 0, revin: bool = False, revin_eps: float = 1e-5, feature_context: str | None = None,
+        dilation_split: str = "reference",
     ) -> None:  # fmt: skip
         super().__init__()
         self.set_feature_context(feature_context, revin)
         self.hydra = HydraFeatures(input_length, kernels_per_group, groups, seed)
-        self.minirocket = MiniRocketFeatures(input_length, num_features, seed)
+        self.minirocket = MiniRocketFeatures(input_length, num_features, seed, dilation_split)
         self.n_features = self.hydra.n_features + self.minirocket.n_features
         self.min_length = KERNEL_LENGTH
         self.revin = RevIN(revin_eps, affine=False) if revin else nn.Identity()

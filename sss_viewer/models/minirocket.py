@@ -82,6 +82,9 @@ class MiniRocketClassifier(StandardisedLogisticHead, SeriesReading, WindowModel)
         RevIN's variance floor.
     feature_context : {"series", "window"}, optional
         How windows are read (module docstring); default ``"series"``, ``"window"`` with RevIN.
+    dilation_split : {"reference", "legacy"}
+        How the features are split over the dilations (``minirocket_dilations``); ``"legacy"`` only
+        for models saved before the reference split was matched (their configs lack the key).
 
     Attributes
     ----------
@@ -95,11 +98,11 @@ class MiniRocketClassifier(StandardisedLogisticHead, SeriesReading, WindowModel)
 
     def __init__(
         self, input_length: int = 1024, num_features: int = 9_996, seed: int = 0, revin: bool = False,
-        revin_eps: float = 1e-5, feature_context: str | None = None,
+        revin_eps: float = 1e-5, feature_context: str | None = None, dilation_split: str = "reference",
     ) -> None:  # fmt: skip
         super().__init__()
         self.set_feature_context(feature_context, revin)
-        self.features = MiniRocketFeatures(input_length, num_features, seed)
+        self.features = MiniRocketFeatures(input_length, num_features, seed, dilation_split)
         self.n_features = self.features.n_features
         self.min_length = KERNEL_LENGTH
         self.revin = RevIN(revin_eps, affine=False) if revin else nn.Identity()

@@ -10,7 +10,12 @@ Kernels
 The 84 kernels of length 9 whose weights are -1 except three taps of 2 (every choice of 3 of the 9
 positions), so each kernel sums to zero. Dilations ``floor(2 ** e)`` for ``e`` spread evenly over
 ``[0, log2((input_length - 1) / 8)]`` (at most 32 distinct values); every dilation gets a share of
-the ``num_features`` proportional to how often it appears in that spread. Kernel ``k`` at dilation
+the ``num_features`` proportional to how often it appears in that spread, split as the reference
+implementation (Dempster et al.'s ``_fit_dilations``, also aeon's) splits it: ``count * (features per
+kernel / spread length)`` truncated, the remainder handed out one by one from the smallest dilation
+(``dilation_split="reference"``, the default). Models saved before this split was matched used
+``"legacy"``: the spread's quotient per entry, the remainder to the first entries of the spread; their
+configs (without the key) are rebuilt with it. Kernel ``k`` at dilation
 index ``i`` uses "same" zero padding when ``i + k`` is even, else only the valid output positions
 (the alternation of the original).
 
@@ -37,12 +42,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sss_viewer._validate import check_positive_int
+from sss_viewer._validate import check_option, check_positive_int
 from sss_viewer.models.base import check_sequence
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["KERNEL_LENGTH", "MAX_DILATIONS", "N_KERNELS", "MiniRocketFeatures", "kernel_taps", "minirocket_dilations"]
+__all__ = ["DILATION_SPLITS", "KERNEL_LENGTH", "MAX_DILATIONS", "N_KERNELS", "MiniRocketFeatures", "kernel_taps", "minirocket_dilations"]
 
 KERNEL_LENGTH = 9
 N_KERNELS = 84
@@ -70,7 +75,13 @@ def _kernel_weights() -> Tensor:
     return weights
 
 
-def minirocket_dilations(input_length: int, num_features: int) -> tuple[list[int], list[int]]:
+DILATION_SPLITS = ("reference", "legacy")
+"""How the features per kernel are split over the dilations (see the module docstring)."""
+
+
+def minirocket_dilations(
+    input_length: int, num_features: int, split: str = "reference"
+) -> tuple[list[int], list[int]]:
     """Dilations and the number of features (biases per kernel) at each.
 
     Parameters
@@ -79,6 +90,10 @@ def minirocket_dilations(input_length: int, num_features: int) -> tuple[list[int
         Reference length of the series (at least 9).
     num_features : int
         Wanted number of features (rounded down to a multiple of 84, at least 84).
+    split : {"reference", "legacy"}
+        ``"reference"``: the reference implementation's split (at L = 1024 and 9,996 features the
+        first counts are 19, 12, 4, 8); ``"legacy"``: this project's split before it matched the
+        reference (16, 10, 4, 7 there), kept so models trained with it load unchanged.
 
     Returns
     -------
@@ -87,13 +102,20 @@ def minirocket_dilations(input_length: int, num_features: int) -> tuple[list[int
     per_dilation : list of int
         Biases per kernel at each dilation; ``84 * sum(per_dilation)`` features in all.
     """
+    check_option("split", split, DILATION_SPLITS)
     per_kernel = max(1, num_features // N_KERNELS)
     n_dil = min(per_kernel, MAX_DILATIONS)
     max_exponent = math.log2(max(input_length - 1, KERNEL_LENGTH - 1) / (KERNEL_LENGTH - 1))
     spread = np.floor(np.logspace(0, max_exponent, n_dil, base=2)).astype(np.int64)
     dilations, counts = np.unique(spread, return_counts=True)
-    per_dilation = counts * (per_kernel // n_dil)
-    per_dilation[: per_kernel % n_dil] += 1  # the remainder goes to the smallest dilations
+    if split == "legacy":
+        per_dilation = counts * (per_kernel // n_dil)
+        per_dilation[: per_kernel % n_dil] += 1  # the remainder went to the first entries of the spread
+    else:
+        per_dilation = np.floor(counts * (per_kernel / n_dil)).astype(np.int64)
+        remainder = per_kernel - int(per_dilation.sum())
+        for i in range(remainder):  # one by one from the smallest dilation, cycling
+            per_dilation[i % len(per_dilation)] += 1
     keep = per_dilation > 0
     return dilations[keep].tolist(), per_dilation[keep].tolist()
 
@@ -109,6 +131,8 @@ class MiniRocketFeatures(nn.Module):
         Wanted number of features (rounded down to a multiple of 84).
     seed : int
         Seed of the bias fitting (which training examples give each kernel's quantiles).
+    dilation_split : {"reference", "legacy"}
+        How the features are split over the dilations (:func:`minirocket_dilations`).
 
     Attributes
     ----------
@@ -117,14 +141,16 @@ class MiniRocketFeatures(nn.Module):
         Whether :meth:`fit` has set the biases.
     """
 
-    def __init__(self, input_length: int, num_features: int = 9_996, seed: int = 0) -> None:
+    def __init__(
+        self, input_length: int, num_features: int = 9_996, seed: int = 0, dilation_split: str = "reference"
+    ) -> None:
         super().__init__()
         check_positive_int("input_length", input_length)
         check_positive_int("num_features", num_features)
         if input_length < KERNEL_LENGTH:
             raise ValueError(f"Invalid input_length={input_length}: expected at least {KERNEL_LENGTH} samples.")
         self.seed = seed
-        self.dilations, self.per_dilation = minirocket_dilations(input_length, num_features)
+        self.dilations, self.per_dilation = minirocket_dilations(input_length, num_features, dilation_split)
         self.n_features = N_KERNELS * sum(self.per_dilation)
         self.register_buffer("weights", _kernel_weights())
         self.register_buffer("biases", torch.zeros(self.n_features))

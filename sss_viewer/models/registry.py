@@ -139,4 +139,6 @@ def model_from_config(cfg: dict[str, Any]) -> WindowModel:
     params = dict(cfg)
     if params["name"] in ("minirocket", "hydra", "hydra_minirocket"):  # saved before their series route: windows
         params.setdefault("feature_context", "window")  # were read on their own
+    if params["name"] in ("minirocket", "hydra_minirocket"):  # saved before MiniRocket's split matched the
+        params.setdefault("dilation_split", "legacy")  # reference: their biases are laid out by the old split
     return build_model(params.pop("name"), **params)
