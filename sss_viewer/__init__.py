@@ -21,7 +21,7 @@ from sss_viewer import _moved
 from sss_viewer._version import __version__
 from sss_viewer.io.recording import Event, Recording
 
-_moved.install()  # old import paths of moved modules keep working for one release, with a DeprecationWarning
+_moved.install()  # old import paths of moved modules keep working for one release, with a FutureWarning
 
 _LAZY = {
     "read_recording": "sss_viewer.io.readers",

@@ -1,7 +1,8 @@
 """Old import paths of modules that moved into the stage packages, kept for one release (as MNE does).
 
 ``import sss_viewer.training`` or ``from sss_viewer.io.synthetic import SynthConfig`` still work and
-emit a ``DeprecationWarning`` naming the new module. (``sss_viewer.windows``, ``sss_viewer.evaluation``
+emit a ``FutureWarning`` (shown to users by default, as MNE does for deprecations) naming the new module
+and the release that removes the old path (:data:`REMOVED_IN`). (``sss_viewer.windows``, ``sss_viewer.evaluation``
 and ``sss_viewer.baselines`` became packages of the same name that re-export the old modules' names.) A moved module maps to one new module; a
 module split in several maps to all of them, and a name is looked up in each in turn.
 :func:`install` registers the finder; ``sss_viewer/__init__.py`` calls it.
@@ -16,7 +17,12 @@ import sys
 import types
 import warnings
 
-__all__ = ["MOVED", "install"]
+__all__ = ["MOVED", "MOVED_IN", "REMOVED_IN", "install"]
+
+MOVED_IN = "0.1"
+"""The release whose development moved these modules (see CHANGELOG.md)."""
+REMOVED_IN = "0.2"
+"""The release that removes the old paths."""
 
 MOVED: dict[str, tuple[str, ...]] = {
     "sss_viewer.io.synthetic": (
@@ -40,7 +46,7 @@ MOVED: dict[str, tuple[str, ...]] = {
     "sss_viewer.minirocket_reference": ("sss_viewer.baselines.minirocket_reference",),
     "sss_viewer.whole_channel": ("sss_viewer.baselines.whole_channel",),
 }  # fmt: skip
-"""Old module → the module(s) that now hold its names (release 0.2; the old paths go in 0.3)."""
+"""Old module → the module(s) that now hold its names (moved in :data:`MOVED_IN`, removed in :data:`REMOVED_IN`)."""
 
 
 class _MovedModule(types.ModuleType):
@@ -57,8 +63,9 @@ class _MovedModule(types.ModuleType):
             module = importlib.import_module(target)
             if hasattr(module, attr):
                 warnings.warn(
-                    f"{self.__name__}.{attr} moved to {target}.{attr}; the old path goes in the next release.",
-                    DeprecationWarning,
+                    f"{self.__name__}.{attr} moved to {target}.{attr} in sss-viewer {MOVED_IN}; "
+                    f"the old path will be removed in {REMOVED_IN}.",
+                    FutureWarning,
                     stacklevel=2,
                 )
                 return getattr(module, attr)
@@ -78,8 +85,9 @@ class _MovedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec):
         warnings.warn(
-            f"{spec.name} moved to {', '.join(MOVED[spec.name])}; the old path goes in the next release.",
-            DeprecationWarning,
+            f"{spec.name} moved to {', '.join(MOVED[spec.name])} in sss-viewer {MOVED_IN}; "
+            f"the old path will be removed in {REMOVED_IN}.",
+            FutureWarning,
             stacklevel=2,
         )
         return _MovedModule(spec.name, MOVED[spec.name])

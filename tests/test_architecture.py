@@ -192,20 +192,21 @@ def test_only_the_viewer_imports_the_viewer_extras():
     assert not wrong, "\n".join(wrong)
 
 
-def test_an_old_import_path_still_works_with_a_deprecation_warning():
+def test_an_old_import_path_still_works_with_a_future_warning_naming_the_removal():
     code = (
-        "import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
+        "import warnings; warnings.simplefilter('error', FutureWarning)\n"
         "import sss_viewer\n"
-        "try:\n    import sss_viewer.io.synthetic as old\nexcept DeprecationWarning as w:\n    print('module:', w)\n"
+        "try:\n    import sss_viewer.io.synthetic as old\nexcept FutureWarning as w:\n    print('module:', w)\n"
         "warnings.simplefilter('ignore')\nimport sss_viewer.io.synthetic as old\n"
-        "warnings.simplefilter('error', DeprecationWarning)\n"
+        "warnings.simplefilter('error', FutureWarning)\n"
         "from sss_viewer.synth.config import SynthConfig\n"
-        "try:\n    old.SynthConfig\nexcept DeprecationWarning as w:\n    print('name:', w)\n"
+        "try:\n    old.SynthConfig\nexcept FutureWarning as w:\n    print('name:', w)\n"
         "warnings.simplefilter('ignore')\nprint(old.SynthConfig is SynthConfig)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
     assert "module: sss_viewer.io.synthetic moved to sss_viewer.synth.config" in out
     assert "name: sss_viewer.io.synthetic.SynthConfig moved to sss_viewer.synth.config.SynthConfig" in out
+    assert out.count("the old path will be removed in 0.2") == 2
     assert out.strip().endswith("True")
 
 
