@@ -145,3 +145,28 @@ def test_learns_amplitude_bursts_vs_noise():
     from sss_viewer.metrics import binary_auc
 
     assert binary_auc(p, y[60:]) > 0.9
+
+
+def test_the_series_store_is_a_window_source_and_models_read_any_window_source():
+    """The model–store contract is a declared Protocol: a store of another kind with locate/series is read alike."""
+    from sss_viewer.windows.store import SeriesStore, WindowSource
+
+    rng = np.random.default_rng(0)
+    channels = [rng.standard_normal(400).astype(np.float32), rng.standard_normal(300).astype(np.float32)]
+    store = SeriesStore(channels, np.array([0, 400]), np.array([400, 300]))
+    assert isinstance(store, WindowSource)
+
+    class TwoArrays:  # not a SeriesStore: only the two methods of the contract
+        def locate(self, starts, length):
+            return store.locate(starts, length)
+
+        def series(self, i):
+            return channels[i]
+
+    assert isinstance(TwoArrays(), WindowSource)
+    model = MiniRocketClassifier(input_length=128, num_features=336)
+    model.initialise_from_data(torch.from_numpy(np.stack([channels[0][:128], channels[1][:128]])))
+    starts = np.array([0, 100, 400, 550])
+    torch.testing.assert_close(
+        model.store_window_features(TwoArrays(), starts, 128), model.store_window_features(store, starts, 128)
+    )

@@ -11,6 +11,7 @@ their series route did.
 from __future__ import annotations
 
 import numpy as np
+from sss_viewer.windows.store import WindowSource
 
 __all__ = ["FEATURE_CONTEXTS", "SeriesReading", "resolve_feature_context"]
 
@@ -62,12 +63,13 @@ class SeriesReading:
         """Whether windows are read within their channel (``feature_context="series"``)."""
         return self.feature_context == "series"
 
-    def store_window_features(self, store, starts: np.ndarray, window_length: int):
+    def store_window_features(self, store: WindowSource, starts: np.ndarray, window_length: int):
         """Features of windows of a store, each read within its channel (what training caches per window).
 
         Parameters
         ----------
-        store : SeriesStore
+        store : WindowSource
+            E.g. a :class:`~sss_viewer.windows.store.SeriesStore`.
         starts : ndarray, shape (n_windows,), int64
             Absolute window starts in the store's address space.
         window_length : int
@@ -78,12 +80,15 @@ class SeriesReading:
         """
         raise NotImplementedError
 
-    def store_window_logits(self, store, starts: np.ndarray, window_length: int, *, device="cpu", on_progress=None):
+    def store_window_logits(
+        self, store: WindowSource, starts: np.ndarray, window_length: int, *, device="cpu", on_progress=None
+    ):
         """Window logits through the series route: one pass of the kernels per channel, any stride.
 
         Parameters
         ----------
-        store : SeriesStore
+        store : WindowSource
+            E.g. a :class:`~sss_viewer.windows.store.SeriesStore`.
         starts : ndarray, shape (n_windows,), int64
             Absolute window starts in the store's address space.
         window_length : int

@@ -59,6 +59,7 @@ from sss_viewer.models.hydra_series import GROUP_WINDOWS, window_counts
 from sss_viewer.models.minirocket_features import MiniRocketFeatures
 from sss_viewer.models.revin import RevIN
 from sss_viewer.models.rocket import RunningStandardizer, StandardisedLogisticHead
+from sss_viewer.windows.store import WindowSource
 
 logger = logging.getLogger(__name__)
 
@@ -181,7 +182,7 @@ class _HydraWindowModel(StandardisedLogisticHead, SeriesReading, WindowModel):
     def forward(self, x: Tensor) -> Tensor:
         return self.classify(self.frozen_features(x))
 
-    def _by_channel(self, store, starts: np.ndarray, window_length: int):
+    def _by_channel(self, store: WindowSource, starts: np.ndarray, window_length: int):
         """Yield ``(window indices, channel samples (T,), local starts)`` for each channel holding windows."""
         series, local, used = store.locate(np.asarray(starts, dtype=np.int64), window_length)
         order = np.argsort(series, kind="stable")
@@ -192,7 +193,7 @@ class _HydraWindowModel(StandardisedLogisticHead, SeriesReading, WindowModel):
             lo = hi
             yield picked, np.array(store.series(int(channel)), dtype=np.float32), local[picked]  # a copy: memmaps are read-only
 
-    def store_window_features(self, store, starts: np.ndarray, window_length: int) -> Tensor:
+    def store_window_features(self, store: WindowSource, starts: np.ndarray, window_length: int) -> Tensor:
         """Counts (and PPV) by segment sums (:meth:`SeriesReading.store_window_features`), on the model's device."""
         self._check_ready()
         device = self.head.weight.device
@@ -203,7 +204,7 @@ class _HydraWindowModel(StandardisedLogisticHead, SeriesReading, WindowModel):
 
     @torch.no_grad()
     def store_window_logits(
-        self, store, starts: np.ndarray, window_length: int, *, device: torch.device | str = "cpu",
+        self, store: WindowSource, starts: np.ndarray, window_length: int, *, device: torch.device | str = "cpu",
         on_progress=None,
     ) -> np.ndarray:  # fmt: skip
         """Logits of the head on the series features (:meth:`SeriesReading.store_window_logits`).

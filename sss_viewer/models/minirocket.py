@@ -49,6 +49,7 @@ from sss_viewer.models.minirocket_features import (
 )
 from sss_viewer.models.revin import RevIN
 from sss_viewer.models.rocket import RunningStandardizer, StandardisedLogisticHead
+from sss_viewer.windows.store import WindowSource
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +144,7 @@ class MiniRocketClassifier(StandardisedLogisticHead, SeriesReading, WindowModel)
         margin = series_features.SeriesLayout.of(self.features, x.shape[1]).margin
         return series_features.explicit_window_features(self.features, F.pad(x.float(), (margin, margin)), x.shape[1])
 
-    def store_window_features(self, store, starts: np.ndarray, window_length: int) -> Tensor:
+    def store_window_features(self, store: WindowSource, starts: np.ndarray, window_length: int) -> Tensor:
         """PPV features by segment sums (:meth:`SeriesReading.store_window_features`; on the CPU, numba)."""
         self._check_fitted()
         series, local, used = store.locate(np.asarray(starts, dtype=np.int64), window_length)
@@ -153,7 +154,7 @@ class MiniRocketClassifier(StandardisedLogisticHead, SeriesReading, WindowModel)
 
     @torch.no_grad()
     def store_window_logits(
-        self, store, starts: np.ndarray, window_length: int, *, device: torch.device | str = "cpu",
+        self, store: WindowSource, starts: np.ndarray, window_length: int, *, device: torch.device | str = "cpu",
         on_progress=None,
     ) -> np.ndarray:  # fmt: skip
         """Logits by the evidence series (:meth:`SeriesReading.store_window_logits`).

@@ -11,12 +11,31 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from sss_viewer._validate import check_positive_int
 
 logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class WindowSource(Protocol):
+    """What a model that reads windows within their channel needs from a store (the model–store contract).
+
+    :class:`SeriesStore` is one; the series-route models (MiniRocket, Hydra: ``store_window_features``,
+    ``store_window_logits``) call only these two methods, so anything providing them can be read.
+    """
+
+    def locate(self, starts: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(series, local, used)`` of windows of ``length`` samples at absolute ``starts`` (shape (B,), int64):
+        the series holding each window (B,), its start within it (B,), the distinct series increasing (n_used,)."""
+        ...
+
+    def series(self, i: int) -> np.ndarray:
+        """Samples of series ``i``, shape (length_i,), float32 (may be a read-only view)."""
+        ...
 
 
 class SeriesStore:
