@@ -217,3 +217,26 @@ def test_calibrator_from_state_errors() -> None:
         calibrator_from_state({"name": "venn-abers", "p0_knots": [0.5], "p0_values": [0.4]})
     with pytest.raises(ValueError, match="format_version"):
         calibrator_from_state({"name": "none", "format_version": 99})
+
+
+def test_calibrators_are_scikit_learn_estimators():
+    """clone copies an unfitted calibrator with its parameters; check_is_fitted knows a fitted one."""
+    from sklearn.base import clone
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    from sss_viewer.engine.calibration import IdentityCalibrator, IsotonicCalibrator, VennAbersCalibrator
+
+    rng = np.random.default_rng(0)
+    p = rng.random(200)
+    y = (rng.random(200) < p).astype(int)
+    iso = IsotonicCalibrator(centered=False).fit(p, y)
+    copy = clone(iso)
+    assert copy.get_params() == {"centered": False} and not hasattr(copy, "X_thresholds_")
+    with pytest.raises(NotFittedError, match="call fit"):
+        copy.transform(p)
+    for calibrator in (iso, VennAbersCalibrator().fit(p, y), IdentityCalibrator()):
+        check_is_fitted(calibrator)  # raises when not fitted
+    with pytest.raises(NotFittedError):
+        check_is_fitted(VennAbersCalibrator())
+    np.testing.assert_array_equal(clone(iso).fit(p, y).transform(p)[0], iso.transform(p)[0])

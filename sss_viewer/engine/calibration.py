@@ -31,8 +31,9 @@ import logging
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
-from sklearn.exceptions import NotFittedError
+from sklearn.base import BaseEstimator
 from sklearn.isotonic import IsotonicRegression
+from sklearn.utils.validation import check_is_fitted
 
 from sss_viewer.metrics import _as_binary_labels, _as_float_1d
 
@@ -117,8 +118,13 @@ def _state_array(state: dict[str, Any], key: str) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-class _BaseCalibrator:
-    """Shared validation; subclasses implement ``_fit``, ``_transform``, ``_get_state``, ``_set_state``."""
+class _BaseCalibrator(BaseEstimator):
+    """Shared validation; subclasses implement ``_fit``, ``_transform``, ``_get_state``, ``_set_state``.
+
+    A scikit-learn estimator: ``sklearn.base.clone`` copies an unfitted one with the same parameters,
+    ``get_params`` / ``set_params`` work, and ``sklearn.utils.validation.check_is_fitted`` knows
+    whether it was fitted.
+    """
 
     name: ClassVar[str] = ""
     _fitted_attr: ClassVar[str | None] = None
@@ -175,11 +181,13 @@ class _BaseCalibrator:
         state.update(self._get_state())
         return state
 
+    def __sklearn_is_fitted__(self) -> bool:
+        return self._fitted_attr is None or hasattr(self, self._fitted_attr)
+
     def _check_fitted(self) -> None:
-        if self._fitted_attr is not None and not hasattr(self, self._fitted_attr):
-            raise NotFittedError(
-                f"This {type(self).__name__} is not fitted yet: call fit(p, y) on held-out windows first."
-            )
+        check_is_fitted(
+            self, msg=f"This {type(self).__name__} is not fitted yet: call fit(p, y) on held-out windows first."
+        )
 
     def __repr__(self) -> str:
         fitted = self._fitted_attr is None or hasattr(self, self._fitted_attr)
