@@ -257,6 +257,22 @@ def test_brainvision_upload_checks_the_header_names(tmp_path):
         save_upload({"run.sh": b"#!/bin/sh"}, tmp_path / "up")
 
 
+def test_brainvision_upload_reads_the_header_as_the_reader_does(tmp_path):
+    """Keys in another case or written with ':' are what MNE reads: the upload check accepts them alike."""
+    from sss_viewer.io.readers import brainvision_header_fields, read_recording
+
+    files = brainvision_bytes(tmp_path)
+    header = files["rec.vhdr"].replace(b"DataFile=rec.eeg", b"datafile: rec.eeg").replace(
+        b"MarkerFile=rec.vmrk", b"MARKERFILE=rec.vmrk"
+    )
+    assert brainvision_header_fields(header)["datafile"] == "rec.eeg"
+    path = save_upload({**files, "rec.vhdr": header}, tmp_path / "up")
+    assert len(read_recording(path, require_ieeg=False).ch_names) > 0  # and it opens
+    without = header.replace(b"MARKERFILE=rec.vmrk", b"")
+    with pytest.raises(UploadError, match="no MarkerFile= line in \\[Common Infos\\]"):
+        save_upload({**files, "rec.vhdr": without}, tmp_path / "up2")
+
+
 def test_unreadable_upload_is_refused_and_removed(tmp_path, data_root):
     browser = RecordingBrowser(data_root=str(data_root), upload_dir=tmp_path / "up")
     assert browser.handle_upload({"broken.npz": b"not an archive"}) is None

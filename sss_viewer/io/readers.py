@@ -193,13 +193,25 @@ def _mne_errors(path: Path, fmt: str, size_checked: bool = False) -> Iterator[No
         logger.warning("%s: %s", path.name, message)
 
 
-def _brainvision_fields(vhdr: Path) -> dict[str, str]:
-    """``[Common Infos]`` and ``[Binary Infos]`` entries of a BrainVision header, keys lower-cased.
+def brainvision_header_fields(header: bytes) -> dict[str, str]:
+    """``[Common Infos]`` and ``[Binary Infos]`` entries of a BrainVision header's bytes, keys lower-cased.
 
-    Parsed as MNE parses it (``configparser``: any case, ``=`` or ``:``), so the checks see the
-    same ``DataFile`` that MNE will open. Empty when the header cannot be parsed (MNE then says why).
+    Parsed as MNE parses it (``configparser``: keys in any case, ``=`` or ``:``; the first line, the
+    format's identification, skipped; UTF-8, else Latin-1), so a check sees the same ``DataFile`` and
+    ``MarkerFile`` that MNE will open — the reader's checks and the viewer's upload check alike.
+    Empty when the header cannot be parsed (MNE then says why).
+
+    Parameters
+    ----------
+    header : bytes
+        The ``.vhdr`` file's content.
+
+    Returns
+    -------
+    dict
+        ``{"datafile": …, "markerfile": …, "dataformat": …, …}`` as written (values stripped).
     """
-    body = vhdr.read_bytes().partition(b"\n")[2]
+    body = header.partition(b"\n")[2]
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
@@ -215,6 +227,11 @@ def _brainvision_fields(vhdr: Path) -> dict[str, str]:
         if cfg.has_section(section)
         for key, value in cfg.items(section)
     }
+
+
+def _brainvision_fields(vhdr: Path) -> dict[str, str]:
+    """:func:`brainvision_header_fields` of the header file ``vhdr``."""
+    return brainvision_header_fields(vhdr.read_bytes())
 
 
 def _annexed_in_dataset(folder: Path, resolved: Path) -> bool:

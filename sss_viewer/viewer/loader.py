@@ -32,7 +32,7 @@ import param
 
 from sss_viewer.engine.bundle import CONFIG_FILE, WEIGHTS_FILE, ModelBundle
 from sss_viewer.io.cohort import load_recording
-from sss_viewer.io.readers import SUPPORTED_FORMATS
+from sss_viewer.io.readers import SUPPORTED_FORMATS, brainvision_header_fields
 from sss_viewer.io.recording import Recording
 from sss_viewer.viewer.demo_files import DEMO_MODEL_DIR
 
@@ -223,26 +223,19 @@ def _upload_kind(name: str) -> tuple[str, str]:
     raise UploadError(f"Refused upload {name!r}: unsupported file type; accepted: {allowed}.")
 
 
-def _header_fields(text: str) -> dict[str, str]:
-    """``DataFile``/``MarkerFile`` entries of a BrainVision header (first occurrence)."""
-    fields: dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        key = key.strip()
-        if sep and key in ("DataFile", "MarkerFile") and key not in fields:
-            fields[key] = value.strip()
-    return fields
-
-
 def _check_brainvision(vhdr: str, files: Mapping[str, bytes]) -> None:
-    """Require the ``.vhdr``'s DataFile and MarkerFile among the uploaded names (plain names only)."""
-    fields = _header_fields(files[vhdr].decode("utf-8", errors="replace"))
-    if "DataFile" not in fields:
-        raise UploadError(f"{vhdr} is not a BrainVision header: it has no DataFile= line.")
-    if "MarkerFile" not in fields:
-        raise UploadError(f"{vhdr} is not a complete BrainVision header: it has no MarkerFile= line.")
+    """Require the ``.vhdr``'s DataFile and MarkerFile among the uploaded names (plain names only).
+
+    The header is read as the reader (and MNE) read it (:func:`~sss_viewer.io.readers.brainvision_header_fields`),
+    so an upload is refused exactly when the file could not be opened.
+    """
+    fields = brainvision_header_fields(files[vhdr])
+    if "datafile" not in fields:
+        raise UploadError(f"{vhdr} is not a BrainVision header: it has no DataFile= line in [Common Infos].")
+    if "markerfile" not in fields:
+        raise UploadError(f"{vhdr} is not a complete BrainVision header: it has no MarkerFile= line in [Common Infos].")
     for key, ext in (("DataFile", ".eeg"), ("MarkerFile", ".vmrk")):
-        named = fields[key]
+        named = fields[key.lower()]
         if re.search(r"[\\/]", named) or named in ("", ".", ".."):
             raise UploadError(
                 f"{vhdr} names its {key} as {named!r}, which is not a plain file name; only files uploaded "
