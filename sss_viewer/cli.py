@@ -11,6 +11,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from sss_viewer.engine.score_files import SCORE_MANIFEST
+
 logger = logging.getLogger("sss_viewer")
 
 EXIT_ERROR = 1
@@ -526,13 +528,11 @@ def _cmd_train(args, progress: bool) -> int:
 
 
 def _write_csv(df, path: Path) -> None:
-    from sss_viewer.fileio import atomic_write
+    from sss_viewer.engine.score_files import write_csv
 
-    atomic_write(path, lambda p: df.to_csv(p, index=False, float_format="%.6g"))
+    write_csv(df, path)
 
 
-SCORE_MANIFEST = "sss-viewer-score.json"
-"""What a ``score`` run wrote into its output folder (paths relative to it), for ``--overwrite``."""
 SCORE_OUTPUTS = ("windows.csv", "channels.csv", "excluded.csv")
 """The files ``score`` writes per recording."""
 
@@ -796,21 +796,12 @@ def _score_one(args, scorer, recording, output: ScoreOutput, out: Path, progress
             cache=_cache(args), artifacts=not args.keep_artifacts,
         )  # fmt: skip
     output.write(result.windows, out, "windows.csv")
-    output.write(_channel_csv(result), out, "channels.csv")
+    output.write(result.ranking_table(), out, "channels.csv")
     if len(result.excluded):
         output.write(result.excluded, out, "excluded.csv")
     print(f"{recording.label}: {_scorer_line(result, scorer)}")
     print(_ranking_text(result.channels, scorer.threshold, top=top, unit=(result.scorer_info or {}).get("unit")))
     print(f"wrote {out / 'windows.csv'} and {out / 'channels.csv'}")
-
-
-def _channel_csv(result):
-    """The ranking as ``channels.csv`` writes it: the model's interval or the marker's value, then ``label``,
-    ``artifact`` (the reason a channel is flagged, empty when clean) and ``scorer`` after the columns of earlier releases."""
-    channels = result.channels
-    middle = ["value"] if result.scorer != "sss" else ["lower", "upper"]
-    extra = [c for c in ("label", "artifact") if c in channels]
-    return channels[["channel", "score", *middle, "rank", *extra]].assign(scorer=result.scorer)
 
 
 def _scorer_line(result, scorer) -> str:

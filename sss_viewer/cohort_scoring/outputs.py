@@ -25,12 +25,13 @@ from pathlib import Path
 import pandas as pd
 
 from sss_viewer._version import __version__
+from sss_viewer.engine.score_files import SCORE_MANIFEST, ranking_columns, write_csv
 from sss_viewer.fileio import LockTimeout, atomic_write, file_lock
 
 logger = logging.getLogger(__name__)
 
-MANIFEST = "sss-viewer-score.json"
-"""The manifest every ``score`` run writes into ``OUT`` (the CLI's ``SCORE_MANIFEST``)."""
+MANIFEST = SCORE_MANIFEST
+"""The manifest every ``score`` run writes into ``OUT`` (:data:`sss_viewer.engine.score_files.SCORE_MANIFEST`)."""
 COHORT_MODE = "cohort"
 """The manifest's ``mode`` for a cohort run (a single-file run has none)."""
 WINDOWS = "windows.parquet"
@@ -42,13 +43,6 @@ RECORDING_FILES = (WINDOWS, CHANNELS, EXCLUDED, DONE)
 COHORT_CSV = "cohort.csv"
 PATIENTS_CSV = "patients.csv"
 COHORT_FILES = (COHORT_CSV, PATIENTS_CSV)
-CHANNEL_COLUMNS = ("channel", "score", "lower", "upper", "rank")
-"""``channels.csv``'s columns (+ ``label`` when known), as a single-file ``score`` writes them."""
-
-
-def write_csv(df: pd.DataFrame, path: Path) -> None:
-    """Write ``df`` as CSV atomically, floats to 6 significant digits (as ``score`` writes every CSV)."""
-    atomic_write(path, lambda p: df.to_csv(p, index=False, float_format="%.6g"))
 
 
 def write_json(data: dict, path: Path) -> None:
@@ -100,7 +94,8 @@ def write_recording(
     windows : DataFrame
         Written as Parquet.
     channels : DataFrame
-        The ranking: :data:`CHANNEL_COLUMNS` (+ ``label``) are written.
+        The ranking (``RecordingScores.channels`` of a model): written as ``channels.csv`` holds it
+        (:func:`~sss_viewer.engine.score_files.ranking_columns`).
     excluded : DataFrame
         Written when it has rows.
     done : dict
@@ -115,8 +110,7 @@ def write_recording(
     for name in (DONE, *RECORDING_FILES):
         (folder / name).unlink(missing_ok=True)
     atomic_write(folder / WINDOWS, lambda p: windows.to_parquet(p, index=False))
-    columns = [*CHANNEL_COLUMNS, *(["label"] if "label" in channels else []), *(["artifact"] if "artifact" in channels else [])]
-    write_csv(channels[columns], folder / CHANNELS)
+    write_csv(ranking_columns(channels), folder / CHANNELS)  # a cohort is ranked by a model
     files = [WINDOWS, CHANNELS]
     if len(excluded):
         write_csv(excluded, folder / EXCLUDED)

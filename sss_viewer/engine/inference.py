@@ -40,6 +40,7 @@ HEAT_WINDOW_BUDGET = 600_000
 """Most windows scored at ``heat_stride`` for the heat map (≈ 100 channels × 25 min at 250 Hz and stride 64):
 beyond it the heat map reads the ranking's windows, so that binning and paging stay quick."""
 CHANNEL_COLUMNS = ("channel", "score", "lower", "upper", "n_windows", "rank")
+"""``RecordingScores.channels`` of a model (in memory; ``channels.csv`` holds ``score_files.ranking_table``)."""
 ARTIFACT_COLUMN = "artifact"
 """Column that ``score_recording`` adds to the window tables and the channel table (after the columns
 above and ``label``): why the window or channel is left out of the ranking, ``""`` when clean (or
@@ -273,6 +274,26 @@ class RecordingScores:
         """:func:`window_heatmap` of the heat table; rows default to the ranking's order."""
         rows = list(self.channels["channel"]) if channels is None else channels
         return window_heatmap(self.heat_table, rows, self.duration_s, bin_s)
+
+    def ranking_table(self) -> pd.DataFrame:
+        """The ranking as ``channels.csv`` holds it (:func:`sss_viewer.engine.score_files.ranking_table`)."""
+        from sss_viewer.engine.score_files import ranking_table
+
+        return ranking_table(self)
+
+    def save(self, folder, key: str | None = None) -> None:
+        """Write every table at full precision into ``folder`` (:func:`sss_viewer.engine.score_files.save_scores`)."""
+        from sss_viewer.engine.score_files import save_scores
+
+        save_scores(self, folder, key)
+
+    @classmethod
+    def load(cls, folder, key: str | None = None) -> RecordingScores | None:
+        """Read what :meth:`save` wrote; None when absent, unreadable or saved under another ``key``."""
+        from sss_viewer.engine.score_files import read_scores
+
+        parts = read_scores(folder, key)
+        return None if parts is None else cls(**parts)
 
 
 def fine_heat_stride(bundle) -> int | None:

@@ -36,6 +36,7 @@ import pandas as pd
 
 from sss_viewer._version import __version__
 from sss_viewer.engine.inference import RecordingScores
+from sss_viewer.engine.score_files import save_scores
 from sss_viewer.fileio import write_tsv
 from sss_viewer.io.recording import Recording
 from sss_viewer.preprocessing.cache import default_cache_dir
@@ -66,17 +67,6 @@ DEMO_DESCRIPTION = "Demo model trained on synthetic data by training/build_demo_
 
 _MANIFEST = "manifest.json"
 _SCORES_VERSION = 2
-_SCORE_TABLES = {
-    "windows": "windows.csv.gz", "channels": "channels.csv", "excluded": "excluded.csv", "heat_windows": "heat_windows.csv.gz",
-    "artifacts": "artifacts.csv",
-}  # fmt: skip
-_OPTIONAL_TABLES = ("heat_windows", "artifacts")
-"""Tables a result may lack (then not written, and None when read back)."""
-_TEXT_COLUMNS = ("artifact", "reason")
-"""Text columns whose empty cells mean "" (no flag), not a missing value."""
-"""File of each ``RecordingScores`` table (the window tables, ≈ 7 300 and ≈ 29 000 rows for the demo, are
-gzipped); ``heat_windows`` only when the scores have a finer heat-map table."""
-_GZIP = {"method": "gzip", "mtime": 0}
 
 
 
@@ -247,63 +237,9 @@ def demo_scores_key(model_dir: str | Path = DEMO_MODEL_DIR, cache_dir: str | Pat
     return digest.hexdigest()
 
 
-def save_scores(scores: RecordingScores, folder: Path, key: str) -> None:
-    """Write ``scores`` as ``windows.csv.gz``, ``channels.csv``, ``excluded.csv`` and ``meta.json`` (atomically).
-
-    Floats are written with full precision, so :func:`load_scores` gives back the same values.
-    """
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
-    try:
-        dtypes = {}
-        for name, file in _SCORE_TABLES.items():
-            table = getattr(scores, name)
-            if table is None:
-                continue
-            compression = _GZIP if file.endswith(".gz") else None
-            table.to_csv(tmp / file, index=False, lineterminator="\n", compression=compression)
-            dtypes[name] = {c: str(t) for c, t in table.dtypes.items()}
-        meta = {
-            "key": key, "duration_s": scores.duration_s, "dtypes": dtypes, "sss_viewer_version": __version__,
-            "scorer": scores.scorer, "scorer_info": scores.scorer_info,
-        }  # fmt: skip
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-        os.chmod(tmp, 0o755)
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.rename(tmp, folder)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
 def load_scores(folder: Path, key: str | None = None) -> RecordingScores | None:
-    """Read scores written by :func:`save_scores`; None when absent, unreadable or of another ``key``."""
-    try:
-        meta = json.loads((folder / "meta.json").read_text())
-        if key is not None and meta.get("key") != key:
-            return None
-        tables = {}
-        for name, file in _SCORE_TABLES.items():
-            if name in _OPTIONAL_TABLES and name not in meta["dtypes"]:
-                continue
-            dtypes = meta["dtypes"][name]
-            text = {c: str for c, t in dtypes.items() if t in ("object", "str", "string")}
-            table = pd.read_csv(folder / file, dtype=text, keep_default_na=False, na_values=[""])
-            for column in _TEXT_COLUMNS:
-                if column in table:
-                    table[column] = table[column].fillna("")
-            tables[name] = table.astype({c: _dtype(t) for c, t in dtypes.items()})
-    except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:
-        logger.info("no usable demo scores in %s (%s)", folder, exc)
-        return None
-    extra = {k: meta[k] for k in ("scorer", "scorer_info") if k in meta}
-    return RecordingScores(duration_s=float(meta["duration_s"]), **tables, **extra)
-
-
-def _dtype(name: str):
-    """The pandas dtype to restore for a dtype name recorded by :func:`save_scores`."""
-    return object if name == "object" else name
+    """Scores saved by :func:`~sss_viewer.engine.score_files.save_scores` (``RecordingScores.load``)."""
+    return RecordingScores.load(folder, key)
 
 
 def demo_scores(
