@@ -35,8 +35,9 @@ from sss_viewer.io.readers import (
     SUPPORTED_FORMATS,
     RecordingReadError,
     bids_entities,
+    bids_sidecar,
     check_inside,
-    check_sidecar,
+    read_channels_tsv,
     read_recording,
 )
 from sss_viewer.io.recording import IEEG_CH_TYPES, Event, Recording
@@ -117,15 +118,6 @@ def find_runs(root: Path, subjects: Sequence[str] | None = None) -> list[Path]:
     return sorted({p.fpath for p in paths})
 
 
-def _sidecar(path: Path, suffix: str) -> Path | None:
-    """The run's sidecar with ``suffix``, or None; one that resolves outside the run's folder is refused."""
-    stem = path.name.split(".", 1)[0]
-    candidate = path.with_name(stem.rsplit("_", 1)[0] + "_" + suffix)
-    if not (candidate.is_file() or candidate.is_symlink()):
-        return None
-    return check_sidecar(path, candidate)
-
-
 def check_sidecars(recording: Recording) -> None:
     """Refuse a BIDS run whose ``_channels.tsv`` or ``_ieeg.json`` disagrees with its data file.
 
@@ -137,14 +129,9 @@ def check_sidecars(recording: Recording) -> None:
         Channel names differ (listed), or the sampling rates differ by more than 0.01 Hz.
     """
     path = recording.source
-    channels_tsv = _sidecar(path, "channels.tsv")
+    channels_tsv = bids_sidecar(path, "channels.tsv")
     if channels_tsv is not None:
-        from sss_viewer.io.readers import read_table_file
-
-        listed = read_table_file(channels_tsv, sep="\t", dtype=str, keep_default_na=False)
-        if "name" not in listed.columns:
-            raise RecordingReadError(f"{channels_tsv} has no 'name' column.")
-        listed = list(dict.fromkeys(listed["name"].tolist()))
+        listed = read_channels_tsv(channels_tsv).index.tolist()
         dropped = set(recording.info.get("dropped_duplicates", [])) | set(duplicate_channels(listed, listed))
         listed = [n for n in listed if n not in dropped]
         missing = [n for n in listed if n not in set(recording.ch_names)]
@@ -155,7 +142,7 @@ def check_sidecars(recording: Recording) -> None:
                 f"{missing[:8]}{'…' if len(missing) > 8 else ''}; channels in the data file but not listed "
                 f"{extra[:8]}{'…' if len(extra) > 8 else ''}."
             )
-    ieeg_json = _sidecar(path, "ieeg.json")
+    ieeg_json = bids_sidecar(path, "ieeg.json")
     if ieeg_json is not None:
         try:
             rate = json.loads(ieeg_json.read_text(encoding="utf-8")).get("SamplingFrequency")
@@ -169,7 +156,7 @@ def check_sidecars(recording: Recording) -> None:
 
 def _apply_events(recording: Recording) -> None:
     """Replace annotations with the run's ``_events.tsv`` and find the seizure onset/offset."""
-    events_tsv = _sidecar(recording.source, "events.tsv")
+    events_tsv = bids_sidecar(recording.source, "events.tsv")
     if events_tsv is None:
         markers = find_seizure_markers(recording.events, source=recording.source.name)
     else:

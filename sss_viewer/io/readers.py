@@ -102,13 +102,19 @@ def _format_of(path: Path) -> tuple[str, str]:
     raise ValueError(f"Unsupported recording file {path}: extension {extension!r}; supported: {supported}.")
 
 
-def _sidecar(path: Path, ext: str, suffix: str) -> Path | None:
-    """BIDS sidecar of ``path`` with ``suffix`` (``"channels.tsv"``), or None when absent or not BIDS-named.
+def bids_sidecar(path: Path, suffix: str) -> Path | None:
+    """BIDS sidecar of the recording ``path`` with ``suffix`` (``"channels.tsv"``), or None when absent or not BIDS-named.
 
-    A sidecar is one of the recording's files: like a header's companions it must lie in the
-    recording's folder after symlinks are followed (:func:`check_companion`), else the run is refused.
+    The recording's extension (the longest of :data:`SUPPORTED_FORMATS` it ends with, so ``.fif.gz`` whole;
+    else its last suffix) and its BIDS suffix are replaced: ``sub-1_task-a_ieeg.vhdr`` →
+    ``sub-1_task-a_channels.tsv``. A sidecar is one of the recording's files: like a header's
+    companions it must lie in the recording's folder after symlinks are followed
+    (:func:`check_companion`), else the run is refused. The one rule for every reader of sidecars
+    (the reader's channel types and durations, the BIDS run's checks and events).
     """
-    stem = path.name[: -len(ext)]
+    name = path.name
+    ext = next((e for e in sorted(SUPPORTED_FORMATS, key=len, reverse=True) if name.lower().endswith(e)), path.suffix)
+    stem = name[: len(name) - len(ext)] if ext else name
     if "_" not in stem:
         return None
     candidate = path.with_name(stem.rsplit("_", 1)[0] + "_" + suffix)
@@ -343,7 +349,7 @@ def _last_marker_sample(marker_file: Path) -> tuple[str, int] | None:
 def _stated_duration(path: Path, ext: str) -> tuple[str, float] | None:
     """``RecordingDuration`` of a BIDS ``_ieeg.json`` / ``_eeg.json`` beside ``path``, with the sidecar's name."""
     for suffix in ("ieeg.json", "eeg.json"):
-        sidecar = _sidecar(path, ext, suffix)
+        sidecar = bids_sidecar(path, suffix)
         if sidecar is None:
             continue
         try:
@@ -357,7 +363,7 @@ def _stated_duration(path: Path, ext: str) -> tuple[str, float] | None:
 
 def _last_event_onset(path: Path, ext: str) -> tuple[str, float] | None:
     """Latest ``onset`` (s) of a BIDS ``_events.tsv`` beside ``path``, with the file's name; None without one."""
-    sidecar = _sidecar(path, ext, "events.tsv")
+    sidecar = bids_sidecar(path, "events.tsv")
     if sidecar is None:
         return None
     try:
@@ -634,10 +640,14 @@ def read_table_file(path: Path, **options) -> pd.DataFrame:
         raise RecordingReadError(f"The table {path} is empty (not even a header line).") from None
 
 
-def _read_channels_tsv(path: Path) -> pd.DataFrame:
+def read_channels_tsv(path: Path) -> pd.DataFrame:
     """Read a BIDS ``_channels.tsv`` with ``name`` (and usually ``type``, ``status``) columns.
 
     A name listed twice keeps its first row (the data file's duplicate channels are dropped anyway).
+
+    Returns
+    -------
+    DataFrame, one row per listed channel, indexed by ``name``, in the file's order; every cell a str.
     """
     table = read_table_file(path, sep="\t", dtype=str, keep_default_na=False)
     if "name" not in table.columns:
@@ -821,7 +831,7 @@ def _line_freq(raw, path: Path, ext: str) -> float | None:
     if line_freq:
         return float(line_freq)
     for suffix in ("ieeg.json", "eeg.json"):
-        sidecar = _sidecar(path, ext, suffix)
+        sidecar = bids_sidecar(path, suffix)
         if sidecar is None:
             continue
         try:
@@ -896,8 +906,8 @@ def read_recording(path: str | Path, *, preload: bool = False, require_ieeg: boo
     if fmt == "NumPy archive":
         return read_npz_recording(path)
     raw, notes = _read_raw(path, ext, fmt)
-    sidecar_path = _sidecar(path, ext, "channels.tsv")
-    sidecar = _read_channels_tsv(sidecar_path) if sidecar_path else None
+    sidecar_path = bids_sidecar(path, "channels.tsv")
+    sidecar = read_channels_tsv(sidecar_path) if sidecar_path else None
     keep = _drop_duplicates(list(raw.ch_names), path, sidecar)
     names, types, bads, inferred = _channel_info(raw, sidecar, path, keep, notes["empty_labels"])
     if require_ieeg:
