@@ -102,6 +102,7 @@ def test_twenty_page_changes_leave_no_error_and_the_time_course_unchanged(browse
     assert before["range_tools"] == 1 and before["range_tool_owners"] == ["overview"] and len(before["course"]) == 1
     box = _course_box(page)
     assert box is not None and box["width"] > 100
+    box = {**box, "x": box["x"] + 2, "width": box["width"] - 2}  # not the sidebar's edge, which it touches
     shot = page.screenshot(clip=box, full_page=True)
     select = page.locator("select").filter(has=page.locator("option", has_text=re.compile(r"^\s*1: ")))
     seen = set()
@@ -113,8 +114,26 @@ def test_twenty_page_changes_leave_no_error_and_the_time_course_unchanged(browse
     after = page.evaluate(_STATE)
     assert errors == []
     assert after == before  # one overview, one range tool in its own toolbar, the time course as it was
-    assert page.screenshot(clip=box, full_page=True) == shot
+    changed = _changed_pixels(page.screenshot(clip=box, full_page=True), shot)
+    assert changed <= 20, f"{changed} pixels of the time course changed"  # redrawn or moved: thousands
     page.context.close()
+
+
+def _changed_pixels(png_a: bytes, png_b: bytes) -> int:
+    """Pixels that differ visibly between two screenshots of one box.
+
+    Not byte equality: the page around the time course reflows while paging (the sidebar's fields follow
+    the view), which may move its anti-aliased edges by a fraction of a pixel; a redraw, a second legend
+    or a shifted plot changes thousands of pixels.
+    """
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    a, b = (np.asarray(Image.open(io.BytesIO(x)).convert("RGB"), dtype=int) for x in (png_a, png_b))
+    assert a.shape == b.shape
+    return int((np.abs(a - b).sum(axis=2) > 96).sum())
 
 
 _DRAWN = f"""() => {{

@@ -85,19 +85,26 @@ def channel_key(name: str) -> str:
     return re.sub(r"\d+", lambda m: str(int(m.group())), key)
 
 
+def _contact_match(channel: str) -> re.Match | None:
+    """``_CONTACT`` on ``channel`` with its reference suffix removed (``EEG LA2-Ref`` read as ``EEG LA2``)."""
+    text = channel.strip()
+    return _CONTACT.match(_REF_SUFFIX.sub("", text).strip() or text)
+
+
 def shaft_name(channel: str) -> str:
     """The electrode shaft (or grid/strip) of a contact: ``LA1`` → ``LA``, ``A'12`` → ``A'``, ``G`` → ``G``.
 
-    The name as given (pass :func:`display_name`'s form to ignore a vendor prefix); a name ending in
-    no digits is its own shaft.
+    The name as given, less a reference suffix (``POL LA1`` → ``POL LA``, ``EEG LA2-Ref`` → ``EEG LA``;
+    pass :func:`display_name`'s form to ignore the vendor prefix too); a name ending in no digits is
+    its own shaft.
     """
-    match = _CONTACT.match(channel.strip())
+    match = _contact_match(channel)
     if not match or not match.group("shaft"):
         return channel.strip()
     return match.group("shaft").rstrip("-_ ")
 
 
 def contact_number(channel: str) -> int | None:
-    """The contact's number on its shaft (``LA12`` → 12), or None when the name ends in no digits."""
-    match = _CONTACT.match(channel.strip())
+    """The contact's number on its shaft (``LA12``, ``POL LA12``, ``EEG LA12-Ref`` → 12), or None when it has none."""
+    match = _contact_match(channel)
     return int(match.group("number")) if match and match.group("shaft") else None

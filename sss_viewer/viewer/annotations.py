@@ -1434,8 +1434,39 @@ def locate_sidecars(
 # ------------------------------------------------------------------------------------------- panel
 
 
+def _listed_text(m: dict) -> str:
+    """A marker as the list shows it, without its number: :func:`marker_label`, and a span's duration."""
+    duration = float(m.get("duration_s") or 0.0)
+    return marker_label(m) + (f" (span {duration:.2f} s)" if duration > 0 else "")
+
+
 def _marker_label(i: int, m: dict) -> str:
-    return f"{i + 1}. {marker_label(m)}"
+    return f"{i + 1}. {_listed_text(m)}"
+
+
+def filter_markers(markers: list[dict], query: str) -> list[int]:
+    """Indices of the ``markers`` the search ``query`` finds, in their order.
+
+    Each whitespace-separated word of ``query`` must occur (case-insensitive) in the marker's list
+    text — its kind, its time as listed (``56.02``), its text and, for a span, its duration — or
+    in its author. An empty query finds every marker.
+
+    Parameters
+    ----------
+    markers : list of dict, length n_markers
+    query : str
+
+    Returns
+    -------
+    indices : list of int
+    """
+    words = str(query or "").casefold().split()
+    found = []
+    for i, m in enumerate(markers):
+        haystack = f"{_listed_text(m)} {m.get('author', '')}".casefold()
+        if all(word in haystack for word in words):
+            found.append(i)
+    return found
 
 
 class AnnotationPanel(pn.viewable.Viewer):
@@ -1498,6 +1529,8 @@ class AnnotationPanel(pn.viewable.Viewer):
         self._identity: RecordingIdentity | None = None
         self._selected_key: tuple | None = None
         self._pending_move: tuple | None = None
+        self._query = ""
+        self._quiet_list = False  # the list's selection set by the panel itself, not chosen: no jump
         self._make_widgets()
         self.param.watch(self._on_edit, list(self._STATE))
         self._refresh_list()
@@ -1508,6 +1541,9 @@ class AnnotationPanel(pn.viewable.Viewer):
         self._add_onset = pn.widgets.Button(label="Add onset", color="primary", width=100)
         self._add_offset = pn.widgets.Button(label="Add offset", color="primary", width=100)
         self._add_note = pn.widgets.Button(label="Add note", width=100)
+        self._search = pn.widgets.TextInput(
+            label="Search markers", placeholder="text, kind or time, e.g. onset 56", sizing_mode="stretch_width"
+        )
         self._list = pn.widgets.MultiSelect(label="Markers", options={}, value=[], size=6, sizing_mode="stretch_width")
         self._goto = pn.widgets.Button(label="Go to", width=70, disabled=True)
         self._move = pn.widgets.Button(label="Move…", width=70, disabled=True)
@@ -1549,11 +1585,14 @@ class AnnotationPanel(pn.viewable.Viewer):
         self._keep_mine.on_click(lambda e: self.resolve_conflict(self._conflict_list.value, "mine"))
         self._keep_theirs.on_click(lambda e: self.resolve_conflict(self._conflict_list.value, "theirs"))
         self._list.param.watch(self._on_select, "value")
+        self._list.param.watch(self._jump_to_choice, "value")  # after _on_select: the choice is the selection
+        self._search.param.watch(self._on_search, ["value", "value_input"])
         self._move_time.param.watch(lambda e: self._show_move(), "value")
         self._bad.param.watch(lambda e: setattr(self, "bad_channels", list(e.new)), "value")
         self._layout = pn.Column(
             pn.Row(self._time, self._text),
             pn.Row(self._add_onset, self._add_offset, self._add_note),
+            self._search,
             self._list,
             pn.Row(self._goto, self._move, self._delete, self._undo),
             self._move_row,
@@ -1639,6 +1678,7 @@ class AnnotationPanel(pn.viewable.Viewer):
         self._undo_stack, self._unsaved = [], []
         self._refresh_undo()
         self.cancel_move()
+        self._search.param.update(value="", value_input="")  # a new recording lists all its markers
         self.select(None)
 
     def _adopt(self, annotations: AnnotationSet, **params) -> None:
@@ -1680,8 +1720,22 @@ class AnnotationPanel(pn.viewable.Viewer):
         return self.markers[i] if i is not None and i < len(self.markers) else None
 
     def select(self, index: int | None) -> None:
-        """Select marker ``index`` in the list (None: nothing)."""
-        self._list.value = [] if index is None else [index]
+        """Select marker ``index`` in the list (None: nothing); unlike choosing it in the list, the view stays."""
+        self._quiet_list = True
+        try:
+            self._list.value = [] if index is None else [index]
+        finally:
+            self._quiet_list = False
+
+    @property
+    def listed(self) -> list[int]:
+        """Indices (into ``markers``) of the markers the list shows: those the search finds (:func:`filter_markers`)."""
+        return filter_markers(self.markers, self._query)
+
+    def search(self, query: str) -> list[int]:
+        """Show only the markers ``query`` finds (see :func:`filter_markers`); empty: all. Returns :attr:`listed`."""
+        self._search.value = str(query or "")
+        return self.listed
 
     def _commit(self, action: str, **state) -> None:
         """Change the state as one edit named ``action``."""
@@ -1691,13 +1745,18 @@ class AnnotationPanel(pn.viewable.Viewer):
         finally:
             self._next_action = None
 
-    def add_marker(self, kind: str, onset_s: float | None = None, text: str | None = None) -> None:
-        """Add a marker at ``onset_s`` (default: the time field) with ``text`` (default: the text field)."""
+    def add_marker(
+        self, kind: str, onset_s: float | None = None, text: str | None = None, duration_s: float = 0.0
+    ) -> None:
+        """Add a marker at ``onset_s`` (default: the time field) with ``text`` (default: the text field).
+
+        ``duration_s`` > 0 makes it a span (drawn as a band over the traces from the onset on).
+        """
         onset = self._time.value if onset_s is None else onset_s
         text = self._text.value if text is None else text
         try:
             onset = onset if onset is not None else self.current_time_s
-            marker = make_marker(onset, kind, text or "", author=self.author, modified=utc_now())
+            marker = make_marker(onset, kind, text or "", duration_s, author=self.author, modified=utc_now())
         except ValueError as err:
             self.status = f"⚠ {err}"
             return
@@ -1972,12 +2031,31 @@ class AnnotationPanel(pn.viewable.Viewer):
         if self._pending_move is not None and self._selected_key != self._pending_move:
             self.cancel_move()
 
+    def _jump_to_choice(self, event) -> None:
+        """A marker chosen in the list (one, newly): the view goes to it, as with **Go to**."""
+        if self._quiet_list or len(event.new or []) != 1 or list(event.new) == list(event.old or []):
+            return
+        self.go_to_selected()
+
+    def _on_search(self, event) -> None:
+        query = str(event.new or "")
+        if query != self._query:
+            self._query = query
+            self._refresh_list()
+
     @param.depends("markers", watch=True)
     def _refresh_list(self) -> None:
-        options = {_marker_label(i, m): i for i, m in enumerate(self.markers)}
+        listed = self.listed
+        options = {_marker_label(i, self.markers[i]): i for i in listed}
         keys = [marker_key(m) for m in self.markers]
         selected = [keys.index(self._selected_key)] if self._selected_key in keys else []
-        self._list.param.update(options=options, value=selected)
+        selected = [i for i in selected if i in listed]
+        self._quiet_list = True
+        try:
+            self._list.param.update(options=options, value=selected)
+            self._list.name = f"Markers ({len(listed)} of {len(self.markers)})" if self._query.strip() else "Markers"
+        finally:
+            self._quiet_list = False
         if self._pending_move is not None and self._pending_move not in keys:
             self.cancel_move()
         self._on_select(None)

@@ -35,9 +35,12 @@ from sss_viewer.viewer.export import (
     figure_bytes,
 )
 from sss_viewer.viewer.export_widgets import download_buttons
+from sss_viewer.viewer.keyboard import KeyboardReview
 from sss_viewer.viewer.loader import ModelPicker, RecordingBrowser, load_selected
 from sss_viewer.viewer.patient_ranking import PatientRankingPanel
 from sss_viewer.viewer.ranking import RankingTable
+from sss_viewer.viewer.recording_heatmap import RecordingHeatmap, first_onset
+from sss_viewer.viewer.report_figure import ReportView, choose_report_view, report_figure
 from sss_viewer.viewer.scorers import (
     NO_COMPARISON,
     ScorerComparison,
@@ -46,6 +49,7 @@ from sss_viewer.viewer.scorers import (
     model_scorer_info,
 )
 from sss_viewer.viewer.scoring import BackgroundScorer, ScoringProgress, is_marker
+from sss_viewer.viewer.spectrum import FocusSpectrum
 from sss_viewer.viewer.timecourse import SozTimeCourse
 from sss_viewer.viewer.train_panel import TrainPanel
 from sss_viewer.viewer.traces import TraceView
@@ -127,8 +131,11 @@ class ViewerApp(pn.viewable.Viewer):
         # so the ranking, traces and heat map appear first (in Jupyter onload runs at once).
         self.traces = TraceView(show_overview=False)
         self.timecourse = SozTimeCourse()
+        self.spectrum = FocusSpectrum(traces=self.traces)  # computed only while its checkbox is on
+        self.recording_heat = RecordingHeatmap()  # whole recording, channels by rank, onset-locked
         self.ranking = RankingTable()
         self.annotations = AnnotationPanel(data_root=str(root))  # sidecars keyed by the path below the data root
+        self.keyboard = KeyboardReview(traces=self.traces, annotations=self.annotations)  # keys page, scale, mark
         self.channel_types = ChannelTypeEditor()
         self.patient = PatientRankingPanel()
         # a centre's own model from its clinicians' labels (issue 31): saved beside the viewer's sidecars
@@ -182,10 +189,22 @@ class ViewerApp(pn.viewable.Viewer):
         self.browser.param.watch(self._update_patient_button, ["bids_subject", "is_bids"])
         self.patient.button.on_click(lambda _event: self.rank_patient())
         self.traces.param.watch(self._on_navigate, ["start_s", "page", "span_s"])
+        # the whole-recording heat map follows the time course's scores and bad channels, and the first onset
+        self.timecourse.param.watch(lambda e: setattr(self.recording_heat, e.name, e.new), ["scores", "bad_channels"])
+        self.ranking.param.watch(lambda e: setattr(self.recording_heat, "display_names", dict(e.new)), "display_names")
+        self.annotations.param.watch(lambda e: setattr(self.recording_heat, "onset_s", first_onset(e.new)), "markers")
+        self.recording_heat.param.watch(  # a click on the heat map: that channel, centred on that time
+            lambda e: e.new is not None and self.traces.param.update(focus_channel=e.new[0], start_s=max(0.0, min(
+                e.new[1] - self.traces.span_s / 2, self.traces.duration_s - self.traces.span_s))), "selected",
+        )  # fmt: skip
         self.traces.param.watch(lambda e: setattr(self.annotations, "current_time_s", float(e.new)), "start_s")
         self.annotations.param.watch(  # "Go to": centre the view on the marker (the marker is not changed)
             lambda e: e.new is not None and setattr(self.traces, "start_s", max(0.0, min(
                 float(e.new) - self.traces.span_s / 2, self.traces.duration_s - self.traces.span_s))), "goto_s",
+        )  # fmt: skip
+        self.traces.cursor.param.watch(  # a double-click or x-drag on the traces in a "click adds" mode
+            lambda e: e.new and self.annotations.add_marker(
+                e.new["kind"], onset_s=e.new["onset_s"], duration_s=e.new["duration_s"]), "marker_request",
         )  # fmt: skip
 
     def _on_trained_model(self, event) -> None:
@@ -616,11 +635,27 @@ class ViewerApp(pn.viewable.Viewer):
     def _figure(self):
         return self.traces.figure()
 
-    def _report(self, path: Path, figure, overwrite: bool) -> Path:
+    def report_view(self) -> ReportView:
+        """What the report's figure shows, whatever is on screen: the top-ranked channels around the first onset.
+
+        See :func:`sss_viewer.viewer.report_figure.choose_report_view` (no onset: around the top
+        channel's highest-scoring window).
+        """
+        return choose_report_view(
+            self.ranking.table() if self.scores is not None else None, shown=self.traces.contacts(),
+            duration_s=float(self.traces.duration_s), onset_s=first_onset(self.annotations.markers),
+            soz_channels=self.soz_channels(), scores=self.scores,
+        )  # fmt: skip
+
+    def _report(self, path: Path, overwrite: bool) -> Path:
+        """The one-page report; its figure is :meth:`report_view` (a copy of the trace view), not the page on screen."""
         by_model = self.scorers.scorer == MODEL_SCORER
         description = self.model_description if by_model else f"{self.scorers.title()}: a training-free marker (nothing fitted)"
+        view = self.report_view()
+        figure = report_figure(self.traces, view, self.scores, bad_channels=list(self.annotations.bad_channels))
         return export_report_html(
-            path, figure=figure, ranking_df=self.ranking.table(), recording_label=self.recording.label,
+            path, figure=figure, figure_caption=view.caption(self.traces.montage), ranking_df=self.ranking.table(),
+            recording_label=self.recording.label,
             model_description=description, annotations=self.annotations.annotations,
             demo_model=self.is_demo_model and by_model, threshold=float(self.ranking.threshold),
             agreement=self._agreement_text(), overwrite=overwrite,
@@ -638,10 +673,12 @@ class ViewerApp(pn.viewable.Viewer):
         import tempfile
 
         with tempfile.TemporaryDirectory() as tmp:  # the figure is drawn as PNG (or the report says why not)
-            return self._report(Path(tmp) / "report.html", self._figure(), overwrite=True).read_bytes()
+            return self._report(Path(tmp) / "report.html", overwrite=True).read_bytes()
 
     def export(self, out_dir, *, overwrite: bool = False) -> dict[str, Path]:
         """Write the current view's figure (PNG, SVG, HTML), the ranking CSV and the one-page report.
+
+        The report's figure is chosen on purpose (:meth:`report_view`), not the page on screen.
 
         Files are named after the recording and the visible time range, written atomically, and
         never overwrite an existing file unless ``overwrite``.
@@ -676,8 +713,8 @@ class ViewerApp(pn.viewable.Viewer):
             paths[fmt] = Path(f"{base}.{fmt}")
         if self.scores is not None:
             paths["csv"] = export_ranking_csv(self.ranking.csv_table(), f"{base}_ranking.csv", overwrite=overwrite)
-        # without the PNG file the report draws the figure itself, or says in its place why it cannot
-        paths["report"] = self._report(Path(f"{base}_report.html"), paths.get("png", figure), overwrite)
+        # the report draws its own figure (the top channels around the onset), or says in its place why it cannot
+        paths["report"] = self._report(Path(f"{base}_report.html"), overwrite)
         if no_browser is not None:
             self._show_message(f"Exported without PNG/SVG: {no_browser}")
         return paths
@@ -702,8 +739,9 @@ class ViewerApp(pn.viewable.Viewer):
             "### Export", *self._downloads(), width=340,
         )  # fmt: skip
         main = pn.Column(
-            self._notice, self._message, self.traces, self.timecourse, "### Channel ranking", self.ranking, self.comparison,
-            self.patient,
+            self._notice, self._message, self.keyboard, self.traces, self.spectrum, self.timecourse, self.recording_heat,
+            "### Channel ranking",
+            self.ranking, self.comparison, self.patient,
             sizing_mode="stretch_width",
         )  # fmt: skip
         return pn.Row(sidebar, main, sizing_mode="stretch_width")

@@ -19,11 +19,27 @@ MONTAGES = ("monopolar", "average", "bipolar")
 
 
 def group_by_shaft(channels: Sequence[str]) -> dict[str, list[int]]:
-    """Channel indices per shaft, shafts in order of first appearance, contacts in the given order."""
+    """Channel indices per shaft: shafts in order of first appearance, contacts in contact-number order.
+
+    Parameters
+    ----------
+    channels : sequence of str, length n_channels
+        Names as stored (``LA10``, ``POL LA2``, ``EEG LA3-Ref``: see :func:`shaft_name`).
+
+    Returns
+    -------
+    groups : dict of str to list of int
+        ``{shaft: indices into channels}``; within a shaft ``LA1, LA2, …, LA10`` (numbers, not
+        text: never ``LA1, LA10, LA2``), whatever order the file stores them in. Contacts without
+        a number come last, in the given order.
+    """
     groups: dict[str, list[int]] = {}
     for i, name in enumerate(channels):
         groups.setdefault(shaft_name(name), []).append(i)
-    return groups
+    numbers = [contact_number(name) for name in channels]
+    return {
+        shaft: sorted(idx, key=lambda i: (numbers[i] is None, numbers[i] or 0, i)) for shaft, idx in groups.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -50,21 +66,24 @@ class MontageRows:
 
 
 def montage_rows(channels: Sequence[str], kind: str) -> MontageRows:
-    """The rows of montage ``kind`` over ``channels``.
+    """The rows of montage ``kind`` over ``channels``, shaft by shaft in contact-number order.
 
-    Bipolar pairs are neighbouring contacts of one shaft, in contact-number order (``LA1-LA2``,
-    ``LA2-LA3``…); a shaft with one contact gives no bipolar row.
+    Rows follow :func:`group_by_shaft` in every montage (``LA1, LA2, …, LA10`` however the file
+    stores them; ``members`` index into ``channels``). Bipolar pairs are neighbouring contacts of
+    one shaft by contact number (``LA1-LA2``, ``LA2-LA3``…); a shaft with one contact gives no
+    bipolar row.
     """
     check_option("montage", kind, MONTAGES)
     channels = list(channels)
+    groups = group_by_shaft(channels)
     if kind != "bipolar":
         suffix = "-avg" if kind == "average" else ""
+        order = [i for idx in groups.values() for i in idx]
         return MontageRows(
-            [c + suffix for c in channels], [(i,) for i in range(len(channels))], [shaft_name(c) for c in channels], kind
+            [channels[i] + suffix for i in order], [(i,) for i in order], [shaft_name(channels[i]) for i in order], kind
         )
     labels, members, shafts = [], [], []
-    for shaft, idx in group_by_shaft(channels).items():
-        ordered = sorted(idx, key=lambda i: (contact_number(channels[i]) is None, contact_number(channels[i]) or 0, i))
+    for shaft, ordered in groups.items():
         for a, b in zip(ordered[:-1], ordered[1:]):
             labels.append(f"{channels[a]}-{channels[b]}")
             members.append((a, b))

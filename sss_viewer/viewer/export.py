@@ -680,6 +680,7 @@ def export_report_html(
     overwrite: bool = False,
     scorer_info: dict | None = None,
     comparison: str | None = None,
+    figure_caption: str | None = None,
 ) -> Path:
     """Write a self-contained one-page HTML report.
 
@@ -712,6 +713,9 @@ def export_report_html(
         unit of a marker's ``value`` column.
     comparison : str, optional
         The agreement line of a second scorer's ranking (:func:`sss_viewer.viewer.scorers.comparison_text`).
+    figure_caption : str, optional
+        What the figure shows and why (channels, time span), printed above it
+        (:meth:`sss_viewer.viewer.report_figure.ReportView.caption`).
 
     Returns
     -------
@@ -737,13 +741,14 @@ def export_report_html(
     if comparison:
         agr += f"<p>Compared with a second scorer: {esc(comparison)}</p>"
     unit = str((scorer_info or {}).get("unit") or "")
+    caption = f'<p class="caption">{esc(figure_caption)}</p>' if figure_caption else ""
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>SSS viewer report: {esc(recording_label)}</title>
 <style>{_REPORT_CSS}</style></head><body>
 <h1>SSS seizure-onset-zone report: {esc(recording_label)}</h1>
 <p class="meta">Generated {esc(now)} by sss-viewer. Research software: not a medical device.</p>
 <h2>Model</h2>{model}
-<h2>Figure</h2>{_figure_html(figure)}
+<h2>Figure</h2>{caption}{_figure_html(figure)}
 <h2>Channel ranking</h2>{by}{thr}{agr}{_ranking_html(ranking_df, top_n, unit)}
 <h2>Annotations</h2>{_annotations_html(annotations)}
 </body></html>

@@ -48,6 +48,7 @@ Everything is per instance (streams, caches, widgets), so each browser session h
 
 from __future__ import annotations
 
+import html
 import logging
 import math
 from contextlib import nullcontext
@@ -95,9 +96,11 @@ from sss_viewer.viewer.envelope import (
     scale_rows,
     scale_window,
 )
+from sss_viewer.viewer.excluded import EXCLUDED_COLOUR, excluded_channels, excluded_text
 from sss_viewer.viewer.export import register_static_copy
 from sss_viewer.viewer.inplace import LayerPlots, data_only_freeze
 from sss_viewer.viewer.timecourse import PLOT_BACKEND_OPTS, SozTimeCourse, ensure_bokeh, infer_bin_s
+from sss_viewer.viewer.trace_cursor import MARKER_MODES, TraceCursor, add_span_tool, set_span_tool_active
 from sss_viewer.viewer.trace_elements import (
     ARTIFACT_MARK,
     FOCUS_COLOUR,
@@ -119,6 +122,7 @@ from sss_viewer.viewer.trace_elements import (
     overview_overlay,
     scale_bar_templates,
     set_changed,
+    slot_label,
     traces_template,
 )
 
@@ -139,6 +143,10 @@ OVERVIEW_READ_BUDGET = {"memory": 2e8, "file": 5e7}
 """Most values the overview reads to summarise a page's traces over the whole recording. From a file
 read lazily every channel is read (multiplexed formats store all channels of a time range together),
 in memory only the page's. Above the budget the overview shows p(SOZ) and markers without traces."""
+
+ALL_ON_PAGE = "*"
+"""The gain picker's value for "all on this page": the gain applies to every shaft of the page in view."""
+ALL_ON_PAGE_LABEL = "all on this page"
 
 _ViewEvent = hv.streams.Stream.define("TraceWindow", window=(0.0, 10.0), version=0)
 """Per-figure stream: the visible window set from the widgets, and a counter bumped on display and page changes."""
@@ -239,6 +247,32 @@ def auto_amplitude(recording: Recording, picks: np.ndarray, seconds: float = SCA
 
 
 @dataclass(frozen=True)
+class DrawnRows:
+    """What a page can draw: the scored rows, then (monopolar) the excluded channels as greyed rows.
+
+    Parameters
+    ----------
+    picks : ndarray, shape (n_channels,), int
+        Recording indices: the contacts, then the greyed channels.
+    names, display : list of str, length n_channels
+        Their recording and shown names.
+    rows : MontageRows
+        The rows paged and drawn; ``members`` index into ``names``.
+    n_contacts : int
+        How many of ``names`` are scored contacts (a member at or past it is a greyed row).
+    excluded : dict of str to str
+        ``{channel: reason}`` of every channel that is not a contact (see :mod:`.excluded`).
+    """
+
+    picks: np.ndarray
+    names: list[str]
+    display: list[str]
+    rows: MontageRows
+    n_contacts: int
+    excluded: dict[str, str]
+
+
+@dataclass(frozen=True)
 class ReadPlan:
     """What to read for a page: recording channel ``picks`` and the page rows over them.
 
@@ -260,8 +294,10 @@ class TraceView(pn.viewable.Viewer):
     """Stacked iEEG traces by shaft, with the p(SOZ) heat map underneath and an overview strip.
 
     Rows are the recording's good iEEG channels (``recording.ieeg_picks()`` minus
-    ``bad_channels``, which are hidden) grouped by shaft, as rows of ``montage``, ``page_size`` per
-    page. Use :meth:`figure` for the HoloViews object (export) and :meth:`state` for a caption.
+    ``bad_channels``) grouped by shaft in contact-number order, as rows of ``montage``, ``page_size``
+    per page; in the monopolar montage the excluded channels (bad, ECG, DC, trigger …) follow as greyed
+    rows on pages of their own, and every montage lists them with the reason (:meth:`excluded`).
+    Use :meth:`figure` for the HoloViews object (export) and :meth:`state` for a caption.
     """
 
     recording = param.ClassSelector(class_=Recording, default=None, allow_None=True, doc="The recording shown.")
@@ -297,7 +333,14 @@ class TraceView(pn.viewable.Viewer):
     notch_hz = param.Number(default=None, allow_None=True, bounds=(0, None), doc="Display notch and harmonics (Hz).")
     heat_opacity = param.Number(default=0.5, bounds=(0, 1), doc="Opacity of the heat map.")
     show_heatmap = param.Boolean(default=True, doc="Draw the p(SOZ) heat map under the traces.")
-    bad_channels = param.List(default=[], item_type=str, doc="Channels hidden (and left out of the average).")
+    bad_channels = param.List(
+        default=[], item_type=str, doc="Channels marked bad: not scored, left out of the average, shown greyed."
+    )
+    show_excluded = param.Boolean(
+        default=True,
+        doc="Show bad and non-iEEG channels as greyed rows after the scored contacts (monopolar montage); "
+        "every montage lists them with the reason under the traces either way.",
+    )
     markers = param.List(
         default=[],
         item_type=dict,
@@ -331,6 +374,7 @@ class TraceView(pn.viewable.Viewer):
         "montage",
         "page_size",
         "bad_channels",
+        "show_excluded",
         "markers",
         "bin_s",
         "datashade_above_s",
@@ -475,7 +519,7 @@ class TraceView(pn.viewable.Viewer):
         return self._layout()[0].copy()
 
     def contacts(self) -> list[str]:
-        """Names of the shown contacts, in display order (shafts contiguous)."""
+        """Names of the shown contacts, in display order (shafts contiguous, contacts in numeric order)."""
         return list(self._layout()[1])
 
     def display_contacts(self) -> list[str]:
@@ -483,22 +527,49 @@ class TraceView(pn.viewable.Viewer):
         return list(self._layout()[3])
 
     def display_labels(self, rows: MontageRows | None = None) -> list[str]:
-        """Labels of ``rows`` (default: the page's) as shown: :meth:`display_contacts` in place of names.
+        """Labels of ``rows`` (default: the page's) as shown: display names in place of recording names.
 
-        The montage's own labels (original channel names) stay what data, state and exports use.
+        ``rows`` index into :meth:`drawn_rows`' channels (the contacts, then greyed channels). The
+        montage's own labels (original channel names) stay what data, state and exports use.
         """
         rows = self.page_rows() if rows is None else rows
-        return row_labels(rows, self._layout()[3])
+        return row_labels(rows, self._layout()[4].display)
 
     def rows(self) -> MontageRows:
-        """All rows of the montage over :meth:`contacts` (``members`` index into that list)."""
+        """All scored rows of the montage over :meth:`contacts` (``members`` index into that list)."""
         return self._layout()[2]
 
-    def _layout(self) -> tuple[np.ndarray, list[str], MontageRows, list[str]]:
-        """``(contact_picks, contacts, rows, display_contacts)``, recomputed only when what they depend on changes."""
+    def drawn_rows(self) -> MontageRows:
+        """The rows paged and drawn: :meth:`rows`, then (monopolar, ``show_excluded``) a greyed row per excluded channel.
+
+        ``members`` index into the contacts followed by the greyed channels; a greyed row is never
+        part of the heat map, the average reference, a bipolar pair or the scores.
+        """
+        return self._layout()[4].rows
+
+    def excluded(self) -> dict[str, str]:
+        """``{channel: reason}`` of every channel that is not a scored contact (bad, ECG, DC, trigger, ``$`` …)."""
+        return dict(self._layout()[4].excluded)
+
+    def excluded_line(self) -> str:
+        """The line shown under the traces: ``Not shown / not scored: EKG1: ecg — not scored · …`` (empty if none)."""
         rec = self.recording
         if rec is None:
-            return np.zeros(0, dtype=int), [], montage_rows([], self.montage), []
+            return ""
+        return excluded_text(self._layout()[4].excluded, dict(zip(rec.ch_names, rec.display_names, strict=True)))
+
+    def greyed_slots(self, rows: MontageRows | None = None) -> list[int]:
+        """Indices in ``rows`` (default: the page's) of the greyed rows of excluded channels."""
+        rows = self.page_rows() if rows is None else rows
+        n = self._layout()[4].n_contacts
+        return [r for r, members in enumerate(rows.members) if members[0] >= n]
+
+    def _layout(self) -> tuple[np.ndarray, list[str], MontageRows, list[str], DrawnRows]:
+        """``(contact_picks, contacts, rows, display_contacts, drawn)``, recomputed only when their inputs change."""
+        rec = self.recording
+        if rec is None:
+            rows = montage_rows([], self.montage)
+            return np.zeros(0, dtype=int), [], rows, [], DrawnRows(np.zeros(0, dtype=int), [], [], rows, 0, {})
         key = (
             id(rec),
             tuple(rec.ch_names),
@@ -506,6 +577,7 @@ class TraceView(pn.viewable.Viewer):
             tuple(rec.bads),
             tuple(self.bad_channels),
             self.montage,
+            self.show_excluded,
         )
         if self._layout_cache is None or self._layout_cache[0] != key:
             bad = set(self.bad_channels)
@@ -522,36 +594,122 @@ class TraceView(pn.viewable.Viewer):
             contacts = [rec.ch_names[i] for i in ordered]
             shown_as = rec.display_names
             display = [shown_as[i] for i in ordered]
-            self._layout_cache = (key, (ordered, contacts, montage_rows(contacts, self.montage), display))
+            rows = montage_rows(contacts, self.montage)
+            drawn = self._drawn_rows(ordered, contacts, display, rows, excluded_channels(rec, bad, contacts))
+            self._layout_cache = (key, (ordered, contacts, rows, display, drawn))
         return self._layout_cache[1]
+
+    def _drawn_rows(
+        self, picks: np.ndarray, contacts: list[str], display: list[str], rows: MontageRows, excluded: dict[str, str]
+    ) -> DrawnRows:
+        """The scored rows, then (monopolar, ``show_excluded``) a greyed row per excluded channel."""
+        if self.montage != "monopolar" or not self.show_excluded or not excluded:
+            return DrawnRows(picks, list(contacts), list(display), rows, len(contacts), excluded)
+        rec = self.recording
+        index = {name: i for i, name in enumerate(rec.ch_names)}
+        shown_as = rec.display_names
+        greyed = list(excluded)
+        n = len(contacts)
+        drawn = MontageRows(
+            rows.labels + greyed,
+            rows.members + [(n + j,) for j in range(len(greyed))],
+            rows.shafts + [shaft_name(name) for name in greyed],
+            rows.kind,
+        )
+        return DrawnRows(
+            np.concatenate([picks, np.array([index[g] for g in greyed], dtype=int)]),
+            list(contacts) + greyed,
+            list(display) + [shown_as[index[g]] for g in greyed],
+            drawn,
+            n,
+            excluded,
+        )
 
     @property
     def n_pages(self) -> int:
         """Number of channel pages."""
-        return max(1, math.ceil(len(self.rows()) / self.page_size))
+        return len(self.page_bounds())
+
+    def page_bounds(self) -> list[tuple[int, int]]:
+        """``(first, end)`` indices into :meth:`drawn_rows` of each page, ``page_size`` rows at most.
+
+        The scored rows page by page, then the greyed rows of excluded channels on pages of their
+        own: page ``p`` of the scored rows starts at ``p * page_size`` (as the heat map's rows do).
+        """
+        n_scored, n_drawn, size = len(self.rows()), len(self.drawn_rows()), self.page_size
+        bounds = [(lo, min(lo + size, n_scored)) for lo in range(0, n_scored, size)]
+        bounds += [(lo, min(lo + size, n_drawn)) for lo in range(n_scored, n_drawn, size)]
+        return bounds or [(0, 0)]
+
+    def _page_slice(self, page: int | None = None) -> slice:
+        """The drawn rows of ``page`` (default the current one, clamped to the last)."""
+        bounds = self.page_bounds()
+        lo, hi = bounds[min(self.page if page is None else page, len(bounds) - 1)]
+        return slice(lo, hi)
+
+    def _page_of_row(self, row: int) -> int:
+        """The page showing drawn row ``row``."""
+        return next((p for p, (lo, hi) in enumerate(self.page_bounds()) if lo <= row < hi), 0)
 
     def page_rows(self) -> MontageRows:
-        """The rows of the current page, top to bottom (``members`` index into :meth:`contacts`)."""
-        rows = self.rows()
-        lo = min(self.page, self.n_pages - 1) * self.page_size
-        sl = slice(lo, lo + self.page_size)
+        """The rows of the current page, top to bottom (``members`` index into :meth:`drawn_rows`' channels)."""
+        rows = self.drawn_rows()
+        sl = self._page_slice()
         return MontageRows(rows.labels[sl], rows.members[sl], rows.shafts[sl], rows.kind)
 
     def page_contacts(self) -> list[str]:
-        """Recording names of the contacts the current page draws (both contacts of a bipolar row)."""
+        """Recording names of the scored contacts the page draws (both contacts of a bipolar row; no greyed row)."""
         contacts = self.contacts()
-        members = sorted({int(m) for row in self.page_rows().members for m in row})
+        members = sorted({int(m) for row in self.page_rows().members for m in row if m < len(contacts)})
         return [contacts[m] for m in members]
 
     def shafts(self) -> list[str]:
         """Shafts of the shown contacts, in display order."""
         return list(dict.fromkeys(shaft_name(c) for c in self.contacts()))
 
-    def shaft_options(self) -> dict[str, str]:
-        """``{shaft as shown: shaft}`` for the gain picker (``POL LA`` shown as ``LA``)."""
-        pairs = dict.fromkeys(zip(map(shaft_name, self.display_contacts()), map(shaft_name, self.contacts())))
-        shown = [a for a, _ in pairs]
-        return {(a if shown.count(a) == 1 else b): b for a, b in pairs}
+    def shaft_options(self, *, greyed: bool = False) -> dict[str, str]:
+        """``{shaft as shown: shaft}`` of the contacts (``greyed``: and greyed rows), ``POL LA`` shown as ``LA``."""
+        drawn = self._layout()[4]
+        cached = getattr(self, "_shaft_cache", None)  # (drawn, greyed, options): once per layout, not per page
+        if cached is None or cached[0] is not drawn or cached[1] != greyed:
+            n = len(drawn.names) if greyed else drawn.n_contacts
+            pairs = dict.fromkeys(zip(map(shaft_name, drawn.display[:n]), map(shaft_name, drawn.names[:n])))
+            shown = [a for a, _ in pairs]
+            cached = self._shaft_cache = (drawn, greyed, {(a if shown.count(a) == 1 else b): b for a, b in pairs})
+        return dict(cached[2])
+
+    def page_shafts(self) -> list[str]:
+        """The shafts of the rows on the current page, top first (what the gain picker offers)."""
+        return list(dict.fromkeys(self.page_rows().shafts))
+
+    def page_shaft_options(self) -> dict[str, str]:
+        """The gain picker's choices: ``{shaft as shown: shaft}`` of the page's shafts, then ``all on this page``."""
+        on_page = set(self.page_shafts())
+        options = {shown: shaft for shown, shaft in self.shaft_options(greyed=True).items() if shaft in on_page}
+        if options:
+            options[ALL_ON_PAGE_LABEL] = ALL_ON_PAGE
+        return options
+
+    def picked_gain(self, choice: str | None) -> float | None:
+        """The gain the picker shows for ``choice`` (a shaft or ``ALL_ON_PAGE``): None when the page's shafts differ."""
+        gains = self.shaft_gain or {}
+        shafts = self.page_shafts() if choice == ALL_ON_PAGE else [choice]
+        values = {float(gains.get(s, 1.0) or 1.0) for s in shafts if s is not None}
+        return values.pop() if len(values) == 1 else None
+
+    def set_picked_gain(self, choice: str | None, gain: float) -> None:
+        """Set the gain of shaft ``choice``, or with ``ALL_ON_PAGE`` of every shaft on the page in view.
+
+        Raises
+        ------
+        ValueError
+            ``gain`` is not a positive number.
+        """
+        if not (isinstance(gain, int | float) and math.isfinite(gain) and gain > 0):
+            raise ValueError(f"gain must be a positive number; got {gain!r}.")
+        shafts = self.page_shafts() if choice == ALL_ON_PAGE else [choice] if choice is not None else []
+        if shafts:
+            self.shaft_gain = {**(self.shaft_gain or {}), **{s: float(gain) for s in shafts}}
 
     def _custom_gains(self) -> dict[str, float]:
         """The shaft gains that differ from 1 (rows of those shafts have their own amplitude range)."""
@@ -569,11 +727,11 @@ class TraceView(pn.viewable.Viewer):
             self.page = self.n_pages - 1
 
     def _focus_row(self, rows: MontageRows | None = None) -> int | None:
-        """Index in ``rows`` (default: all rows) of the first row made from ``focus_channel``."""
+        """Index in ``rows`` (default: all drawn rows) of the first row made from ``focus_channel``."""
         if not self.focus_channel:
             return None
-        rows = self.rows() if rows is None else rows
-        contacts = self.contacts()
+        rows = self.drawn_rows() if rows is None else rows
+        contacts = self._layout()[4].names
         if self.focus_channel not in contacts:
             return None
         target = contacts.index(self.focus_channel)
@@ -592,7 +750,7 @@ class TraceView(pn.viewable.Viewer):
                 )
                 self._show_error(self._notice)
             return
-        page = row // self.page_size
+        page = self._page_of_row(row)
         if page != self.page:
             self.page = page
 
@@ -627,9 +785,9 @@ class TraceView(pn.viewable.Viewer):
     def read_plan(self, rows: MontageRows | None = None) -> ReadPlan:
         """Which channels to read for ``rows`` (default the page's), with the rows re-indexed onto them."""
         rows = self.page_rows() if rows is None else rows
-        picks = self.contact_picks()
         if rows.kind == "average":
-            return ReadPlan(picks, rows, True)
+            return ReadPlan(self.contact_picks(), rows, True)
+        picks = self._layout()[4].picks  # the contacts, then the greyed channels
         needed = list(dict.fromkeys(m for members in rows.members for m in members))
         local = {m: i for i, m in enumerate(needed)}
         local_rows = MontageRows(
@@ -694,7 +852,7 @@ class TraceView(pn.viewable.Viewer):
         cached = self._cached_envelope(rows)
         if cached is not None:
             return cached
-        everything = self.rows()
+        everything = self.drawn_rows()
         if self.can_summarise(everything):
             key = self._envelope_key(everything)
             self._overview_cache[key] = self._read_envelope(everything)
@@ -702,7 +860,7 @@ class TraceView(pn.viewable.Viewer):
         return _lru_put(self._overview_cache, self._envelope_key(rows), self._read_envelope(rows), OVERVIEW_CACHE_PAGES)
 
     def _envelope_key(self, rows: MontageRows) -> tuple:
-        return (id(self.recording), tuple(rows.labels), tuple(self.contacts()), self.plot_width)
+        return (id(self.recording), tuple(rows.labels), tuple(self._layout()[4].names), self.plot_width)
 
     def _read_envelope(self, rows: MontageRows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         n_bins = OVERVIEW_BINS_PER_PX * self.plot_width
@@ -710,9 +868,9 @@ class TraceView(pn.viewable.Viewer):
 
     def _cached_envelope(self, rows: MontageRows) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """The whole-recording envelope of ``rows`` from the cache (the montage's or the page's), or None."""
-        everything = self._overview_cache.get(self._envelope_key(self.rows()))
+        everything = self._overview_cache.get(self._envelope_key(self.drawn_rows()))
         if everything is not None:
-            index = {label: i for i, label in enumerate(self.rows().labels)}
+            index = {label: i for i, label in enumerate(self.drawn_rows().labels)}
             if all(label in index for label in rows.labels):
                 pick = [index[label] for label in rows.labels]
                 edges, lo, hi = everything
@@ -847,8 +1005,7 @@ class TraceView(pn.viewable.Viewer):
         edges : ndarray, shape (n_bins + 1,)
         """
         values, p0, p1, edges = self.heat_rows()
-        lo = min(self.page, self.n_pages - 1) * self.page_size
-        sl = slice(lo, lo + self.page_size)
+        sl = self._page_slice()  # a page of greyed rows has no heat-map row
         return np.stack([values[sl], p0[sl], p1[sl]], axis=-1), edges
 
     # ---------------------------------------------------------------- elements
@@ -861,21 +1018,25 @@ class TraceView(pn.viewable.Viewer):
 
     def n_slots(self) -> int:
         """Rows drawn on every page: ``page_size``, or all rows when there are fewer (a short last page has empty rows)."""
-        return min(self.page_size, len(self.rows()))
+        return min(self.page_size, len(self.drawn_rows()))
 
     def slot_labels(self) -> list[str]:
         """The page's row labels, top first, padded with ``""`` to :meth:`n_slots`.
 
-        A row made from a channel the artifact detector flagged ends in ``[artifact]``.
+        A row made from a channel the artifact detector flagged ends in ``[artifact]``; a greyed row
+        of an excluded channel ends in its reason (``EKG1 [ecg — not scored]``, ``LA2 [bad (marked)]``).
         """
         labels = self.display_labels()
         flagged = self.flagged_channels()
+        drawn = self._layout()[4]
+        members_of = self.page_rows().members
         if flagged:
-            contacts = self.contacts()
             labels = [
-                f"{label} {ARTIFACT_MARK}" if any(contacts[m] in flagged for m in members) else label
-                for label, members in zip(labels, self.page_rows().members)
+                f"{label} {ARTIFACT_MARK}" if any(drawn.names[m] in flagged for m in members) else label
+                for label, members in zip(labels, members_of)
             ]
+        for r in self.greyed_slots():
+            labels[r] = f"{labels[r]} [{drawn.excluded[drawn.names[members_of[r][0]]]}]"
         return labels + [""] * (self.n_slots() - len(labels))
 
     def _clip_limits(self, amplitudes: np.ndarray) -> np.ndarray | None:
@@ -939,7 +1100,10 @@ class TraceView(pn.viewable.Viewer):
         elif n:
             edges, lo, hi = self.visible_envelope(plan, start, stop)
             lo, hi = row_units(*clip_envelope(lo, hi, limits), amplitudes, m)
-            colours = [FOCUS_COLOUR if r == focus else TRACE_COLOUR for r in range(n)]
+            greyed = set(self.greyed_slots(rows))
+            colours = [
+                FOCUS_COLOUR if r == focus else EXCLUDED_COLOUR if r in greyed else TRACE_COLOUR for r in range(n)
+            ]
             rgba = rasterise_envelopes(
                 bin_centres(edges, rec.sfreq), lo, hi, (t0, t1), m, self.plot_width, self._plot_height(slots), colours
             )
@@ -977,7 +1141,7 @@ class TraceView(pn.viewable.Viewer):
 
     def _heat_notes(self, labels: list[str]) -> list[str]:
         """Heat-map hover text per slot, bottom row first: ``LA1-LA2 (mean of LA1, LA2)`` for bipolar rows."""
-        contacts = self.display_contacts()
+        contacts = self._layout()[4].display
         notes = [
             f"{label} (mean of {', '.join(contacts[m] for m in members)})" if len(members) > 1 else label
             for label, members in zip(labels, self.page_rows().members)
@@ -1030,6 +1194,20 @@ class TraceView(pn.viewable.Viewer):
             heat_notes=self._heat_notes(labels),
             bin_s=self.effective_bin_s(),
         )
+        self._grey_excluded_curves(plot)
+
+    def _grey_excluded_curves(self, plot) -> None:
+        """Draw the curves of the page's greyed rows (excluded channels) in ``EXCLUDED_COLOUR``."""
+        greyed = self.greyed_slots()
+        if not greyed:
+            return
+        focus = self._focus_row(self.page_rows())
+        names = {slot_label(r): r for r in greyed if r != focus}
+        for sub in plot.subplots.values():
+            frame = getattr(sub, "current_frame", None)
+            renderer = sub.handles.get("glyph_renderer") if isinstance(frame, hv.Curve) else None
+            if renderer is not None and frame.label in names:
+                set_changed(renderer.glyph, line_color=EXCLUDED_COLOUR)
 
     def _decorate_overview(self, plot, element) -> None:
         """HoloViews hook of the overview: one RangeTool on the x range of the main plot of the same layout.
@@ -1057,8 +1235,7 @@ class TraceView(pn.viewable.Viewer):
     def _artifact_image(self, t0: float, t1: float, T, Y, m: int) -> hv.Image:
         """The page's artifact shares over ``[t0, t1]`` on ``m`` slots, on the heat map's bins (NaN: transparent)."""
         share, edges = self.artifact_rows()
-        lo = min(self.page, self.n_pages - 1) * self.page_size
-        page = share[lo : lo + self.page_size]
+        page = share[self._page_slice()]
         n_bins = share.shape[1]
         bin_s = edges[1] - edges[0]
         b0 = int(np.clip(math.floor(t0 / bin_s + 1e-9), 0, n_bins - 1))
@@ -1176,6 +1353,7 @@ class TraceView(pn.viewable.Viewer):
         # wraps the callback in an operation that applies them to every frame a second time.
         dmap = hv.DynamicMap(self._callback, streams=[self._range, self._stream])
         self._main = dmap
+        self._attach_cursor(dmap)  # pointer readout, clicks and x-drags: subscribers, never inputs of _callback
         parts = [dmap]
         if self.timecourse is not None:
             parts.append(self._timecourse_element(t0, t1))
@@ -1326,6 +1504,7 @@ class TraceView(pn.viewable.Viewer):
             "heatmap": bool(self.show_heatmap and self.scores is not None),
             "heat_bin_s": self.effective_bin_s(),
             "bad_channels": list(self.bad_channels),
+            "excluded_channels": self.excluded(),
             "focus_channel": self.focus_channel,
             "datashaded": not (self._curves_enabled(self.n_slots()) and (t1 - t0) <= self.datashade_above_s),
             "clip_traces": self.clip_traces,
@@ -1550,10 +1729,10 @@ class TraceView(pn.viewable.Viewer):
         self._sync_widgets()
 
     def _page_options(self) -> dict:
-        labels_all = self.display_labels(self.rows())
+        labels_all = self.display_labels(self.drawn_rows())
         options = {}
-        for p in range(self.n_pages):
-            labels = labels_all[p * self.page_size : (p + 1) * self.page_size]
+        for p, (lo, hi) in enumerate(self.page_bounds()):
+            labels = labels_all[lo:hi]
             text = f"{p + 1}: {labels[0]} … {labels[-1]}" if labels else f"{p + 1}"
             options[text] = p
         return options
@@ -1566,10 +1745,29 @@ class TraceView(pn.viewable.Viewer):
         w["start"].end = max(duration, 1e-3)
         w["page"].options = self._page_options()
         w["page"].value = min(self.page, self.n_pages - 1)
-        shafts = self.shaft_options()
-        w["shaft"].options = shafts
-        if shafts and w["shaft"].value not in shafts.values():
-            w["shaft"].value = next(iter(shafts.values()))
+        self._sync_shaft_picker()
+        pane = getattr(self, "_excluded_pane", None)
+        if pane is not None:
+            line = self.excluded_line()
+            pane.object = f'<span style="color:#666">{html.escape(line)}</span>' if line else ""
+            pane.visible = bool(line)
+
+    def _sync_shaft_picker(self) -> None:
+        """The gain picker offers the page's shafts (and ``all on this page``) and shows the gain of the choice.
+
+        A choice still in view is kept; otherwise the first shaft in view is picked.
+        """
+        w = getattr(self, "_widgets", None)
+        if not w:
+            return
+        options = self.page_shaft_options()
+        choice = w["shaft"].value if w["shaft"].value in options.values() else next(iter(options.values()), None)
+        self._showing_gain = True  # showing a gain is not setting one
+        try:
+            w["shaft"].param.update(options=options, value=choice)
+            w["gain"].value = self.picked_gain(choice)
+        finally:
+            self._showing_gain = False
 
     def _step_time(self, direction: int) -> None:
         duration = self.duration_s
@@ -1608,21 +1806,29 @@ class TraceView(pn.viewable.Viewer):
         w["amplitude"] = pn.widgets.FloatInput.from_param(
             self.param.amplitude_uv, label="amplitude (µV)", step=10.0, width=110
         )
-        shafts = self.shaft_options()
+        # The gain acts on what is visible: the picker offers the page's shafts and "all on this page".
+        shafts = self.page_shaft_options()
         first = next(iter(shafts.values()), None)
-        w["shaft"] = pn.widgets.Select(label="shaft", options=shafts, value=first, width=90)
-        w["gain"] = pn.widgets.FloatInput(label="gain ×", value=1.0, step=0.5, start=0.01, width=80)
+        w["shaft"] = pn.widgets.Select(label="shaft", options=shafts, value=first, width=130)
+        gain = self.picked_gain(first)
+        w["gain"] = pn.widgets.FloatInput(label="gain ×", value=gain, step=0.5, start=0.01, width=80)
+        self._showing_gain = False
 
         def _gain_from_shaft(event):
-            w["gain"].value = float((self.shaft_gain or {}).get(event.new, 1.0))
+            self._showing_gain = True
+            try:
+                w["gain"].value = self.picked_gain(event.new)
+            finally:
+                self._showing_gain = False
 
         def _set_gain(event):
-            shaft = w["shaft"].value
-            if shaft is not None and event.new:
-                self.shaft_gain = {**(self.shaft_gain or {}), shaft: float(event.new)}
+            if not self._showing_gain and event.new:
+                self.set_picked_gain(w["shaft"].value, float(event.new))
 
         w["shaft"].param.watch(_gain_from_shaft, "value")
         w["gain"].param.watch(_set_gain, "value")
+        self.param.watch(lambda e: self._sync_shaft_picker(), ["page", "shaft_gain"])
+        w["show_excluded"] = pn.widgets.Checkbox.from_param(self.param.show_excluded, label="excluded channels")
         w["highpass"] = pn.widgets.FloatInput.from_param(self.param.highpass_hz, label="high-pass (Hz)", width=100)
         w["lowpass"] = pn.widgets.FloatInput.from_param(self.param.lowpass_hz, label="low-pass (Hz)", width=100)
         w["notch"] = pn.widgets.FloatInput.from_param(self.param.notch_hz, label="notch (Hz)", width=90)
@@ -1656,9 +1862,65 @@ class TraceView(pn.viewable.Viewer):
                 w["opacity"],
                 w["show_heat"],
                 w["clip"],
+                w["show_excluded"],
             )
-            self._panel = pn.Column(navigation, display, self._warning, self._alert, self._pane)
+            line = self.excluded_line()
+            self._excluded_pane = pn.pane.HTML(
+                f'<span style="color:#666">{html.escape(line)}</span>' if line else "",
+                visible=bool(line), sizing_mode="stretch_width", css_classes=["sss-excluded-channels"],
+            )  # fmt: skip
+            self._panel = pn.Column(navigation, display, self._warning, self._alert, self._pane, self._excluded_pane)
+            self._panel.insert(list(self._panel).index(self._pane), self.cursor)  # readout + "click adds" over the plot
         return self._panel
+
+    # ---------------------------------------------------------------- pointer readout, measurement, markers
+
+    cursor_s = param.Number(
+        default=None, allow_None=True,
+        doc="Time (s) under the pointer on the traces, to the ms; None once the pointer leaves them (set by cursor).",
+    )  # fmt: skip
+
+    @property
+    def cursor(self) -> TraceCursor:
+        """The readout, two-point measurement and "click adds" mode of the traces (:mod:`.trace_cursor`)."""
+        cursor = self.__dict__.get("_cursor")
+        if cursor is None:
+            cursor = self._cursor = TraceCursor(view=self)
+        return cursor
+
+    def _attach_cursor(self, dmap: hv.DynamicMap) -> None:
+        """Connect the main plot's gestures to :attr:`cursor` and give the plot its x-select tool.
+
+        Linked streams with ``dmap`` as their source, each with one subscriber: they are not
+        inputs of the DynamicMap, so no pointer move, click or drag redraws the traces.
+        """
+        cursor = self.cursor
+        hv.streams.PointerXY(source=dmap).add_subscriber(cursor.hover)
+        hv.streams.MouseLeave(source=dmap).add_subscriber(cursor.leave)
+        hv.streams.SingleTap(source=dmap).add_subscriber(cursor.tap)
+        hv.streams.DoubleTap(source=dmap).add_subscriber(cursor.double_tap)
+        hv.streams.BoundsX(source=dmap).add_subscriber(cursor.select_x)
+        self._cursor_plot = None
+        # The main overlay's template (made once per figure), with a hook that adds the x-select tool.
+        template = main_overlay_template(
+            self.plot_width, self._plot_height(self.n_slots()), self._title(), self._decorate_main
+        )
+        self._templates["overlay"] = template.opts(hv.opts.Overlay(hooks=[self._decorate_main, self._decorate_cursor]))
+
+    def _decorate_cursor(self, plot, element) -> None:
+        """HoloViews hook of the main plot: its x-select tool (added once); a new live plot gets the mode's drag."""
+        add_span_tool(plot.state)
+        doc = _session_document()
+        if plot is self.__dict__.get("_cursor_plot") or (doc is not None and plot.document not in (None, doc)):
+            return  # the same plot, or an export's copy
+        self._cursor_plot = plot
+        set_span_tool_active(plot.state, self.cursor.mode in MARKER_MODES)
+
+    def activate_span_tool(self, active: bool) -> None:
+        """Make a drag on the traces draw a marker span (``True``) or pan in time (``False``)."""
+        plot = self.__dict__.get("_cursor_plot")
+        if plot is not None:
+            set_span_tool_active(plot.state, active)
 
 
 def _set_option(select, value) -> None:
