@@ -90,3 +90,11 @@ def ds003029_like_root(tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("ds003029-like")
     return write_ds003029_like(DS003029_META, out, duration_s=24.0, max_channels=40)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """pytest-playwright launches Debian's chromium (``playwright install`` cannot download here), for every browser test."""
+    from .browser_support import CHROMIUM
+
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ["--no-sandbox"]}

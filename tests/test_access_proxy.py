@@ -19,7 +19,7 @@ import pytest
 
 from sss_viewer.viewer.access import client_address, trusted_proxies
 
-from .browser_support import CHROMIUM, chromium_missing, served_app
+from .browser_support import chromium_missing, served_app
 
 REMOTE = "203.0.113.7"  # TEST-NET-3: an address outside this machine, never contacted
 
@@ -85,11 +85,6 @@ needs_chromium = pytest.mark.skipif(chromium_missing() is not None, reason=chrom
 needs_own_address = pytest.mark.skipif(
     OWN is None, reason="this machine has no non-loopback IPv4 address (`ip -4 addr`)"
 )
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ["--no-sandbox"]}
 
 
 @pytest.fixture

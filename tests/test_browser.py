@@ -12,7 +12,7 @@ import pybv
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from .browser_support import CHROMIUM, chromium_missing, served_app
+from .browser_support import chromium_missing, served_app
 from .conftest import toy_recording
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
@@ -49,12 +49,6 @@ def app_url(app_env):
     with served_app(app_env) as url:
         app_url.startup_s = time.monotonic() - started
         yield url
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
-    """pytest-playwright launches Debian's chromium (``playwright install`` cannot download here)."""
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ["--no-sandbox"]}
 
 
 def _open(browser, url):

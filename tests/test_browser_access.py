@@ -14,16 +14,11 @@ import pytest
 
 from sss_viewer.viewer.access import is_loopback
 
-from .browser_support import CHROMIUM, chromium_missing, served_app
+from .browser_support import chromium_missing, served_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
 
 REMOTE = {"X-Real-IP": "203.0.113.7"}  # TEST-NET-3: an address outside this machine, never contacted
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ["--no-sandbox"]}
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from sss_viewer.viewer.annotations import load_annotations, sidecar_paths
 
-from .browser_support import CHROMIUM, chromium_missing, served_app
+from .browser_support import chromium_missing, served_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
 
@@ -32,12 +32,6 @@ def app_env(tmp_path_factory):
 def app_url(app_env):
     with served_app(app_env) as url:
         yield url
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
-    """pytest-playwright launches Debian's chromium (``playwright install`` cannot download here)."""
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ["--no-sandbox"]}
 
 
 def _open(browser, url):

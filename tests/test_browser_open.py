@@ -10,7 +10,7 @@ import numpy as np
 import pybv
 import pytest
 
-from .browser_support import CHROMIUM, chromium_missing, served_app
+from .browser_support import chromium_missing, served_app
 from .conftest import toy_recording
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
@@ -48,11 +48,6 @@ def app_env(tmp_path_factory):
 def app_url(app_env):
     with served_app(app_env) as url:
         yield url
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ["--no-sandbox"]}
 
 
 def _open(browser, url):

@@ -13,7 +13,7 @@ import pytest
 
 from sss_viewer.viewer.export import BROWSER_MARK, FALLBACK_MARK
 
-from .browser_support import CHROMIUM, chromium_missing, served_app
+from .browser_support import chromium_missing, served_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
 
@@ -52,12 +52,6 @@ def app_url(tmp_path_factory):
     }  # fmt: skip
     with served_app(env) as url:
         yield url
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
-    """pytest-playwright launches Debian's chromium (``playwright install`` cannot download here)."""
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ["--no-sandbox"]}
 
 
 def _open(browser, url, errors: list[str]):

@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from .browser_support import CHROMIUM, chromium_missing, served_app
+from .browser_support import chromium_missing, served_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
 
@@ -21,12 +21,6 @@ def app_url(tmp_path_factory):
     env = {"SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(out / "annotations"), "BOKEH_IN_DOCKER": "1"}
     with served_app(env) as url:
         yield url
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
-    """pytest-playwright launches Debian's chromium (``playwright install`` cannot download here)."""
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ["--no-sandbox"]}
 
 
 def _open(browser, url):
