@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from sss_viewer.engine.score_files import SCORE_MANIFEST
+from sss_viewer.engine.score_files import SCORE_MANIFEST, write_csv
 
 logger = logging.getLogger("sss_viewer")
 
@@ -527,12 +527,6 @@ def _cmd_train(args, progress: bool) -> int:
     return 0
 
 
-def _write_csv(df, path: Path) -> None:
-    from sss_viewer.engine.score_files import write_csv
-
-    write_csv(df, path)
-
-
 SCORE_OUTPUTS = ("windows.csv", "channels.csv", "excluded.csv")
 """The files ``score`` writes per recording."""
 
@@ -620,7 +614,7 @@ class ScoreOutput:
         self.clear_previous()
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / name
-        _write_csv(df, path)
+        write_csv(df, path)
         self.written.append(path.relative_to(self.root).as_posix())
         self._write_manifest()
         return path
@@ -895,7 +889,7 @@ def _cmd_scoreboard(args, progress: bool) -> int:
     if args.out is not None:
         from sss_viewer.fileio import atomic_write
 
-        _write_csv(table, args.out)
+        write_csv(table, args.out)
         atomic_write(args.out.with_suffix(".md"), lambda p: Path(p).write_text(text + "\n", encoding="utf-8"))
         print(f"wrote {args.out} and {args.out.with_suffix('.md')}")
     return 0

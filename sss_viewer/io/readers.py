@@ -346,7 +346,7 @@ def _last_marker_sample(marker_file: Path) -> tuple[str, int] | None:
     return last
 
 
-def _stated_duration(path: Path, ext: str) -> tuple[str, float] | None:
+def _stated_duration(path: Path) -> tuple[str, float] | None:
     """``RecordingDuration`` of a BIDS ``_ieeg.json`` / ``_eeg.json`` beside ``path``, with the sidecar's name."""
     for suffix in ("ieeg.json", "eeg.json"):
         sidecar = bids_sidecar(path, suffix)
@@ -361,7 +361,7 @@ def _stated_duration(path: Path, ext: str) -> tuple[str, float] | None:
     return None
 
 
-def _last_event_onset(path: Path, ext: str) -> tuple[str, float] | None:
+def _last_event_onset(path: Path) -> tuple[str, float] | None:
     """Latest ``onset`` (s) of a BIDS ``_events.tsv`` beside ``path``, with the file's name; None without one."""
     sidecar = bids_sidecar(path, "events.tsv")
     if sidecar is None:
@@ -409,9 +409,9 @@ def check_stated_lengths(raw, path: Path, ext: str, fmt: str, fields: dict[str, 
         last = _last_marker_sample(marker_file) if marker_file is not None else None
         if last is not None and last[1] > n_times + 1:
             problems.append(f"{marker_file.name} places marker {last[0]} at sample {last[1]}, beyond the data")
-    if (stated := _stated_duration(path, ext)) is not None and abs(stated[1] - n_times / sfreq) > tolerance:
+    if (stated := _stated_duration(path)) is not None and abs(stated[1] - n_times / sfreq) > tolerance:
         problems.append(f"{stated[0]} states RecordingDuration {stated[1]:g} s")
-    if (onset := _last_event_onset(path, ext)) is not None and onset[1] > n_times / sfreq + tolerance:
+    if (onset := _last_event_onset(path)) is not None and onset[1] > n_times / sfreq + tolerance:
         problems.append(f"{onset[0]} has an event at {onset[1]:g} s, after the data ends")
     if problems:
         raise RecordingReadError(
