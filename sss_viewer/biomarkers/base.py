@@ -218,6 +218,24 @@ class BiomarkerScorer:
         channel_value = np.asarray(self.channel_values(values, clean, data, grid, recording), dtype=np.float64)
         return values, channel_value, clean
 
+    def tie_break_values(
+        self, data: np.ndarray, grid: WindowGrid, recording: Recording, clean: np.ndarray
+    ) -> np.ndarray | None:
+        """A second value per channel that orders channels whose channel values are equal, or None (ties by name).
+
+        Parameters
+        ----------
+        data, grid, recording
+            As for :meth:`window_values`.
+        clean : ndarray, shape (n_channels, n_windows), bool
+            The windows the channel values were taken from (the second value reads the same ones).
+
+        Returns
+        -------
+        ndarray, shape (n_channels,), float64, or None
+        """
+        return None
+
     def describe(self, recording: Recording) -> ScorerInfo:
         """What scored ``recording``, for its result (:attr:`info`; a composite names its parts).
 
@@ -290,10 +308,11 @@ class BiomarkerScorer:
         report(0.3)
         clean = flags == "" if self.artifacts else np.ones(flags.shape, dtype=bool)
         values, channel_value, clean = self.evaluate(data, grid, recording, clean)
+        tie_break = self.tie_break_values(data, grid, recording, clean)
         report(0.9)
         result = scores_from_values(
             recording, names, grid, values, channel_value, flags, channel_flags, excluded, artifact_table,
-            self.describe(recording), clean,
+            self.describe(recording), clean, tie_break=tie_break,
         )  # fmt: skip
         report(1.0)
         if progress:
@@ -375,6 +394,8 @@ def scores_from_values(
     artifact_table: pd.DataFrame | None,
     info: ScorerInfo,
     clean: np.ndarray,
+    *,
+    tie_break: np.ndarray | None = None,
 ) -> RecordingScores:
     """Window and channel tables of a marker, on the 0–1 scale of the module's docstring.
 
@@ -396,6 +417,8 @@ def scores_from_values(
     info : ScorerInfo
     clean : ndarray, shape (n_channels, n_windows), bool
         The windows the channel values were taken from.
+    tie_break : ndarray, shape (n_channels,), optional
+        Orders channels of equal value (higher first) through the score: see :func:`break_ties`.
 
     Returns
     -------
@@ -419,6 +442,8 @@ def scores_from_values(
         }
     )
     score = channel_value / top
+    if tie_break is not None:
+        score = break_ties(score, tie_break)
     channels = pd.DataFrame(
         {
             "channel": names,
@@ -443,6 +468,45 @@ def scores_from_values(
         scorer=info.name,
         scorer_info=info.as_dict(),
     )
+
+
+TIE_SHARE = 1e-3
+"""How far a tie-break may move a score: this share of the smallest gap between distinct scores."""
+
+
+def break_ties(score: np.ndarray, secondary: np.ndarray) -> np.ndarray:
+    """Scores that keep their order and order equal scores by ``secondary`` (lexicographic ranking).
+
+    Each finite score gains ``ε × q``, ``q`` the channel's within-recording percentile rank of
+    ``secondary`` (0 where it is not finite), ``ε`` :data:`TIE_SHARE` of the smallest gap between
+    distinct scores (of 1 when all are equal); the result is divided by ``1 + ε`` so the top stays ≤ 1.
+    A channel with a higher score stays above one with a lower score whatever their secondary values.
+
+    Parameters
+    ----------
+    score : ndarray, shape (n_channels,)
+        Scores in 0–1 (NaN: unscored, stays NaN).
+    secondary : ndarray, shape (n_channels,)
+
+    Returns
+    -------
+    ndarray, shape (n_channels,), float64
+    """
+    from scipy.stats import rankdata
+
+    score = np.asarray(score, dtype=np.float64)
+    secondary = np.asarray(secondary, dtype=np.float64)
+    if secondary.shape != score.shape:
+        raise ValueError(f"Invalid tie_break: expected one value per channel ({score.shape}), got shape {secondary.shape}.")
+    finite = np.isfinite(score)
+    distinct = np.unique(score[finite])
+    gap = float(np.diff(distinct).min()) if distinct.size > 1 else 1.0
+    epsilon = TIE_SHARE * gap
+    q = np.zeros(score.shape)
+    ok = np.isfinite(secondary)
+    if ok.any():
+        q[ok] = rankdata(secondary[ok], method="average") / ok.sum()
+    return np.where(finite, (score + epsilon * q) / (1.0 + epsilon), np.nan)
 
 
 def _no_clean_window(clean: np.ndarray, flags: np.ndarray) -> str:

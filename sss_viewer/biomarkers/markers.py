@@ -13,6 +13,7 @@ import numpy as np
 from sss_viewer.biomarkers.base import BiomarkerScorer, ScorerInfo, WindowGrid
 from sss_viewer.biomarkers.epileptogenicity import epileptogenicity_index
 from sss_viewer.biomarkers.filtering import count_events_per_window
+from sss_viewer.biomarkers.floors import window_robust_amplitude
 from sss_viewer.biomarkers.hfo import FAST_RIPPLE_BAND, RIPPLE_BAND, detect_hfos
 from sss_viewer.biomarkers.spectral import energy_ratio, high_frequency_activity
 from sss_viewer.biomarkers.spikes import detect_spikes
@@ -70,6 +71,30 @@ class SpikeRateScorer(BiomarkerScorer):
     def window_values(self, data: np.ndarray, grid: WindowGrid, recording: Recording) -> np.ndarray:
         spikes = detect_spikes(data, recording.sfreq, line_freq=recording.line_freq)
         return _rate_per_minute(spikes, grid)
+
+
+class SpikeRateAmplitudeScorer(SpikeRateScorer):
+    """Spike rate, with channels of equal rate ordered by their robust amplitude (docs/results.md §8, rule 2).
+
+    Short clips leave most channels without a detected spike, and a tie carries no information; the
+    amplitude (1.4826 × MAD over the same artifact-free windows) orders them. The value and the heat
+    map stay the spike rate; a channel with more spikes is never ranked below one with fewer.
+    """
+
+    info = ScorerInfo(
+        name="spike_rate_amplitude", title="Spike rate (ties by amplitude)", unit="/min",
+        reference="envelope log-normal model, 10–60 Hz, k = 3.65 (Janča R, et al. Brain Topogr 2015;28:172); "
+        "equal rates ordered by robust amplitude (1.4826 × MAD)",
+    )  # fmt: skip
+
+    def tie_break_values(
+        self, data: np.ndarray, grid: WindowGrid, recording: Recording, clean: np.ndarray
+    ) -> np.ndarray:
+        """Robust amplitude per channel over the windows the spike rate was taken from, shape (n_channels,)."""
+        amplitude = window_robust_amplitude(data, grid)
+        counts = clean.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(counts > 0, np.where(clean, amplitude, 0.0).sum(axis=1) / np.maximum(counts, 1), np.nan)
 
 
 class EnergyRatioScorer(BiomarkerScorer):

@@ -17,6 +17,7 @@ SCORERS: dict[str, str] = {
     "ripple_rate": "sss_viewer.biomarkers.markers:RippleRateScorer",
     "fast_ripple_rate": "sss_viewer.biomarkers.markers:FastRippleRateScorer",
     "spike_rate": "sss_viewer.biomarkers.markers:SpikeRateScorer",
+    "spike_rate_amplitude": "sss_viewer.biomarkers.markers:SpikeRateAmplitudeScorer",
     "epileptogenicity": "sss_viewer.biomarkers.markers:EpileptogenicityScorer",
     "energy_ratio": "sss_viewer.biomarkers.markers:EnergyRatioScorer",
     "hfa": "sss_viewer.biomarkers.markers:HighFrequencyActivityScorer",
