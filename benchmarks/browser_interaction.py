@@ -31,7 +31,8 @@ tests) and drives Debian chromium with Playwright, as a user does:
   click to the finished download. Each file is checked (PNG magic, Bokeh's browser SVG, HTML).
   ``--skip-exports`` skips them.
 
-Browser console errors and uncaught page errors are counted throughout and printed at the end.
+Browser console errors, uncaught page errors and tracebacks in the servers' logs are counted throughout
+and printed at the end.
 Medians and maxima are printed next to the goals, with ``ok`` or ``OVER``: page changes and the
 large first view from issue 13; montage switch, undo and the fresh server's first page change
 (≤ 0.5 s median) and the PNG export (≤ 2 s) from issue 31; SVG and report keep issue 13's ≤ 5 s.
@@ -259,8 +260,20 @@ def fresh_first_pages(browser, env: dict[str, str], tmp: Path, n: int, quiet_ms:
             loaded = time.perf_counter() - started
             times.append(channel_page_change(page, quiet_ms))
             page.context.close()
+        errors.extend(server_errors(out / "out.server.log"))
         logger.info("fresh server %d: served and loaded in %.0f s; first page change %.3f s", k + 1, loaded, times[-1])
     return times
+
+
+def server_errors(log: Path) -> list[str]:
+    """The last line of each traceback in a server's log (an exception in a callback the browser never sees)."""
+    if not log.is_file():
+        return []
+    lines = log.read_text(errors="replace").splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback")]
+    ends = [next((j for j in range(i + 1, len(lines)) if lines[j] and not lines[j][0].isspace()), i) for i in starts]
+    closed = ("WebSocketClosedError", "StreamClosedError")  # a browser tab closed while a message was sent
+    return [f"server: {lines[j][:300]}" for j in ends if not any(c in lines[j] for c in closed)]
 
 
 def first_view(page, name: str, first_channel: str, quiet_ms: int) -> float:
@@ -358,6 +371,7 @@ def main() -> None:
                 if not args.skip_large:
                     large = first_view(page, "large.vhdr", channel_names(1)[0], args.quiet_ms)
                 page.context.close()
+            errors.extend(server_errors(Path(env["SSS_VIEWER_OUTPUT"] + ".server.log")))
             fresh = fresh_first_pages(browser, env, tmp, args.fresh, args.quiet_ms, errors)
             browser.close()
     finally:
@@ -388,7 +402,7 @@ def main() -> None:
         size = f"{args.channels} ch x {args.hours:g} h x {args.sfreq:g} Hz"
         print(f"\n== first view of a {size} BrainVision recording (pick -> last model update) ==")
         print(f"  {large:.3f} s   goal: <= {GOALS['first_view']} s   {verdict(large <= GOALS['first_view'])}")
-    print(f"\nbrowser console errors / page errors: {len(errors)}")
+    print(f"\nbrowser console errors / page errors / server tracebacks: {len(errors)}")
     for line in errors[:20]:
         print(f"  {line}")
 

@@ -73,6 +73,20 @@ def test_the_panel_follows_the_focused_channel_and_the_window_and_reads_nothing_
     assert isinstance(bars, hv.Bars) and list(bars.dimension_values("band")) == list(result.bands["band"])
 
 
+def test_a_hidden_panel_does_not_redraw_when_the_view_moves():
+    traces = TraceView(recording=_sines(), span_s=10.0, start_s=5.0, show_overview=False)
+    spectrum = FocusSpectrum(traces=traces)
+    drawn = []
+    spectrum.param.watch(lambda event: drawn.append(event.new), "redraws")
+    traces.start_s = 20.0
+    traces.focus_channel = "A2"
+    assert drawn == []  # hidden: the plots' dependencies do not change, so Panel redraws nothing
+    spectrum.show = True
+    assert spectrum.result().t0 == 20.0 and spectrum.result().channel == "A2"  # shown: the current view
+    traces.start_s = 5.0
+    assert drawn == [1] and spectrum.result().t0 == 5.0
+
+
 def test_the_focused_row_is_read_in_the_view_montage():
     traces = TraceView(recording=_sines(), span_s=10.0, show_overview=False, montage="bipolar", focus_channel="A3")
     spectrum = FocusSpectrum(traces=traces, show=True)

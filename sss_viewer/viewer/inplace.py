@@ -39,7 +39,18 @@ class LayerPlots:
         plot : holoviews OverlayPlot
         element : hv.Overlay
             The frame the plot has just drawn.
+
+        A plot in a document stays noted until :meth:`forget`: another plot outside that document
+        (a copy drawn for an export, whose hooks run too) is not noted in its place.
         """
+        known = self.plot
+        if (
+            known is not None
+            and plot is not known
+            and known.document is not None
+            and plot.document is not known.document
+        ):
+            return
         drawn = {id(sub.current_frame): sub for sub in plot.subplots.values() if sub.current_frame is not None}
         subplots = [drawn.get(id(layer)) for layer in element]
         if any(sub is None for sub in subplots):  # layers merged or split on the way: no in-place path

@@ -184,6 +184,10 @@ class FocusSpectrum(pn.viewable.Viewer):
     show = param.Boolean(default=False, doc="Compute and draw the spectrogram (nothing is read while False).")
     max_hz = param.Number(default=MAX_HZ, bounds=(0, None), inclusive_bounds=(False, True), doc="Top frequency (Hz).")
     plot_height = param.Integer(default=170, bounds=(60, None), doc="Height of the spectrogram (px).")
+    redraws = param.Integer(
+        default=0, precedence=-1,
+        doc="Counts the changes of what is shown while shown: the plots follow it, so a hidden panel never redraws.",
+    )  # fmt: skip
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -292,16 +296,23 @@ class FocusSpectrum(pn.viewable.Viewer):
         )  # fmt: skip
 
     @param.depends(
-        "show", "max_hz", "plot_height", "traces.focus_channel", "traces.start_s", "traces.span_s", "traces.page",
-        "traces.recording", "traces.montage", "traces.bad_channels", "traces.scores",
+        "traces.focus_channel", "traces.start_s", "traces.span_s", "traces.page", "traces.recording", "traces.montage",
+        "traces.bad_channels", "traces.scores", watch=True,
     )  # fmt: skip
+    def _follow_traces(self) -> None:
+        """While shown, count a change of the view (the plots redraw); while hidden, nothing happens.
+
+        A hidden panel's plots re-rendered on every page step otherwise (each a pass over the page's
+        Bokeh model graph, a large share of a page step's time); showing the panel draws the current view.
+        """
+        if self.show:
+            self.redraws += 1
+
+    @param.depends("show", "max_hz", "plot_height", "redraws")
     def _spectrogram_view(self):
         return self.spectrogram() if self.show else hv.Div("")
 
-    @param.depends(
-        "show", "max_hz", "plot_height", "traces.focus_channel", "traces.start_s", "traces.span_s", "traces.page",
-        "traces.recording", "traces.montage", "traces.bad_channels", "traces.scores",
-    )  # fmt: skip
+    @param.depends("show", "max_hz", "plot_height", "redraws")
     def _bands_view(self):
         return self.band_bars() if self.show else hv.Div("")
 

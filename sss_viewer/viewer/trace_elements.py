@@ -64,6 +64,12 @@ def slot_label(slot: int) -> str:
     return f"{_SLOT_PREFIX}{slot:03d}"
 
 
+def slot_index(label: str) -> int | None:
+    """The curve slot whose :func:`slot_label` is ``label``, or None for any other label."""
+    rest = label[len(_SLOT_PREFIX) :] if label.startswith(_SLOT_PREFIX) else ""
+    return int(rest) if rest.isdigit() else None
+
+
 def set_changed(model, **values) -> None:
     """Set bokeh model properties that differ (an unchanged value sends nothing to the browser)."""
     for name, value in values.items():
@@ -229,22 +235,44 @@ def marker_elements(markers: list[dict]) -> list:
         ``[hv.VSpans, hv.VLines, …]``: the spans first (under the lines), then one ``hv.VLines``
         per entry of :data:`MARKER_LINE_STYLES`, in that order.
     """
-    spans = [m for m in markers if float(m.get("duration") or 0.0) > 0]
-    x0 = np.array([float(m["onset"]) for m in spans], dtype=float)
-    x1 = x0 + np.array([float(m.get("duration") or 0.0) for m in spans], dtype=float)
+    spans, *lines = marker_element_data(markers)
     out = [
-        hv.VSpans((x0, x1, _colour_column([_marker_colour(m) for m in spans])),
-                  kdims=["time", "time_end"], vdims=[_MARKER_COLOUR]).opts(
+        hv.VSpans(spans, kdims=["time", "time_end"], vdims=[_MARKER_COLOUR]).opts(
             color=hv.dim(_MARKER_COLOUR), alpha=0.08, line_alpha=0, apply_ranges=False,
         )
     ]  # fmt: skip
+    for (dash, width), data in zip(MARKER_LINE_STYLES, lines):
+        element = hv.VLines(data, kdims=["time"], vdims=[_MARKER_COLOUR])
+        out.append(element.opts(color=hv.dim(_MARKER_COLOUR), line_width=width, line_dash=dash, apply_ranges=False))
+    return out
+
+
+def marker_element_data(markers: list[dict]) -> list[tuple]:
+    """The data of each element of :func:`marker_elements`, in their order (for a clone with new markers).
+
+    Returns
+    -------
+    data : list of tuple
+        The spans' ``(x0, x1, colours)``, each shape (n_spans,), then per line style ``(xs, colours)``,
+        each shape (n_lines,): times float64 (s), colours object (literal colours).
+    """
+    spans = [m for m in markers if float(m.get("duration") or 0.0) > 0]
+    x0 = np.array([float(m["onset"]) for m in spans], dtype=float)
+    x1 = x0 + np.array([float(m.get("duration") or 0.0) for m in spans], dtype=float)
+    out = [(x0, x1, _colour_column([_marker_colour(m) for m in spans]))]
     for dash, width in MARKER_LINE_STYLES:
         shown = [m for m in markers if marker_line_style(m.get("kind", "event")) == (dash, width)]
         xs = np.array([float(m["onset"]) for m in shown], dtype=float)
-        colours = _colour_column([_marker_colour(m) for m in shown])
-        lines = hv.VLines((xs, colours), kdims=["time"], vdims=[_MARKER_COLOUR])
-        out.append(lines.opts(color=hv.dim(_MARKER_COLOUR), line_width=width, line_dash=dash, apply_ranges=False))
+        out.append((xs, _colour_column([_marker_colour(m) for m in shown])))
     return out
+
+
+def holds_data(element, data: tuple) -> bool:
+    """Whether ``element`` holds exactly the columns ``data`` (in its dimensions' order)."""
+    columns = [element.dimension_values(d) for d in element.dimensions()]
+    return len(columns) == len(data) and all(
+        len(c) == len(d) and np.array_equal(np.asarray(c), np.asarray(d)) for c, d in zip(columns, data)
+    )
 
 
 def marker_times(elements: list) -> np.ndarray:
@@ -342,8 +370,9 @@ def decorate_page(
         axis.major_label_overrides = overrides
     for sub in plot.subplots.values():
         frame = getattr(sub, "current_frame", None)
-        if isinstance(frame, hv.Curve) and frame.label.startswith(_SLOT_PREFIX):
-            decorate_curve(sub, int(frame.label[len(_SLOT_PREFIX) :]), labels, focus)
+        slot = slot_index(frame.label) if isinstance(frame, hv.Curve) else None
+        if slot is not None:
+            decorate_curve(sub, slot, labels, focus)
         elif isinstance(frame, hv.Image) and "hover" in sub.handles:
             decorate_heat_hover(sub.handles["hover"], heat_notes, bin_s)
 
@@ -415,6 +444,12 @@ def add_range_tool(fig, x_range) -> None:
     fig.add_tools(range_tool(x_range))
 
 
+def overview_marker_data(markers: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """The overview's marker lines: onsets, shape (n_markers,) float64, and colours, shape (n_markers,) object."""
+    onsets = np.array([float(mk["onset"]) for mk in markers], dtype=float)
+    return onsets, _colour_column([_marker_colour(mk) for mk in markers])
+
+
 def overview_overlay(
     top: np.ndarray,
     heat_edges: np.ndarray,
@@ -464,14 +499,9 @@ def overview_overlay(
     traces = hv.Image(
         ink, bounds=(0.0, -0.5, duration, m - 0.5), kdims=[OT, OY], vdims=[hv.Dimension("ink", range=(0, 1))]
     ).opts(cmap=OVERVIEW_INK_CMAP, clim=(0, 1), alpha=0.35, default_tools=[])
-    lines = hv.VLines(
-        (
-            np.array([float(mk["onset"]) for mk in markers], dtype=float),
-            _colour_column([_marker_colour(mk) for mk in markers]),
-        ),
-        kdims=[OT],
-        vdims=[_MARKER_COLOUR],
-    ).opts(color=hv.dim(_MARKER_COLOUR), line_width=2, apply_ranges=False)  # one glyph for every marker
+    lines = hv.VLines(overview_marker_data(markers), kdims=[OT], vdims=[_MARKER_COLOUR]).opts(
+        color=hv.dim(_MARKER_COLOUR), line_width=2, apply_ranges=False
+    )  # one glyph for every marker
     return hv.Overlay([strip, traces, lines]).opts(
         hv.opts.Overlay(
             frame_width=plot_width,

@@ -34,9 +34,12 @@ How it stays fast
   reading the file again.
 * A ``hv.DynamicMap`` driven by a ``RangeX`` stream (bokeh zoom/pan) and by this object's
   ``start_s/span_s`` and display parameters re-reads and re-decimates the visible range server-side.
-  Parameters that change what the rows are (recording, rows per page, markers, …) rebuild the figure.
-  A montage switch that keeps the number of row slots updates the drawn figure instead (HoloViews'
-  own update of the main plot and the overview: new rows, labels and amplitude, the same models).
+  Parameters that change what the rows are (recording, rows per page, …) rebuild the figure.
+  A montage switch that keeps the number of row slots updates the drawn figure instead: in a served
+  session its new rows, labels, amplitude ranges and overview strip go straight into the drawn
+  glyphs (as a page step's do, below); elsewhere it takes HoloViews' own update. New markers never
+  rebuild: their elements are a fixed few, and in a session only the glyphs whose markers changed
+  get new data (an Undo of a note sends the notes' lines, nothing else).
 * Every page has the same row slots, so a page or time step in a served session puts new data
   straight into the drawn glyphs (:mod:`sss_viewer.viewer.inplace`): the traces as plain columns,
   the other layers through HoloViews' per-glyph update, all in one message to the browser and
@@ -115,13 +118,17 @@ from sss_viewer.viewer.trace_elements import (
     decorate_page,
     focus_band_template,
     heat_template,
+    holds_data,
     main_overlay_template,
+    marker_element_data,
     marker_elements,
     marker_label_data,
     marker_label_template,
+    overview_marker_data,
     overview_overlay,
     scale_bar_templates,
     set_changed,
+    slot_index,
     slot_label,
     traces_template,
 )
@@ -143,6 +150,9 @@ OVERVIEW_READ_BUDGET = {"memory": 2e8, "file": 5e7}
 """Most values the overview reads to summarise a page's traces over the whole recording. From a file
 read lazily every channel is read (multiplexed formats store all channels of a time range together),
 in memory only the page's. Above the budget the overview shows p(SOZ) and markers without traces."""
+
+_LAYERS_AFTER_MARKERS = 4
+"""Layers of the main overlay above the markers' elements: the focus band, the marker labels, the scale bar's two."""
 
 ALL_ON_PAGE = "*"
 """The gain picker's value for "all on this page": the gain applies to every shaft of the page in view."""
@@ -390,8 +400,9 @@ class TraceView(pn.viewable.Viewer):
     )  # fmt: skip
     _IN_PLACE = ("page", "focus_channel")
     """Redrawn in place (same bokeh models, new data): a page shows the same number of rows as any other."""
-    _REBUILT = tuple(name for name in _STRUCTURE if name != "montage")
-    """Structure parameters that always rebuild the figure; a montage switch does only when the row slots change."""
+    _REBUILT = tuple(name for name in _STRUCTURE if name not in ("montage", "markers"))
+    """Structure parameters that always rebuild the figure; a montage switch does only when the row slots change,
+    new markers never (their elements are a fixed few: :meth:`_on_markers` puts them into the drawn figure)."""
 
     def __init__(self, **params):
         self._syncing = False
@@ -441,6 +452,7 @@ class TraceView(pn.viewable.Viewer):
         self.param.watch(self._on_montage, ["montage"])
         self.param.watch(self._on_structure, list(self._REBUILT))
         self.param.watch(self._end_montage, ["montage"])
+        self.param.watch(self._on_markers, ["markers"])
         self.param.watch(self._on_page, list(self._IN_PLACE))
         self.param.watch(self._on_window, ["start_s", "span_s"])
         self.param.watch(self._on_display, list(self._DISPLAY))
@@ -1540,7 +1552,7 @@ class TraceView(pn.viewable.Viewer):
             self._invalidate()
 
     def _end_montage(self, *events) -> None:
-        """After a montage switch's other watchers: one update of the drawn figure, or the rebuild.
+        """After a montage switch's other watchers: one update of the drawn figure (in place in a session), or the rebuild.
 
         The rebuild is left out where another structure change of the same batch has already
         rebuilt the figure (outside a server session, :meth:`_on_structure` rebuilds at once).
@@ -1555,13 +1567,33 @@ class TraceView(pn.viewable.Viewer):
             return
         self._page_key = (min(self.page, self.n_pages - 1), self.focus_channel)
         self._last_good = None
-        self._main_layers.forget()  # the hooks of the update below note the new frames again
-        self._overview_layers.forget()
         with _one_message(), data_only_freeze(pn.state.curdoc):
+            # In a session: the new rows' data, labels and amplitude ranges into the drawn glyphs.
+            if not self._redraw_in_place(self.window(), overview=True, heat=True):
+                self._main_layers.forget()  # the hooks of the update below note the new frames again
+                self._overview_layers.forget()
+                self._stream.event(version=self._stream.version + 1)
+                if self._overview_stream is not None:
+                    self._overview_stream.event(version=self._overview_stream.version + 1)
+            self._sync_widgets()
+
+    def _on_markers(self, *events) -> None:
+        """New markers: their layers of the drawn figure take the new data (no rebuild).
+
+        In a session only the markers' glyphs change (:meth:`_redraw_markers`); elsewhere the
+        figure takes HoloViews' update. A pending rebuild or montage update draws them anyway.
+        """
+        self._last_good = None
+        if self._dirty or self._montage_pending or self._stream is None or self._figure is None:
+            self._templates.pop("markers", None)
+            return
+        with _one_message(), data_only_freeze(pn.state.curdoc):
+            if self._redraw_markers(_session_document()):
+                return
+            self._templates.pop("markers", None)
             self._stream.event(version=self._stream.version + 1)
             if self._overview_stream is not None:
                 self._overview_stream.event(version=self._overview_stream.version + 1)
-        self._sync_widgets()
 
     def _on_recording(self, *events) -> None:
         self._overview_cache.clear()
@@ -1645,17 +1677,18 @@ class TraceView(pn.viewable.Viewer):
             if new_page and self._overview_stream is not None:
                 self._overview_stream.event(version=self._overview_stream.version + 1)
 
-    def _redraw_in_place(self, window: tuple[float, float], *, overview: bool) -> bool:
+    def _redraw_in_place(self, window: tuple[float, float], *, overview: bool, heat: bool = False) -> bool:
         """Draw ``window`` of the current page into the session's drawn glyphs (see :mod:`.inplace`).
 
-        Only new data: the same row slots, templates and options as the last full update, and
-        every row on one amplitude scale (shaft gains change rows' ranges: those take the full
-        update). Returns False, having changed nothing, where that does not hold.
+        Only new data: the same row slots, templates and options as the last full update. Each
+        curve's amplitude range (its ``subcoordinate_y`` source range, ±the row's amplitude) is
+        set with it, so new rows, a new amplitude or shaft gains draw in place too. With
+        ``overview``, the overview's page traces follow (with ``heat``, its p(SOZ) strip too: a
+        montage switch changes the rows it summarises). Returns False, having changed nothing,
+        where the layers do not fit the drawn plot.
         """
         doc = _session_document()
         if not self._main_layers.ready_for(doc) or self._stream is None:
-            return False
-        if self._custom_gains():
             return False
         t0, t1 = window
         if not self._main_layers.redraw(self.main_layers(t0, t1, raw_curves=True)):
@@ -1665,23 +1698,85 @@ class TraceView(pn.viewable.Viewer):
         self._last_good = None
         plot = self._main_layers.plot
         set_changed(plot.state.x_range, start=t0, end=t1)
+        self._set_row_ranges(plot)
         self._decorate_page(plot)
-        if overview and self._overview_stream is not None and not self._redraw_overview_traces(doc):
+        if overview and self._overview_stream is not None and not self._redraw_overview(doc, heat=heat):
             self._overview_stream.event(version=self._overview_stream.version + 1)
         return True
 
-    def _redraw_overview_traces(self, doc) -> bool:
-        """Put the page's envelopes into the drawn overview (its only layer that follows the page), or False."""
+    def _set_row_ranges(self, plot) -> None:
+        """Each drawn curve's amplitude range: ±its row's amplitude (an empty slot: ±``amplitude_uv``).
+
+        What HoloViews' full update sets from the curve's value dimension (:func:`amplitude_dimension`).
+        """
+        rows = self.page_rows()
+        amplitudes = self.row_amplitudes(rows)
+        base = float(self.amplitude_uv or 100.0)
+        for sub in plot.subplots.values():
+            frame = getattr(sub, "current_frame", None)
+            y_range = sub.handles.get("y_range") if isinstance(frame, hv.Curve) else None
+            slot = slot_index(frame.label) if y_range is not None else None
+            if slot is not None:
+                a = float(amplitudes[slot]) if slot < len(rows) else base
+                set_changed(y_range, start=-a, end=a)
+
+    def _redraw_overview(self, doc, *, heat: bool = False) -> bool:
+        """Put the page's envelopes (with ``heat``, the p(SOZ) strip too) into the drawn overview, or False."""
         layers = self._overview_layers
         current = layers.plot.current_frame if layers.ready_for(doc) else None
         rows = self.page_rows()
         if current is None or not len(rows) or not self.can_summarise(rows):
             return False
         parts = list(current)
-        if len(parts) < 2 or not isinstance(parts[1], hv.Image):
+        if len(parts) < 3 or not isinstance(parts[0], hv.Image) or not isinstance(parts[1], hv.Image):
             return False
-        parts[1] = parts[1].clone(self._overview_ink(rows, max(self.n_slots(), len(rows), 1)))
+        m = max(self.n_slots(), len(rows), 1)
+        parts[1] = parts[1].clone(self._overview_ink(rows, m))
+        if heat:
+            top, edges = self.overview_heat()
+            parts[0] = parts[0].clone(top[None, :], bounds=(edges[0], -0.5, edges[-1], m - 0.5))
         return layers.redraw(current.clone(parts))
+
+    def _redraw_markers(self, doc) -> bool:
+        """Put the markers into the drawn main plot and overview (only the layers whose data changed), or False.
+
+        The main overlay's layers end with the markers' elements (:func:`marker_elements`, a fixed
+        number), the focus band, the marker labels and the scale bar's two (:meth:`main_layers`);
+        the overview's last layer is its marker lines (:func:`overview_overlay`). Each changed
+        layer is a clone of the drawn one with the new data (same options), and becomes the
+        template later frames are made of. Returns False, having changed nothing, where the drawn
+        layers are not these.
+        """
+        main, overview = self._main_layers, self._overview_layers
+        if not main.ready_for(doc) or (self._overview_dmap is not None and not overview.ready_for(doc)):
+            return False
+        layers = [sub.current_frame for sub in main.subplots]
+        data = marker_element_data(self.markers)
+        first = len(layers) - _LAYERS_AFTER_MARKERS - len(data)
+        labels = first + len(data) + 1
+        kinds = [hv.VSpans] + [hv.VLines] * (len(data) - 1)
+        parts = list(overview.plot.current_frame) if self._overview_dmap is not None else None
+        if first < 0 or [type(el) for el in layers[first : first + len(data)]] != kinds:
+            return False
+        if not isinstance(layers[labels], hv.Labels) or (parts is not None and not isinstance(parts[-1], hv.VLines)):
+            return False
+        markers = [el if holds_data(el, d) else el.clone(d) for el, d in zip(layers[first : first + len(data)], data)]
+        layers[first : first + len(data)] = markers
+        t0, t1 = self._stream.window
+        m = max(self.n_slots(), len(self.page_rows()), 1)
+        xs, texts, colours = marker_label_data(self.markers, t0, t1)
+        label_data = (xs, np.full(len(xs), m - 0.5), texts, colours)
+        if not holds_data(layers[labels], label_data):
+            layers[labels] = layers[labels].clone(label_data)
+        if not main.redraw(layers):
+            return False
+        self._templates["markers"] = markers
+        if parts is not None:
+            lines = overview_marker_data(self.markers)
+            if not holds_data(parts[-1], lines):
+                parts[-1] = parts[-1].clone(lines)
+                overview.redraw(parts)
+        return True
 
     def _on_warning(self, *events) -> None:
         if self._warning is not None:
@@ -1772,12 +1867,20 @@ class TraceView(pn.viewable.Viewer):
     def _step_time(self, direction: int) -> None:
         duration = self.duration_s
         t0 = self.start_s + direction * self.span_s
-        with _one_message():  # the plots and the widgets that show the window change together
-            self.start_s = float(np.clip(t0, 0.0, max(0.0, duration - self.span_s)))
+        self._set_together(start_s=float(np.clip(t0, 0.0, max(0.0, duration - self.span_s))))
 
     def _step_page(self, direction: int) -> None:
-        with _one_message():  # the plots and the page selector change together
-            self.page = int(np.clip(self.page + direction, 0, self.n_pages - 1))
+        self._set_together(page=int(np.clip(self.page + direction, 0, self.n_pages - 1)))
+
+    def _set_together(self, **values) -> None:
+        """Set parameters from a widget: every change it causes reaches the browser in one message.
+
+        Other components that follow these parameters (panes of the page re-rendered, widgets)
+        change in the same batch, and the document's model graph, which each new bokeh model
+        makes bokeh recompute, is recomputed once at the end (:func:`.inplace.data_only_freeze`).
+        """
+        with _one_message(), data_only_freeze(pn.state.curdoc):
+            self.param.update(**values)
 
     def _make_widgets(self) -> dict:
         w = {}
@@ -1802,7 +1905,10 @@ class TraceView(pn.viewable.Viewer):
         w["next_page"] = pn.widgets.Button(label="rows ▼", width=70)
         w["prev_page"].on_click(lambda e: self._step_page(-1))
         w["next_page"].on_click(lambda e: self._step_page(+1))
-        w["montage"] = pn.widgets.RadioButtonGroup.from_param(self.param.montage, label="montage")
+        # Not linked with from_param: a switch from the buttons goes through _set_together.
+        w["montage"] = pn.widgets.RadioButtonGroup(label="montage", options=list(MONTAGES), value=self.montage)
+        w["montage"].param.watch(lambda e: self._set_together(montage=e.new), "value")
+        self.param.watch(lambda e: setattr(w["montage"], "value", e.new), ["montage"])
         w["amplitude"] = pn.widgets.FloatInput.from_param(
             self.param.amplitude_uv, label="amplitude (µV)", step=10.0, width=110
         )
