@@ -45,6 +45,7 @@ MOVED: dict[str, tuple[str, ...]] = {
     "sss_viewer.training": ("sss_viewer.engine.config", "sss_viewer.engine.training"),
     "sss_viewer.minirocket_reference": ("sss_viewer.baselines.minirocket_reference",),
     "sss_viewer.whole_channel": ("sss_viewer.baselines.whole_channel",),
+    "sss_viewer.viewer.annotation_identity": ("sss_viewer.io.annotation_identity",),
 }  # fmt: skip
 """Old module → the module(s) that now hold its names (moved in :data:`MOVED_IN`, removed in :data:`REMOVED_IN`)."""
 

@@ -7,27 +7,24 @@ from pathlib import Path
 
 import pytest
 
-from sss_viewer.io.recording import Event
-from sss_viewer.viewer.annotations import (
+from sss_viewer.io.annotation_merge import merge_annotations
+from sss_viewer.io.annotation_model import AnnotationSet, make_marker, marker_key, seed_from_recording
+from sss_viewer.io.annotation_store import (
     MAX_BACKUPS,
     AnnotationFileError,
-    AnnotationPanel,
-    AnnotationSet,
     load_annotations,
     log_path,
-    make_marker,
-    marker_key,
-    merge_annotations,
     read_log,
     recording_stem,
     restore_backup,
     save_annotations,
-    seed_from_recording,
     sidecar_backups,
     sidecar_paths,
 )
+from sss_viewer.io.recording import Event
+from sss_viewer.viewer.annotations import AnnotationPanel
 
-from .conftest import toy_recording
+from .fixtures.recordings import toy_recording
 
 
 def demo_like_recording():
@@ -114,7 +111,7 @@ def test_malformed_sidecar_names_the_file(tmp_path, which, text, match):
 def test_bad_channels_not_in_the_recording_are_reported(tmp_path, caplog):
     _, channels = sidecar_paths(tmp_path, "rec")
     channels.write_text("name\tstatus\tstatus_description\nA1\tbad\tn/a\nZZ9\tbad\tn/a\nA2\tgood\tn/a\n")
-    with caplog.at_level(logging.WARNING, logger="sss_viewer.viewer.annotations"):
+    with caplog.at_level(logging.WARNING, logger="sss_viewer.io.annotation_store"):
         ann = load_annotations(tmp_path, "rec", ["A1", "A2"])
     assert ann.bad_channels == ["A1"]
     assert ann.unknown_bad_channels == ["ZZ9"]
@@ -435,9 +432,8 @@ def test_a_deletion_elsewhere_is_a_conflict_and_nothing_is_lost(tmp_path):
 _WORKER = r"""
 import sys, time
 from pathlib import Path
-from sss_viewer.viewer.annotations import (
-    AnnotationSet, diff_annotations, make_marker, read_annotations, sync_annotations,
-)
+from sss_viewer.io.annotation_model import AnnotationSet, diff_annotations, make_marker
+from sss_viewer.io.annotation_store import read_annotations, sync_annotations
 out, stem, who, n, go = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), Path(sys.argv[5])
 while not go.exists():
     time.sleep(0.005)
@@ -480,7 +476,8 @@ def test_another_process_marks_a_channel_bad_while_this_one_adds_a_marker(tmp_pa
     here = AnnotationPanel.from_recording(rec, tmp_path, stem="rec")
     here._bad.value = ["A1"]  # the files exist and this session has read them
     script = (
-        "import sys; from sss_viewer.viewer.annotations import *\n"
+        "import sys\nfrom sss_viewer.io.annotation_model import AnnotationSet, diff_annotations\n"
+        "from sss_viewer.io.annotation_store import read_annotations, sync_annotations\n"
         "disk, seen = read_annotations(sys.argv[1], 'rec')\n"
         "mine = AnnotationSet(markers=disk.markers, bad_channels=[*disk.bad_channels, 'A4'])\n"
         "edits = [diff_annotations(disk, mine)]\n"

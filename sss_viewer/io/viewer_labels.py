@@ -1,8 +1,8 @@
 """Training labels from the viewer's annotation sidecars: the clinician's SOZ column and bad marks.
 
-The viewer (:mod:`sss_viewer.viewer.annotations`) saves what a clinician marks on a recording as
-BIDS-style sidecars in its output folder, keyed by the recording's identity
-(:mod:`sss_viewer.viewer.annotation_identity`):
+The viewer saves what a clinician marks on a recording as BIDS-style sidecars in its output folder
+(:mod:`sss_viewer.io.annotation_store`), keyed by the recording's identity
+(:mod:`sss_viewer.io.annotation_identity`):
 
 - a recording inside the data root: ``OUT/<its folder below the root>/<stem>_desc-sssviewer_channels.tsv``,
   with a manifest ``.sssviewer/<stem>.source.json`` beside it naming the recording (path below the
@@ -11,9 +11,9 @@ BIDS-style sidecars in its output folder, keyed by the recording's identity
   data root: ``OUT/<stem>_src-<digest>_desc-sssviewer_channels.tsv`` (the content digest in the name).
 
 The channels sidecar has the columns ``name, type, status, status_description, soz, type_source``;
-``status`` is ``good``/``bad`` and ``soz`` ``1``/``0``/``n/a``. This module reads that format
-itself — the viewer is a later stage than ``io`` and is not imported — and turns it into training
-labels (:func:`apply_viewer_labels`):
+``status`` is ``good``/``bad`` and ``soz`` ``1``/``0``/``n/a``. This module holds the format's shared
+facts (suffixes, manifest, content digest; the store and the identity import them from here), reads
+the channels sidecar strictly, and turns it into training labels (:func:`apply_viewer_labels`):
 
 - a channel marked SOZ (``soz`` 1) is a positive, one marked not SOZ (``soz`` 0) a negative;
 - a channel left unlabelled (``n/a``) is unknown: left out of training and evaluation, like a
@@ -50,9 +50,11 @@ DIGEST_BYTES = 1 << 20
 DIGEST_CHARS = 16
 COMPANIONS = {".vhdr": (".eeg", ".vmrk"), ".set": (".fdt",)}
 REQUIRED_COLUMNS = ("name", "status")
-_NA = "n/a"
-_SOZ_VALUES = {"1": True, "0": False, _NA: None, "": None}
-_STATUS_VALUES = ("good", "bad", _NA, "")
+NA = "n/a"
+"""An empty cell of a sidecar."""
+SOZ_VALUES = {"1": True, "0": False, NA: None, "": None}
+"""The ``soz`` column's values → the label (None = unlabelled)."""
+_STATUS_VALUES = ("good", "bad", NA, "")
 
 
 class ViewerLabelsError(ValueError):
@@ -120,10 +122,10 @@ def read_channel_marks(path: str | Path) -> ChannelMarks:
     soz: dict[str, bool] = {}
     if "soz" in df.columns:
         values = df["soz"].str.strip().str.lower()
-        wrong = sorted(set(values) - set(_SOZ_VALUES))
+        wrong = sorted(set(values) - set(SOZ_VALUES))
         if wrong:
             raise ViewerLabelsError(f"Viewer sidecar {path}: soz must be 1, 0 or n/a, found {wrong}.")
-        soz = {n: _SOZ_VALUES[v] for n, v in zip(names, values) if _SOZ_VALUES[v] is not None}
+        soz = {n: SOZ_VALUES[v] for n, v in zip(names, values) if SOZ_VALUES[v] is not None}
     return ChannelMarks(path, soz, names[status == "bad"].tolist(), names.tolist())
 
 

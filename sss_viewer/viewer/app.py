@@ -20,10 +20,11 @@ import param
 from sss_viewer.biomarkers import FITTED, MODEL_SCORER
 from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.engine.inference import RecordingScores, check_fit, fine_heat_stride
+from sss_viewer.io.annotation_store import recording_stem
 from sss_viewer.io.channel_conventions import apply_type_overrides
 from sss_viewer.io.recording import Recording
 from sss_viewer.viewer.access import refusal
-from sss_viewer.viewer.annotations import AnnotationPanel, recording_stem
+from sss_viewer.viewer.annotations import AnnotationPanel
 from sss_viewer.viewer.channel_types import ChannelTypeEditor
 from sss_viewer.viewer.demo import DEMO_MODEL_DIR, demo_marker_scores, demo_scores, load_demo
 from sss_viewer.viewer.export import (

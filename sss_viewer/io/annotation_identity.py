@@ -22,6 +22,8 @@ noticed instead of silently inheriting the annotations.
 The digest is the SHA-256 of the size and the first MiB of the file and of its companions
 (BrainVision ``.eeg``/``.vmrk``, EEGLAB ``.fdt``): the header (patient, start time, channels) and
 the first samples tell two exports apart without reading gigabytes.
+
+Where a recording's sidecars are found, and when old ones are adopted: :mod:`sss_viewer.io.annotation_location`.
 """
 
 from __future__ import annotations
@@ -45,7 +47,6 @@ from sss_viewer.io.viewer_labels import (  # noqa: F401  (the sidecar format's f
 )
 
 logger = logging.getLogger(__name__)
-
 
 
 @dataclass(frozen=True)
