@@ -1,3 +1,4 @@
 """The package version: the one place it is written (``pyproject.toml`` reads it from here)."""
 
 __version__ = "0.1.0"
+"""The release, as ``MAJOR.MINOR.PATCH``."""

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from sss_viewer._lazy import MissingExtraError
 from sss_viewer.engine.score_files import SCORE_MANIFEST, write_csv
 
 logger = logging.getLogger("sss_viewer")
@@ -1141,7 +1142,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as err:
         print(f"sss-viewer {args.command}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
-    except (ValueError, OSError, RuntimeError, MemoryError) as err:
+    except (ValueError, OSError, RuntimeError, MemoryError, MissingExtraError) as err:
         logger.debug("details", exc_info=True)
         print(f"error: {_one_line(err)}", file=sys.stderr)
         return EXIT_ERROR

@@ -5,6 +5,17 @@
 (MiniRocket-LR on whole segments).
 """
 
-from sss_viewer.baselines.global_features import FEATURE_NAMES, GlobalFeatureBaseline, feature_matrix, global_features
+from sss_viewer._lazy import attach
 
-__all__ = ["FEATURE_NAMES", "GlobalFeatureBaseline", "feature_matrix", "global_features"]
+_PUBLIC = {
+    # the function global_features shares its module's name: sss_viewer.baselines.global_features.global_features
+    "sss_viewer.baselines.global_features": ("FEATURE_NAMES", "GlobalFeatureBaseline", "feature_matrix"),
+    "sss_viewer.baselines.whole_channel": (
+        "WholeChannelConfig", "WholeChannelResult", "fit_whole_channel", "predict_channels",
+    ),
+    "sss_viewer.baselines.minirocket_reference": ("ReferenceResult", "fit_minirocket_logistic"),
+    "sss_viewer.baselines.hydra_reference": ("PeerResult", "fit_hydra_peer"),
+}
+"""The public names, by the module that defines them; each is imported on first use (:mod:`sss_viewer._lazy`)."""
+
+__getattr__, __dir__, __all__ = attach(__name__, _PUBLIC)

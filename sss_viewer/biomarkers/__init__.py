@@ -13,21 +13,38 @@ channel table), after leaving out the windows the artifact detector flags::
 
 from __future__ import annotations
 
-from sss_viewer.biomarkers.registry import (  # noqa: F401  (the public names)
-    DEFAULT_SCORER,
-    DEFAULT_SCORER_EVIDENCE,
-    FITTED,
-    FLOORS,
-    MODEL_SCORER,
-    SCORERS,
-    get_scorer,
-    scorer_class,
-    scorer_names,
-)
+from sss_viewer._lazy import attach
+
+_PUBLIC = {
+    "sss_viewer.biomarkers.registry": (
+        "DEFAULT_SCORER", "DEFAULT_SCORER_EVIDENCE", "FITTED", "FLOORS", "MODEL_SCORER", "SCORERS", "get_scorer",
+        "scorer_class", "scorer_names",
+    ),
+    "sss_viewer.biomarkers.base": ("BiomarkerScorer", "ScorerInfo"),
+    "sss_viewer.biomarkers.combined": (
+        "COMBINED_MARKERS", "CombinedScorer", "fit_combined", "load_weights", "save_weights",
+    ),
+    "sss_viewer.biomarkers.hfo": ("detect_hfos",),
+    "sss_viewer.biomarkers.spikes": ("detect_spikes",),
+    "sss_viewer.biomarkers.epileptogenicity": ("epileptogenicity_index",),
+}
+"""The public names, by the module that defines them; each is imported on first use (:mod:`sss_viewer._lazy`)."""
+
+__getattr__, __dir__, _LAZY_ALL = attach(__name__, _PUBLIC)
 
 
 def is_marker(scorer) -> bool:
-    """True for a training-free scorer, False for a trained model bundle."""
+    """Whether ``scorer`` is a training-free scorer rather than a trained model bundle.
+
+    Parameters
+    ----------
+    scorer : ModelBundle or BiomarkerScorer
+
+    Returns
+    -------
+    bool
+        True for a :class:`~sss_viewer.biomarkers.base.BiomarkerScorer`, False otherwise.
+    """
     from sss_viewer.biomarkers.base import BiomarkerScorer
 
     return isinstance(scorer, BiomarkerScorer)
@@ -55,4 +72,4 @@ def score_with(scorer, recording, **options):
     return score_recording(scorer, recording, **options)
 
 
-__all__ = ["DEFAULT_SCORER", "DEFAULT_SCORER_EVIDENCE", "FITTED", "FLOORS", "MODEL_SCORER", "SCORERS", "get_scorer", "is_marker", "score_with", "scorer_class", "scorer_names"]
+__all__ = sorted([*_LAZY_ALL, "is_marker", "score_with"])

@@ -11,6 +11,8 @@ Pure array functions, vectorised over channels (axis 0) and applied along time (
 - :func:`bandpass_sos`, :func:`highpass_sos`, :func:`filtfilt` — zero-phase Butterworth filtering
   of a 2-D block as second-order sections;
 - :func:`count_events_per_window` — events per channel and window, for event rates.
+
+Internal to the stage: not part of the public API (:mod:`sss_viewer.biomarkers`'s ``__all__``, ``docs/api.md``).
 """
 
 from __future__ import annotations

@@ -9,6 +9,13 @@ submits one task per recording (:mod:`~sss_viewer.cohort_scoring.run`,
 then writes the cohort and patient tables (:mod:`~sss_viewer.cohort_scoring.summary`).
 """
 
-from sss_viewer.cohort_scoring.run import CohortOptions, CohortPlan, CohortReport, prepare_cohort, run_cohort
+from sss_viewer._lazy import attach
 
-__all__ = ["CohortOptions", "CohortPlan", "CohortReport", "prepare_cohort", "run_cohort"]
+_PUBLIC = {
+    "sss_viewer.cohort_scoring.run": ("CohortOptions", "CohortPlan", "CohortReport", "prepare_cohort", "run_cohort"),
+    "sss_viewer.cohort_scoring.cluster": ("dask_client",),
+    "sss_viewer.cohort_scoring.outputs": ("is_cohort_output",),
+}
+"""The public names, by the module that defines them; each is imported on first use (:mod:`sss_viewer._lazy`)."""
+
+__getattr__, __dir__, __all__ = attach(__name__, _PUBLIC)

@@ -7,6 +7,8 @@ import logging
 import os
 from collections.abc import Iterator
 
+from sss_viewer._lazy import require
+
 logger = logging.getLogger(__name__)
 
 MAX_DEFAULT_WORKERS = 4
@@ -45,7 +47,10 @@ def dask_client(scheduler: str | None = None, workers: int | None = None) -> Ite
         Both ``scheduler`` and ``workers`` given, or ``workers`` < 1.
     OSError
         The scheduler cannot be reached (the message names the address).
+    MissingExtraError
+        Dask's ``distributed`` is not installed (the ``cohort`` extra).
     """
+    require("distributed", extra="cohort", feature="A Dask client")
     from distributed import Client, LocalCluster
 
     if scheduler is not None and workers is not None:

@@ -2,6 +2,8 @@
 
 A recording's ``done.json`` records these; a later run into the same folder skips the recording when
 they are the same now, and refuses to replace it when they are not (unless told to).
+
+Internal to the stage: not part of the public API (:mod:`sss_viewer.cohort_scoring`'s ``__all__``, ``docs/api.md``).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from sss_viewer.io.bonn import is_bonn
 from sss_viewer.io.cohort import COHORT_COLUMNS, COHORT_FILE, LABELS_FILE, apply_labels, read_cohort_run, read_labels
 from sss_viewer.io.readers import bids_entities
 from sss_viewer.io.recording import Recording
+from sss_viewer.io.tables import read_table
 
 logger = logging.getLogger(__name__)
 
@@ -135,10 +136,7 @@ def _cohort_tasks(root: Path) -> list[RecordingTask]:
     """The rows of ``root/cohort.tsv`` (read as ``load_cohort`` reads it)."""
     table_path = root / COHORT_FILE
     dtype = {"subject": str, "run": str, "centre": str}
-    table = pd.read_csv(table_path, sep="\t", dtype=dtype, keep_default_na=False, na_values=["n/a"])
-    missing = [c for c in COHORT_COLUMNS if c not in table.columns]
-    if missing:
-        raise ValueError(f"{table_path} lacks columns {missing}; it has {list(table.columns)}.")
+    table = read_table(table_path, COHORT_COLUMNS, what="cohort table", dtype=dtype)
     if table.empty:
         raise ValueError(f"{table_path} lists no recording (expected one row per run: {', '.join(COHORT_COLUMNS)}).")
     paths = [(root / str(p)).absolute() for p in table["path"]]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sss_viewer._lazy import require
 from sss_viewer.cohort_scoring.digests import Fingerprint, labels_digest, model_digest, sources_unchanged
 from sss_viewer.cohort_scoring.outputs import (
     COHORT_CSV,
@@ -194,9 +195,13 @@ def prepare_cohort(
         another model, stride, labels or source files (named); or the model or cohort is invalid.
     FileNotFoundError
         The model, the cohort or a labels file is missing.
+    MissingExtraError
+        Dask's ``distributed`` or ``pyarrow`` is not installed (the ``cohort`` extra).
     """
     from sss_viewer.engine.bundle import ModelBundle
 
+    for module in ("distributed", "pyarrow"):  # before any work: Dask runs the tasks, Parquet holds the window tables
+        require(module, extra="cohort", feature="Scoring a cohort")
     out = Path(out).absolute()
     manifest = _check_out(out, overwrite)
     bundle = ModelBundle.load(model_dir)

@@ -1,4 +1,7 @@
-"""The cohort's tables: one summary row per recording (``cohort.csv``) and the patients' rankings (``patients.csv``)."""
+"""The cohort's tables: one summary row per recording (``cohort.csv``) and the patients' rankings (``patients.csv``).
+
+Internal to the stage: not part of the public API (:mod:`sss_viewer.cohort_scoring`'s ``__all__``, ``docs/api.md``).
+"""
 
 from __future__ import annotations
 

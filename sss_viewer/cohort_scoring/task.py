@@ -1,4 +1,7 @@
-"""One Dask task: open a recording on the worker, score it, write its folder, return its summary row."""
+"""One Dask task: open a recording on the worker, score it, write its folder, return its summary row.
+
+Internal to the stage: not part of the public API (:mod:`sss_viewer.cohort_scoring`'s ``__all__``, ``docs/api.md``).
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ model's state, the window length and the window starts, holds them for as long a
 (weakly referenced), and forgets the least recently used ones beyond its byte budget. It is an
 object the caller owns (the experiment runner makes one per experiment and hands it to
 ``train``), not process-wide state: a plain ``train`` call remembers nothing.
+
+Internal to the stage: not part of the public API (:mod:`sss_viewer.engine`'s ``__all__``, ``docs/api.md``).
 """
 
 from __future__ import annotations

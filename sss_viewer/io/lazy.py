@@ -9,6 +9,8 @@ page at a time or preprocessed channel group by channel group without pulling it
 Samples are scaled and, where a channel sits on a large constant level, shifted by that level
 (``offset``) in float64 before they become float32: float32 keeps 24 bits, so a 1e9 µV level plus
 10 µV of signal would otherwise be rounded to a few distinct values (:func:`dc_offsets` decides).
+
+Internal to the stage: not part of the public API (:mod:`sss_viewer.io`'s ``__all__``, ``docs/api.md``).
 """
 
 from __future__ import annotations

@@ -31,6 +31,8 @@ prefix sums at its two ends. Every position of a span is convolved once whatever
 windows (the per-window transform convolves a position once per window holding it, ``L / stride``
 times); what grows with the number of windows is only the prefix sums and the head. Training
 windows at random starts take the same path.
+
+Internal to the stage: not part of the public API (:mod:`sss_viewer.models`'s ``__all__``, ``docs/api.md``).
 """
 
 from __future__ import annotations

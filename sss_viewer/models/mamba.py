@@ -28,9 +28,9 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar
 
-from mambapy.mamba import Mamba, MambaConfig, RMSNorm
 from torch import Tensor, nn
 
+from sss_viewer._lazy import require
 from sss_viewer.models.base import WindowModel
 from sss_viewer.models.revin import RevIN
 
@@ -108,12 +108,13 @@ class MambaClassifier(WindowModel):
         self.min_length = patch_size
         self.revin = RevIN(revin_eps, revin_affine) if revin else nn.Identity()
         self.patch_embed = nn.Linear(patch_size, d_model)
-        self.mamba = Mamba(MambaConfig(
+        mambapy = require("mambapy.mamba", extra="mamba", feature="The Mamba backbone")  # not needed to list models
+        self.mamba = mambapy.Mamba(mambapy.MambaConfig(
             d_model=d_model, n_layers=n_layers, d_state=d_state,
             expand_factor=expand_factor, d_conv=d_conv,
             pscan=True, use_cuda=False,
         ))
-        self.norm = RMSNorm(d_model)
+        self.norm = mambapy.RMSNorm(d_model)
         self.head_dropout = nn.Dropout(head_dropout)
         self.head = nn.Linear(d_model, 1)
 

@@ -4,3 +4,17 @@
 pool; one channel block) → ``streaming`` (bounded-memory chunks of a lazy recording) → ``cache``
 (memory-mapped entries shared by processes, keyed by source digests and the config).
 """
+
+from sss_viewer._lazy import attach
+
+_PUBLIC = {
+    "sss_viewer.preprocessing.config": ("SCALES", "PreprocessConfig", "native_rates", "preprocess_preset"),
+    "sss_viewer.preprocessing.filters": ("filter_block", "preprocess_channels"),
+    "sss_viewer.preprocessing.cache": ("SeriesCache", "default_cache_dir"),
+    "sss_viewer.preprocessing.artifacts": (
+        "ArtifactConfig", "ArtifactReport", "detect_artifacts", "detect_recording_artifacts",
+    ),
+}
+"""The public names, by the module that defines them; each is imported on first use (:mod:`sss_viewer._lazy`)."""
+
+__getattr__, __dir__, __all__ = attach(__name__, _PUBLIC)

@@ -18,6 +18,8 @@ Edges are correct because
   to float rounding (``tests/test_preprocess_stream.py`` checks this), and the recording's own
   first and last samples are filtered exactly as in the whole-channel path;
 * average pooling carries its unfinished kernel into the next chunk, which is exact.
+
+Internal to the stage: not part of the public API (:mod:`sss_viewer.preprocessing`'s ``__all__``, ``docs/api.md``).
 """
 
 from __future__ import annotations

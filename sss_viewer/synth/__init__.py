@@ -34,8 +34,14 @@ Determinism: ``np.random.SeedSequence(seed).spawn`` gives patient ``k`` its own 
 ``k`` is identical whatever the cohort size, and two cohorts from the same seed are byte-identical.
 """
 
-from sss_viewer.synth.cohort import generate_cohort
-from sss_viewer.synth.config import ABNORMAL_KINDS, CENTRES, SynthConfig, centre_table
-from sss_viewer.synth.run import synthesise_recording
+from sss_viewer._lazy import attach
 
-__all__ = ["ABNORMAL_KINDS", "CENTRES", "SynthConfig", "centre_table", "generate_cohort", "synthesise_recording"]
+_PUBLIC = {
+    "sss_viewer.synth.config": ("ABNORMAL_KINDS", "CENTRES", "SynthConfig", "centre_table"),
+    "sss_viewer.synth.run": ("synthesise_recording",),
+    "sss_viewer.synth.bids": ("write_recording_bids",),
+    "sss_viewer.synth.cohort": ("generate_cohort",),
+}
+"""The public names, by the module that defines them; each is imported on first use (:mod:`sss_viewer._lazy`)."""
+
+__getattr__, __dir__, __all__ = attach(__name__, _PUBLIC)

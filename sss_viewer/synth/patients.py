@@ -1,4 +1,7 @@
-"""Synthetic patients: montage (shafts and contacts), SOZ choice and per-channel signal parameters."""
+"""Synthetic patients: montage (shafts and contacts), SOZ choice and per-channel signal parameters.
+
+Internal to the stage: not part of the public API (:mod:`sss_viewer.synth`'s ``__all__``, ``docs/api.md``).
+"""
 
 from __future__ import annotations
 

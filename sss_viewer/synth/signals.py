@@ -1,4 +1,7 @@
-"""The signal model: 1/f background, line noise, waveforms (spikes, ripples, seizures, distractors) and their placement."""
+"""The signal model: 1/f background, line noise, waveforms (spikes, ripples, seizures, distractors) and their placement.
+
+Internal to the stage: not part of the public API (:mod:`sss_viewer.synth`'s ``__all__``, ``docs/api.md``).
+"""
 
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ param); PNG/SVG export also needs ``[export]`` (playwright) and Debian's ``chrom
 
 import importlib
 
+from sss_viewer._lazy import attach
+
 _MISSING = []
 for _name in ("panel", "holoviews", "bokeh", "datashader", "param"):
     try:
@@ -17,3 +19,18 @@ if _MISSING:
         f"The sss-viewer viewer needs {', '.join(_MISSING)}, which this installation lacks (the engine does not): "
         "pip install 'sss-viewer[viewer]'."
     )
+
+_PUBLIC = {
+    "sss_viewer.viewer.app": ("ViewerApp", "build_app"),
+    "sss_viewer.viewer.traces": ("TraceView",),
+    "sss_viewer.viewer.ranking": ("RankingTable",),
+    "sss_viewer.viewer.patient_ranking": ("PatientRankingPanel",),
+    "sss_viewer.viewer.timecourse": ("SozTimeCourse",),
+    "sss_viewer.viewer.recording_heatmap": ("RecordingHeatmap",),
+    "sss_viewer.viewer.demo": ("demo_recording", "demo_scores", "load_demo"),
+    "sss_viewer.viewer.demo_files": ("DEMO_MODEL_DIR",),
+    "sss_viewer.viewer.export": ("BrowserUnavailable", "export_figure", "export_ranking_csv", "export_report_html"),
+}
+"""The public names, by the module that defines them; each is imported on first use (:mod:`sss_viewer._lazy`)."""
+
+__getattr__, __dir__, __all__ = attach(__name__, _PUBLIC)

@@ -6,7 +6,14 @@ models read from a store) ·
 ``splits`` (patient/channel splits, balancing) · ``sampler`` (Algorithm 1's epoch batches).
 """
 
-from sss_viewer.windows.sampler import epoch_batches
-from sss_viewer.windows.store import SeriesStore, WindowIndex, WindowSource
+from sss_viewer._lazy import attach
 
-__all__ = ["SeriesStore", "WindowIndex", "WindowSource", "epoch_batches"]
+_PUBLIC = {
+    "sss_viewer.windows.store": ("SeriesStore", "WindowIndex", "WindowSource"),
+    "sss_viewer.windows.series_set": ("SeriesSet", "build_series_set"),
+    "sss_viewer.windows.splits": ("assign_splits", "split_by_channel", "split_by_patient"),
+    "sss_viewer.windows.sampler": ("epoch_batches",),
+}
+"""The public names, by the module that defines them; each is imported on first use (:mod:`sss_viewer._lazy`)."""
+
+__getattr__, __dir__, __all__ = attach(__name__, _PUBLIC)
