@@ -43,6 +43,7 @@ from sss_viewer.io.readers import (
 from sss_viewer.io.recording import IEEG_CH_TYPES, Event, Recording
 from sss_viewer.io.seizure_events import find_seizure_markers
 from sss_viewer.io.soz_labels import match_soz, read_clinical_summary, read_soz_table
+from sss_viewer.io.tables import read_table
 
 logger = logging.getLogger(__name__)
 
@@ -84,9 +85,7 @@ def read_participants(root: Path) -> pd.DataFrame:
             "it lists the subjects and their centre (site)."
         )
     check_inside(root, path, PARTICIPANTS_FILE)
-    table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, na_values=["n/a"])
-    if "participant_id" not in table.columns:
-        raise ValueError(f"{path} has no participant_id column; it has {list(table.columns)}.")
+    table = read_table(path, ("participant_id",), what="BIDS participants table")
     table["subject"] = table["participant_id"].str.removeprefix("sub-")
     repeated = sorted(set(table["subject"][table["subject"].duplicated()]))
     if repeated:

@@ -21,6 +21,7 @@ from sss_viewer.io.readers import LENGTH_TOLERANCE_S, RecordingReadError, bids_e
 from sss_viewer.io.recording import Recording
 from sss_viewer.io.seizure_events import with_seizure_times
 from sss_viewer.io.soz_labels import match_soz, read_soz_table
+from sss_viewer.io.tables import read_table
 
 logger = logging.getLogger(__name__)
 
@@ -33,14 +34,8 @@ ABNORMAL_COLUMNS = ("subject", "run", "channel", "onset_s", "offset_s", "kind")
 
 
 def _read_table(path: Path, required: tuple[str, ...], dtype: dict | None = None) -> pd.DataFrame:
-    """Read a TSV and check that it has the ``required`` columns."""
-    if not path.is_file():
-        raise FileNotFoundError(f"Table not found: {path}")
-    table = pd.read_csv(path, sep="\t", dtype=dtype, keep_default_na=False, na_values=["n/a"])
-    missing = [c for c in required if c not in table.columns]
-    if missing:
-        raise ValueError(f"{path} lacks columns {missing}; it has {list(table.columns)}.")
-    return table
+    """Read a TSV and check that it has the ``required`` columns (:func:`sss_viewer.io.tables.read_table`)."""
+    return read_table(path, required, what=f"{path.name} table", dtype=dtype)
 
 
 def read_labels(path: str | Path) -> pd.DataFrame:

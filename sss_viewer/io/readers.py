@@ -50,6 +50,7 @@ from sss_viewer.io.channel_conventions import TYPE_ALIASES, duplicate_channels, 
 from sss_viewer.io.lazy import OFFSET_LIMIT_UV, LazySignals, array_levels, dc_offsets, probe_levels
 from sss_viewer.io.recording import IEEG_CH_TYPES, Event, Recording
 from sss_viewer.io.seizure_events import is_clock_stamp
+from sss_viewer.io.tables import TableError, read_table
 
 logger = logging.getLogger(__name__)
 
@@ -649,9 +650,10 @@ def read_channels_tsv(path: Path) -> pd.DataFrame:
     -------
     DataFrame, one row per listed channel, indexed by ``name``, in the file's order; every cell a str.
     """
-    table = read_table_file(path, sep="\t", dtype=str, keep_default_na=False)
-    if "name" not in table.columns:
-        raise RecordingReadError(f"{path} has no 'name' column.")
+    try:
+        table = read_table(path, ("name",), what="BIDS channels file", na_values=None)
+    except TableError as exc:
+        raise RecordingReadError(str(exc)) from None
     return table.drop_duplicates("name", keep="first").set_index("name")
 
 
@@ -855,14 +857,13 @@ def _opened_files(raw, path: Path) -> list[str]:
 def bids_entities(path: Path) -> dict[str, str]:
     """``subject``, ``session`` and ``run`` from a BIDS-style file name (``sub-pt01_ses-x_..._run-01_ieeg.vhdr``).
 
-    Absent keys are left out.
+    Parsed by mne-bids (``get_entities_from_fname``); absent keys are left out, and a name that is not
+    BIDS-style gives ``{}``.
     """
-    out = {}
-    for key, entity in (("subject", "sub"), ("session", "ses"), ("run", "run")):
-        match = re.search(rf"(?:^|_){entity}-([A-Za-z0-9]+)", path.name)
-        if match:
-            out[key] = match.group(1)
-    return out
+    from mne_bids import get_entities_from_fname
+
+    entities = get_entities_from_fname(path.name, on_error="ignore")
+    return {key: entities[key] for key in ("subject", "session", "run") if entities.get(key)}
 
 
 def read_recording(path: str | Path, *, preload: bool = False, require_ieeg: bool = True) -> Recording:

@@ -350,20 +350,10 @@ def read_seizure_markers(path: str | Path) -> SeizureMarkers:
     ValueError
         The file is empty or lacks the ``onset``/``trial_type`` columns.
     """
+    from sss_viewer.io.tables import read_table
+
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"Events file not found: {path}")
-    try:
-        table = pd.read_csv(path, sep="\t", dtype={"trial_type": str}, keep_default_na=False, na_values=["n/a"])
-    except pd.errors.EmptyDataError as exc:
-        expected = f"expected a tab-separated table with columns {list(EVENTS_COLUMNS)}"
-        raise ValueError(f"{path} is empty; {expected}.") from exc
-    missing = [c for c in EVENTS_COLUMNS if c not in table.columns]
-    if missing:
-        raise ValueError(
-            f"{path} lacks columns {missing}; it has {list(table.columns)} "
-            f"(expected a tab-separated BIDS events file with {list(EVENTS_COLUMNS)})."
-        )
+    table = read_table(path, EVENTS_COLUMNS, what="BIDS events file", dtype={"trial_type": str})
     return find_seizure_markers(table, source=path.name)
 
 

@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sss_viewer._lazy import require
 from sss_viewer.io.channel_names import APOSTROPHES, channel_key
 
 logger = logging.getLogger(__name__)
@@ -270,6 +271,7 @@ def _read_excel(path: Path) -> pd.DataFrame:
     """The first sheet of ``path``, with a clear error when it is missing or not a workbook."""
     if not path.is_file():
         raise FileNotFoundError(f"Clinical summary not found: {path}")
+    require("openpyxl", extra="excel", feature=f"Reading the clinical spreadsheet {path}")
     try:
         table = pd.read_excel(path, sheet_name=0, dtype={"dataset_id": str, "soz_contacts": str})
     except (ValueError, OSError, KeyError, zipfile.BadZipFile) as exc:
@@ -337,6 +339,8 @@ def read_clinical_summary(path: str | Path, subjects: Iterable[str] | None = Non
         The file is not a readable workbook, lacks ``dataset_id``/``soz_contacts``, has a row
         without an id, has shorthand that cannot be parsed (the row is named), or maps two rows
         to one subject.
+    MissingExtraError
+        ``openpyxl`` is not installed (the ``excel`` extra).
     """
     path = Path(path)
     table = _read_excel(path)
@@ -388,6 +392,7 @@ def write_clinical_summary(rows: pd.DataFrame, path: str | Path) -> Path:
         raise ValueError(f"Cannot write {path}: expected a .xlsx file name.")
     order = list(SUMMARY_REQUIRED) + [c for c in rows.columns if c not in SUMMARY_REQUIRED]
     table = rows[order].assign(soz_contacts=rows["soz_contacts"].map(_contacts_text))
+    require("openpyxl", extra="excel", feature=f"Writing the clinical spreadsheet {path}")
     table.to_excel(path, index=False, engine="openpyxl")
     return path
 
@@ -432,22 +437,11 @@ def read_soz_table(path: str | Path) -> pd.DataFrame:
     separator = SOZ_TABLE_SEPARATORS.get(path.suffix.lower())
     if separator is None:
         raise ValueError(f"{path}: unknown SOZ table extension; expected one of {sorted(SOZ_TABLE_SEPARATORS)}.")
-    if not path.is_file():
-        raise FileNotFoundError(f"SOZ table not found: {path}")
-    try:
-        from sss_viewer.io.readers import read_table_file
+    from sss_viewer.io.tables import read_table
 
-        table = read_table_file(path, sep=separator, dtype=str, keep_default_na=False)
-    except pd.errors.EmptyDataError as exc:
-        raise ValueError(f"{path} is empty; expected a header with {list(SOZ_TABLE_COLUMNS)}.") from exc
-    table.columns = [str(c).strip() for c in table.columns]
-    missing = [c for c in SOZ_TABLE_COLUMNS if c not in table.columns]
-    if missing:
-        raise ValueError(
-            f"{path} lacks columns {missing}; it has {list(table.columns)} (read with separator {separator!r})."
-        )
-    if table.empty:
-        raise ValueError(f"{path} has a header but no rows; expected one row per channel with {list(SOZ_TABLE_COLUMNS)}.")
+    table = read_table(
+        path, SOZ_TABLE_COLUMNS, what="SOZ table", sep=separator, na_values=None, strip_headers=True, allow_no_rows=False
+    )
     table = table[list(SOZ_TABLE_COLUMNS)].apply(lambda column: column.str.strip())
     empty = (table["subject"] == "") | (table["channel"] == "")
     if empty.any():
