@@ -14,18 +14,13 @@ import logging
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-logger = logging.getLogger(__name__)
+from filelock import FileLock, Timeout
 
-try:  # POSIX
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None
-    import msvcrt
+logger = logging.getLogger(__name__)
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -207,8 +202,17 @@ class LockTimeout(OSError):
 def file_lock(lock_path: str | Path, timeout_s: float = 10.0) -> Iterator[None]:
     """Hold an exclusive inter-process lock on ``lock_path`` (created if missing) within the block.
 
-    ``flock`` locks belong to the open file, so two sessions in one server process exclude each
-    other as two processes do. The lock is released when the block ends or the process dies.
+    A :class:`filelock.FileLock` made for this block alone: on POSIX an ``flock`` on its own open file, so
+    two sessions (threads) in one server process exclude each other as two processes do, and a nested
+    ``file_lock`` on the same path in one thread waits like any other holder (not re-entrant). The
+    lock is released when the block ends or the process dies; the lock file is left in place.
+
+    Parameters
+    ----------
+    lock_path : str or Path
+        The lock file; its folder is created if missing.
+    timeout_s : float
+        How long to wait for another holder; 0 tries once.
 
     Raises
     ------
@@ -217,36 +221,15 @@ def file_lock(lock_path: str | Path, timeout_s: float = 10.0) -> Iterator[None]:
     """
     lock_path = Path(lock_path)
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + timeout_s
-    with open(lock_path, "a+b") as fh:
-        while True:
-            try:
-                _lock(fh)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise LockTimeout(f"{lock_path} is locked by another session; try again.") from None
-                time.sleep(0.02)
-        try:
-            yield
-        finally:
-            _unlock(fh)
-
-
-def _lock(fh) -> None:
-    if fcntl is not None:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    else:  # pragma: no cover - Windows
-        fh.seek(0)
-        msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
-
-
-def _unlock(fh) -> None:
-    if fcntl is not None:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-    else:  # pragma: no cover - Windows
-        fh.seek(0)
-        msvcrt.locking(fh.fileno(), msvcrt.LK_UNLCK, 1)
+    lock = FileLock(lock_path, timeout=max(0.0, timeout_s), poll_interval=0.02, thread_local=False)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise LockTimeout(f"{lock_path} is locked by another session; try again.") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def numbered_backups(folder: str | Path, name: str) -> list[Path]:

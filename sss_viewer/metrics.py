@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import average_precision_score, roc_auc_score
 
+from sss_viewer._validate import check_option, check_positive_int
+
 logger = logging.getLogger(__name__)
 
 THRESHOLD_CRITERIA = ("f1", "youden")
@@ -27,8 +29,20 @@ THRESHOLD_CRITERIA = ("f1", "youden")
 # --------------------------------------------------------------------------------------------
 
 
-def _as_float_1d(name: str, x: Any) -> np.ndarray:
-    """Return ``x`` as a finite 1-D float64 array, or raise a ValueError naming ``name``."""
+def as_float_1d(name: str, x: Any) -> np.ndarray:
+    """Return ``x`` as a finite 1-D float64 array, or raise a ValueError naming ``name``.
+
+    Parameters
+    ----------
+    name : str
+        Parameter name shown in the message.
+    x : array-like, shape (n,)
+        Numbers, all finite.
+
+    Returns
+    -------
+    arr : np.ndarray, shape (n,), float64
+    """
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -41,8 +55,20 @@ def _as_float_1d(name: str, x: Any) -> np.ndarray:
     return arr
 
 
-def _as_binary_labels(name: str, y: Any) -> np.ndarray:
-    """Return ``y`` as a 1-D int8 array of 0/1, or raise a ValueError naming ``name``."""
+def as_binary_labels(name: str, y: Any) -> np.ndarray:
+    """Return ``y`` as a 1-D int8 array of 0/1, or raise a ValueError naming ``name``.
+
+    Parameters
+    ----------
+    name : str
+        Parameter name shown in the message.
+    y : array-like, shape (n,)
+        Labels: bool, or integers / floats that are all 0 or 1.
+
+    Returns
+    -------
+    labels : np.ndarray, shape (n,), int8
+    """
     arr = np.asarray(y)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D with shape (n,), got shape {arr.shape}.")
@@ -59,8 +85,8 @@ def _as_binary_labels(name: str, y: Any) -> np.ndarray:
 
 def _check_pair(scores: Any, labels: Any, scores_name: str = "scores") -> tuple[np.ndarray, np.ndarray]:
     """Validate a (scores, labels) pair of equal, non-zero length."""
-    s = _as_float_1d(scores_name, scores)
-    y = _as_binary_labels("labels", labels)
+    s = as_float_1d(scores_name, scores)
+    y = as_binary_labels("labels", labels)
     if s.shape[0] != y.shape[0]:
         raise ValueError(
             f"{scores_name} and labels must have the same length: got {s.shape[0]} and {y.shape[0]}."
@@ -202,8 +228,7 @@ def expected_calibration_error(p: Any, labels: Any, n_bins: int = 10) -> float:
     ece : float
         In [0, 1]; lower is better calibrated.
     """
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise ValueError(f"Invalid n_bins={n_bins!r}: expected a positive integer.")
+    n_bins = check_positive_int("n_bins", int(n_bins) if isinstance(n_bins, np.integer) else n_bins)
     p, y = _check_pair(p, labels, scores_name="p")
     _check_probabilities("p", p)
     bins = np.minimum((p * n_bins).astype(np.int64), n_bins - 1)
@@ -327,9 +352,7 @@ def choose_threshold(scores: Any, labels: Any, criterion: str = "f1") -> float:
     -------
     threshold : float
     """
-    if criterion not in THRESHOLD_CRITERIA:
-        valid = ", ".join(repr(c) for c in THRESHOLD_CRITERIA)
-        raise ValueError(f"Invalid criterion={criterion!r}: expected one of {valid}.")
+    check_option("criterion", criterion, THRESHOLD_CRITERIA)
     s, y = _check_pair(scores, labels)
     n_pos = int(y.sum())
     n_neg = y.shape[0] - n_pos

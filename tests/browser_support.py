@@ -68,3 +68,46 @@ def served_app(env: dict[str, str], timeout_s: float = 90.0, extra_args: tuple[s
             proc.kill()
             proc.wait()
         log.close()
+
+
+LOAD_TIMEOUT_MS = 90_000
+"""How long a browser test waits for the served app's first ranking row (a busy 2-core box can take > 30 s)."""
+
+
+def app_environment(root: Path, out: Path, **settings: str) -> dict[str, str]:
+    """The served app's environment: ``root`` as its data root, sidecars under ``out``, plus ``settings``.
+
+    Parameters
+    ----------
+    root : Path
+        The data root the file browser shows (empty: the app opens the demo).
+    out : Path
+        A private folder; annotations are written to ``out / "annotations"`` and the server log next to it.
+    **settings : str
+        Further environment variables, e.g. ``SSS_VIEWER_SCORER="sss"``.
+    """
+    return {"SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(out / "annotations"), "BOKEH_IN_DOCKER": "1",
+            **settings}  # fmt: skip
+
+
+def open_page(browser, url: str, *, width: int = 1600, height: int = 1200, timeout_ms: int = LOAD_TIMEOUT_MS, **context):
+    """Open ``url`` in a new browser context and wait until the ranking table has a row; return the page.
+
+    Parameters
+    ----------
+    browser : playwright.sync_api.Browser
+        pytest-playwright's ``browser`` fixture.
+    url : str
+        The served app (the ``app_url`` fixture).
+    width, height : int
+        Viewport size in CSS pixels.
+    timeout_ms : int
+        How long to wait for the first ranking row.
+    **context
+        Further ``browser.new_context`` options, e.g. ``accept_downloads=True``.
+    """
+    page = browser.new_context(viewport={"width": width, "height": height}, **context).new_page()
+    # wait for "commit" only: the selector waits below, and "load" can take > 30 s on a busy 2-core box
+    page.goto(url, wait_until="commit", timeout=max(120_000, timeout_ms))
+    page.wait_for_selector(".tabulator-row", timeout=timeout_ms)
+    return page

@@ -1,17 +1,13 @@
-"""Shared fixtures: small in-memory recordings for fast engine tests."""
+"""Shared fixtures and the central ``browser`` marking; importable helpers live in ``tests/fixtures`` and ``tests/*_support.py``."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from sss_viewer.io.recording import Event, Recording
+from sss_viewer.io.recording import Recording
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-"""Real signal data sets outside the repository (``../shared/data``); tests on them are marked ``realdata``."""
-
-TEST_DATA = Path(__file__).resolve().parent / "data"
-"""Small data files vendored with the tests (see ``tests/data/README.md``)."""
+from .fixtures.recordings import DS003029_META, toy_recording
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -21,30 +17,6 @@ def _private_series_cache(tmp_path_factory):
     mp.setenv("SSS_VIEWER_CACHE", str(tmp_path_factory.mktemp("series-cache")))
     yield
     mp.undo()
-
-
-def toy_recording(subject: str, seed: int, n_channels: int = 8, duration_s: float = 40.0, sfreq: float = 250.0) -> Recording:
-    """A small labelled recording: the first quarter of channels carry sharp spikes (SOZ)."""
-    rng = np.random.default_rng(seed)
-    n = int(duration_s * sfreq)
-    data = rng.standard_normal((n_channels, n)).astype(np.float32) * 20
-    soz = np.zeros(n_channels, dtype=bool)
-    soz[: max(1, n_channels // 4)] = True
-    for ch in np.flatnonzero(soz):
-        for t in rng.integers(0, n - 20, size=int(duration_s)):
-            data[ch, t : t + 8] += np.hanning(8).astype(np.float32) * 200
-    return Recording(
-        data=data,
-        sfreq=sfreq,
-        ch_names=[f"A{i + 1}" for i in range(n_channels)],
-        ch_types=["seeg"] * n_channels,
-        soz=soz,
-        events=[Event(10.0, 0.0, "sz onset")],
-        subject=subject,
-        centre=["JHH", "NIH"][seed % 2],
-        run="01",
-        line_freq=60.0,
-    )
 
 
 @pytest.fixture(scope="session")
@@ -74,10 +46,6 @@ def toy_series_split(toy_cohort):
     return series_set, split.astype(str)
 
 
-DS003029_META = TEST_DATA / "ds003029-meta"
-"""The vendored subset of the real ds003029 sidecars (CC0, no signals) that ``write_ds003029_like`` mirrors."""
-
-
 @pytest.fixture(scope="session")
 def ds003029_like_root(tmp_path_factory) -> Path:
     """A small ds003029-shaped BIDS tree, written once per session (≈ 3 s).
@@ -90,6 +58,48 @@ def ds003029_like_root(tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("ds003029-like")
     return write_ds003029_like(DS003029_META, out, duration_s=24.0, max_channels=40)
+
+
+@pytest.fixture(scope="module")
+def app_env(tmp_path_factory) -> dict[str, str]:
+    """The served demo's environment: an empty data root (the app opens the demo) and a private output folder.
+
+    A browser test module with its own recordings or settings overrides this fixture; ``app_url`` serves it.
+    """
+    from .browser_support import app_environment
+
+    return app_environment(tmp_path_factory.mktemp("data-root"), tmp_path_factory.mktemp("viewer-output"))
+
+
+@pytest.fixture(scope="module")
+def app_url(app_env):
+    """``panel serve app.py`` with ``app_env``, once per test module; the URL of its app."""
+    from .browser_support import served_app
+
+    with served_app(app_env) as url:
+        yield url
+
+
+BROWSER_FIXTURES = frozenset({"browser", "page", "context", "app_url", "chromium"})
+"""A test that requests any of these drives a real Chromium: it is marked ``browser`` (``-m "not browser"`` skips it)."""
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test that drives a browser ``browser``, wherever it is written."""
+    for item in items:
+        if BROWSER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture
+def chromium() -> str:
+    """The Chromium executable the exporter drives; skips the test where there is none."""
+    from sss_viewer.viewer import export
+
+    found = export.find_browser()
+    if found is None:
+        pytest.skip(export._missing_browser() or "no Chromium browser found")
+    return found
 
 
 @pytest.fixture(scope="session")

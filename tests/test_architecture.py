@@ -16,7 +16,10 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "sss_viewer"
 
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("sss_viewer._validate", "sss_viewer._version", "sss_viewer.fileio", "sss_viewer.metrics")),
+    (
+        "foundation",
+        ("sss_viewer._lazy", "sss_viewer._validate", "sss_viewer._version", "sss_viewer.fileio", "sss_viewer.metrics"),
+    ),
     ("io", ("sss_viewer.io",)),
     ("synth", ("sss_viewer.synth",)),
     ("preprocessing", ("sss_viewer.preprocessing",)),
@@ -234,3 +237,51 @@ def test_the_engine_runs_without_the_viewer_extras_and_the_viewer_says_what_is_m
     assert "cli 0" in out
     assert "viewer: The sss-viewer viewer needs panel, holoviews, bokeh, datashader, param" in out
     assert "pip install 'sss-viewer[viewer]'" in out
+
+
+IMPORT_LINTER_CONFIG = PACKAGE.parent / ".importlinter"
+"""import-linter's ``layers`` contract: the same stage order as ``STAGES``, checked by ``lint-imports``."""
+
+
+def contract_layers(text: str) -> list[list[str]]:
+    """The ``layers`` of ``.importlinter``, lowest stage first, each as the full module names it holds."""
+    import configparser
+
+    parser = configparser.ConfigParser()
+    parser.read_string(text)
+    section = parser["importlinter:contract:stages"]
+    container = section["containers"].strip()
+    rows = [row.strip() for row in section["layers"].strip().splitlines() if row.strip()]
+    return [[f"{container}.{name.strip()}" for name in row.split(":")] for row in reversed(rows)]
+
+
+def test_the_import_linter_contract_lists_the_stages_in_order():
+    want = [sorted(prefixes) for _, prefixes in STAGES[:-1]]  # the front door is the container itself + cli
+    got = [sorted(layer) for layer in contract_layers(IMPORT_LINTER_CONFIG.read_text())]
+    assert got[:-1] == want, "keep .importlinter's layers and STAGES in the same order"
+    assert set(got[-1]) == set(STAGES[-1][1]) - {"sss_viewer"}
+
+
+def _lint_imports(config: Path) -> subprocess.CompletedProcess:
+    lint = Path(sys.executable).with_name("lint-imports")
+    if not lint.exists():
+        pytest.skip("import-linter is not installed (pip install import-linter; the dev extra lists it)")
+    return subprocess.run(
+        [str(lint), "--no-cache", str(config)], cwd=PACKAGE.parent, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_import_linter_keeps_the_stage_contract():
+    result = _lint_imports(IMPORT_LINTER_CONFIG)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "1 kept, 0 broken" in result.stdout
+
+
+def test_import_linter_breaks_a_contract_that_puts_a_stage_below_one_it_imports(tmp_path):
+    text = IMPORT_LINTER_CONFIG.read_text()
+    swapped = text.replace("    viewer\n", "    @@\n").replace("    io\n", "    viewer\n").replace("    @@\n", "    io\n")
+    assert swapped != text
+    config = tmp_path / "swapped.importlinter"
+    config.write_text(swapped)
+    result = _lint_imports(config)
+    assert result.returncode != 0 and "1 broken" in result.stdout and "sss_viewer.viewer" in result.stdout

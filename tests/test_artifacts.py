@@ -31,7 +31,7 @@ from sss_viewer.preprocessing.artifacts import (
 from sss_viewer.viewer.demo import load_demo
 from sss_viewer.viewer.demo_files import DEMO_MODEL_DIR
 
-from .conftest import SHARED_DATA, toy_recording
+from .fixtures.recordings import SHARED_DATA, toy_recording
 
 SFREQ = 1000.0
 DURATION_S = 60.0

@@ -52,7 +52,7 @@ from sss_viewer.synth.bids import write_recording_bids
 from sss_viewer.synth.config import SynthConfig
 from sss_viewer.synth.run import synthesise_recording
 from sss_viewer.windows.series_set import build_series_set
-from tests.conftest import toy_recording
+from tests.fixtures.recordings import toy_recording
 
 CLI = Path(sys.executable).with_name("sss-viewer")
 TINY_TRAIN = dict(
@@ -213,7 +213,7 @@ def case(case_id: str):
 
 
 @case("1-synthetic-header-states-datapoints")
-def _(m: Material, tmp: Path, caplog):
+def case_1_synthetic_header_states_datapoints(m: Material, tmp: Path, caplog):
     header = m.synthetic_run.read_text()
     recording = read_recording(m.synthetic_run)
     assert f"DataPoints={recording.n_times}\n" in header
@@ -222,7 +222,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("1-truncated-whole-frames-vs-datapoints")
-def _(m: Material, tmp: Path, caplog):
+def case_1_truncated_whole_frames_vs_datapoints(m: Material, tmp: Path, caplog):
     vhdr = _copy_run(m.synthetic_run, tmp / "run")
     _truncate(vhdr, 3.1)  # a whole number of frames: MNE alone would read 3.1 s
     with pytest.raises(RecordingReadError, match=rf"{re.escape(vhdr.name)} as BrainVision: it holds 3100 samples .*DataPoints="):
@@ -230,7 +230,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("1-truncated-no-datapoints-vs-recording-duration")
-def _(m: Material, tmp: Path, caplog):
+def case_1_truncated_no_datapoints_vs_recording_duration(m: Material, tmp: Path, caplog):
     vhdr = _copy_run(m.synthetic_run, tmp / "run")
     _edit_header(vhdr, DataPoints=None, MarkerFile=None)  # only the sidecars state a length
     vhdr.with_suffix(".vmrk").unlink()
@@ -241,7 +241,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("1-truncated-plain-file-vs-markers")
-def _(m: Material, tmp: Path, caplog):
+def case_1_truncated_plain_file_vs_markers(m: Material, tmp: Path, caplog):
     vhdr = _copy_run(m.toy_file, tmp / "run")  # not BIDS-named: no sidecar, no DataPoints; a marker at sample 11
     _truncate(vhdr, 0.02)
     with pytest.raises(RecordingReadError, match=r"rec\.vmrk places marker Mk\d+ at sample 11, beyond the data"):
@@ -249,7 +249,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("1-truncated-vs-events-tsv-only")
-def _(m: Material, tmp: Path, caplog):
+def case_1_truncated_vs_events_tsv_only(m: Material, tmp: Path, caplog):
     vhdr = _copy_run(m.synthetic_run, tmp / "run")
     _edit_header(vhdr, DataPoints=None, MarkerFile=None)
     vhdr.with_suffix(".vmrk").unlink()
@@ -260,7 +260,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("1-rounded-recording-duration-accepted")
-def _(m: Material, tmp: Path, caplog):
+def case_1_rounded_recording_duration_accepted(m: Material, tmp: Path, caplog):
     vhdr = _copy_run(m.synthetic_run, tmp / "run")
     sidecar = next(vhdr.parent.glob("*_ieeg.json"))
     stated = json.loads(sidecar.read_text())
@@ -269,7 +269,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("1-cohort-skips-truncated-run-with-warning")
-def _(m: Material, tmp: Path, caplog):
+def case_1_cohort_skips_truncated_run_with_warning(m: Material, tmp: Path, caplog):
     root = shutil.copytree(m.toy_cohort, tmp / "cohort")
     table = pd.read_csv(root / "cohort.tsv", sep="\t")
     _truncate(root / table["path"][1], 5.0)
@@ -280,7 +280,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("1-cohort-tsv-duration-disagrees")
-def _(m: Material, tmp: Path, caplog):
+def case_1_cohort_tsv_duration_disagrees(m: Material, tmp: Path, caplog):
     root = shutil.copytree(m.toy_cohort, tmp / "cohort")
     table = pd.read_csv(root / "cohort.tsv", sep="\t").assign(duration_s=[20.0, 20.0, 60.0, 20.0])
     table.to_csv(root / "cohort.tsv", sep="\t", index=False)
@@ -291,7 +291,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("1-cli-score-truncated-refused")
-def _(m: Material, tmp: Path, caplog):
+def case_1_cli_score_truncated_refused(m: Material, tmp: Path, caplog):
     vhdr = _copy_run(m.synthetic_run, tmp / "run")
     os.truncate(_frames(vhdr)[0], 100_000 - 100_000 % _frames(vhdr)[1])
     proc = _cli("score", m.model_dir, vhdr, "--out", tmp / "scores")
@@ -300,7 +300,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("1-cli-cohort-lists-truncated-run-as-skipped")
-def _(m: Material, tmp: Path, caplog):
+def case_1_cli_cohort_lists_truncated_run_as_skipped(m: Material, tmp: Path, caplog):
     root = shutil.copytree(m.toy_cohort, tmp / "cohort")
     (root / "participants.tsv").write_text("participant_id\tsite\n" + "".join(f"sub-toy0{i}\tJHH\n" for i in range(4)))
     run = pd.read_csv(root / "cohort.tsv", sep="\t")["path"][2]
@@ -325,7 +325,7 @@ def _outside_pair(tmp: Path, m: Material) -> tuple[Path, Path]:
 
 
 @case("2-datafile-dotdot-refused")
-def _(m: Material, tmp: Path, caplog):
+def case_2_datafile_dotdot_refused(m: Material, tmp: Path, caplog):
     vhdr, outside = _outside_pair(tmp, m)
     _edit_header(vhdr, DataFile="../secret/rec.eeg")
     with pytest.raises(RecordingReadError, match=rf"Refusing {re.escape(str(vhdr))}: its DataFile=\.\./secret/rec\.eeg points outside"):
@@ -333,7 +333,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("2-datafile-absolute-refused")
-def _(m: Material, tmp: Path, caplog):
+def case_2_datafile_absolute_refused(m: Material, tmp: Path, caplog):
     vhdr, outside = _outside_pair(tmp, m)
     _edit_header(vhdr, DataFile=str(outside))
     with pytest.raises(RecordingReadError, match=rf"Refusing {re.escape(str(vhdr))}: its DataFile={re.escape(str(outside))} points outside"):
@@ -341,7 +341,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("2-datafile-symlink-out-refused")
-def _(m: Material, tmp: Path, caplog):
+def case_2_datafile_symlink_out_refused(m: Material, tmp: Path, caplog):
     vhdr, outside = _outside_pair(tmp, m)
     vhdr.with_suffix(".eeg").unlink()
     vhdr.with_suffix(".eeg").symlink_to(outside)
@@ -350,7 +350,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("2-datafile-any-case-colon-refused")
-def _(m: Material, tmp: Path, caplog):
+def case_2_datafile_any_case_colon_refused(m: Material, tmp: Path, caplog):
     vhdr, outside = _outside_pair(tmp, m)
     vhdr.write_text(vhdr.read_text().replace("DataFile=rec.eeg", "datafile: ../secret/rec.eeg"))  # as MNE's configparser reads it
     with pytest.raises(RecordingReadError, match=r"its DataFile=\.\./secret/rec\.eeg points outside"):
@@ -358,7 +358,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("2-git-annex-link-of-same-dataset-accepted")
-def _(m: Material, tmp: Path, caplog):
+def case_2_git_annex_link_of_same_dataset_accepted(m: Material, tmp: Path, caplog):
     vhdr = _copy_run(m.toy_file, tmp / "dataset" / "sub-01" / "ieeg")  # DataLad/OpenNeuro: data files link into .git/annex
     store = tmp / "dataset" / ".git" / "annex" / "objects" / "Xy" / "Zw"
     store.mkdir(parents=True)
@@ -368,7 +368,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("2-markerfile-dotdot-refused")
-def _(m: Material, tmp: Path, caplog):
+def case_2_markerfile_dotdot_refused(m: Material, tmp: Path, caplog):
     vhdr, outside = _outside_pair(tmp, m)
     _edit_header(vhdr, MarkerFile="../secret/rec.vmrk")
     with pytest.raises(RecordingReadError, match=r"its MarkerFile=\.\./secret/rec\.vmrk points outside"):
@@ -376,7 +376,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("2-datafile-other-stem-inside-accepted")
-def _(m: Material, tmp: Path, caplog):
+def case_2_datafile_other_stem_inside_accepted(m: Material, tmp: Path, caplog):
     vhdr = _copy_run(m.toy_file, tmp / "data")
     vhdr.with_suffix(".eeg").rename(vhdr.with_name("data.eeg"))
     _edit_header(vhdr, DataFile="data.eeg")
@@ -403,7 +403,7 @@ def _write_set_fdt(folder: Path, data_name: str, fdt: Path, rec: Recording) -> P
 
 
 @case("2-eeglab-fdt-outside-refused")
-def _(m: Material, tmp: Path, caplog):
+def case_2_eeglab_fdt_outside_refused(m: Material, tmp: Path, caplog):
     rec = toy_recording("x", 1, duration_s=4.0)
     path = _write_set_fdt(tmp / "data", "../secret/other.fdt", tmp / "secret" / "other.fdt", rec)
     with pytest.raises(RecordingReadError, match=rf"Refusing {re.escape(str(path))}: its data file .*other\.fdt points outside"):
@@ -411,21 +411,21 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("2-eeglab-fdt-inside-accepted")
-def _(m: Material, tmp: Path, caplog):
+def case_2_eeglab_fdt_inside_accepted(m: Material, tmp: Path, caplog):
     rec = toy_recording("x", 1, duration_s=4.0)
     path = _write_set_fdt(tmp / "data", "rec.fdt", tmp / "data" / "rec.fdt", rec)
     np.testing.assert_allclose(read_recording(path).get_data(), rec.data, rtol=1e-6)
 
 
 @case("2-cli-score-escaping-header-refused")
-def _(m: Material, tmp: Path, caplog):
+def case_2_cli_score_escaping_header_refused(m: Material, tmp: Path, caplog):
     vhdr, outside = _outside_pair(tmp, m)
     _edit_header(vhdr, DataFile="../secret/rec.eeg")
     _one_line_error(_cli("score", m.model_dir, vhdr, "--out", tmp / "out"), f"Refusing {vhdr}", "points outside")
 
 
 @case("2-viewer-loader-escaping-header-refused")
-def _(m: Material, tmp: Path, caplog):
+def case_2_viewer_loader_escaping_header_refused(m: Material, tmp: Path, caplog):
     from sss_viewer.viewer.loader import load_selected
 
     vhdr, outside = _outside_pair(tmp, m)
@@ -440,7 +440,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("3-cache-key-covers-datafile-with-other-stem")
-def _(m: Material, tmp: Path, caplog):
+def case_3_cache_key_covers_datafile_with_other_stem(m: Material, tmp: Path, caplog):
     vhdr = _copy_run(m.toy_file, tmp / "data")
     vhdr.with_suffix(".eeg").rename(vhdr.with_name("data.eeg"))
     _edit_header(vhdr, DataFile="data.eeg")
@@ -456,7 +456,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("3-cache-entry-altered-in-place-rebuilt")
-def _(m: Material, tmp: Path, caplog):
+def case_3_cache_entry_altered_in_place_rebuilt(m: Material, tmp: Path, caplog):
     cache, config, picks = SeriesCache(tmp / "cache"), preprocess_preset("default", target_sfreq=None), np.arange(8)
     recording = read_recording(m.toy_file)
     expected = np.array(cache.load_or_build(recording, picks, config).data)
@@ -483,7 +483,7 @@ def _labels_file(path: Path, rows: list[tuple[str, str, int]]) -> Path:
 
 
 @case("4-unnamed-subjects-reported-and-unlabelled")
-def _(m: Material, tmp: Path, caplog):
+def case_4_unnamed_subjects_reported_and_unlabelled(m: Material, tmp: Path, caplog):
     labels = _labels_file(tmp / "labels.tsv", [("toy00", "A8", 1), ("toy01", "A1", 0)])
     with caplog.at_level(logging.WARNING, logger="sss_viewer.io.cohort"):
         recordings = load_data(m.toy_cohort, labels=labels)
@@ -495,7 +495,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("4-unnamed-subjects-fall-back-when-asked")
-def _(m: Material, tmp: Path, caplog):
+def case_4_unnamed_subjects_fall_back_when_asked(m: Material, tmp: Path, caplog):
     labels = _labels_file(tmp / "labels.tsv", [("toy00", "A8", 1)])
     with caplog.at_level(logging.WARNING, logger="sss_viewer.io.cohort"):
         recordings = load_data(m.toy_cohort, labels=labels, labels_fallback=True)
@@ -504,7 +504,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("4-unnamed-subjects-bids-root")
-def _(m: Material, tmp: Path, caplog):
+def case_4_unnamed_subjects_bids_root(m: Material, tmp: Path, caplog):
     root = shutil.copytree(m.toy_cohort, tmp / "bids")
     (root / "cohort.tsv").unlink()
     (root / "participants.tsv").write_text("participant_id\tsite\n" + "".join(f"sub-toy0{i}\tJHH\n" for i in range(4)))
@@ -517,7 +517,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("4-header-only-labels-file-is-an-error")
-def _(m: Material, tmp: Path, caplog):
+def case_4_header_only_labels_file_is_an_error(m: Material, tmp: Path, caplog):
     labels = tmp / "labels.tsv"
     labels.write_text("subject\tchannel\tsoz\n")
     with pytest.raises(ValueError, match=rf"{re.escape(str(labels))} has a header but no rows"):
@@ -527,7 +527,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("4-one-channel-rule-score-and-load-data")
-def _(m: Material, tmp: Path, caplog):
+def case_4_one_channel_rule_score_and_load_data(m: Material, tmp: Path, caplog):
     rec = toy_recording("pt07", 7, duration_s=20.0)
     rec.ch_names = ["LPT07", "LPT08", "LPT09", "POL LPT10", "A5", "A6", "A7", "A8"]
     root = _write_cohort(tmp / "cohort", [rec])
@@ -542,7 +542,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("4-cli-evaluate-excludes-unnamed-subjects")
-def _(m: Material, tmp: Path, caplog):
+def case_4_cli_evaluate_excludes_unnamed_subjects(m: Material, tmp: Path, caplog):
     labels = _labels_file(tmp / "labels.tsv", [("toy00", "A1", 1), ("toy00", "A2", 0), ("toy02", "A1", 1)])
     proc = _cli("evaluate", m.model_dir, m.toy_cohort, "--all", "--json", "--labels", labels)
     assert proc.returncode == 0, proc.stderr
@@ -553,7 +553,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("4-cli-train-with-labels-naming-no-subject-refused")
-def _(m: Material, tmp: Path, caplog):
+def case_4_cli_train_with_labels_naming_no_subject_refused(m: Material, tmp: Path, caplog):
     labels = _labels_file(tmp / "labels.tsv", [("nobody", "A1", 1)])
     _one_line_error(_cli("train", m.toy_cohort, "--labels", labels, "--out", tmp / "model"), "No recording left", str(labels))
     assert not (tmp / "model").exists()
@@ -569,7 +569,7 @@ def _model_copy(m: Material, tmp: Path) -> Path:
 
 
 @case("5-weights-bytes-flipped-refused")
-def _(m: Material, tmp: Path, caplog):
+def case_5_weights_bytes_flipped_refused(m: Material, tmp: Path, caplog):
     model = _model_copy(m, tmp)
     weights = bytearray((model / WEIGHTS_FILE).read_bytes())
     header = 8 + int.from_bytes(weights[:8], "little")
@@ -580,7 +580,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("5-new-weights-with-old-config-refused")
-def _(m: Material, tmp: Path, caplog):
+def case_5_new_weights_with_old_config_refused(m: Material, tmp: Path, caplog):
     model = _model_copy(m, tmp)
     dataclasses.replace(m.bundle, model=model_from_config(m.bundle.model.get_config())).save(tmp / "other")
     shutil.copyfile(tmp / "other" / WEIGHTS_FILE, model / WEIGHTS_FILE)  # as a kill between two file replacements left it
@@ -590,7 +590,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("5-legacy-model-without-hash-loads-with-warning")
-def _(m: Material, tmp: Path, caplog):
+def case_5_legacy_model_without_hash_loads_with_warning(m: Material, tmp: Path, caplog):
     model = _model_copy(m, tmp)
     config = json.loads((model / CONFIG_FILE).read_text())
     del config[HASH_KEY]
@@ -602,7 +602,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("5-bundled-demo-model-carries-its-hash")
-def _(m: Material, tmp: Path, caplog):
+def case_5_bundled_demo_model_carries_its_hash(m: Material, tmp: Path, caplog):
     demo = Path(sss_viewer.__file__).parent / "data" / "demo" / "model"
     config = json.loads((demo / CONFIG_FILE).read_text())
     assert config[HASH_KEY] == hashlib.sha256((demo / WEIGHTS_FILE).read_bytes()).hexdigest()
@@ -612,7 +612,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("5-save-replaces-whole-directory-never-foreign-files")
-def _(m: Material, tmp: Path, caplog):
+def case_5_save_replaces_whole_directory_never_foreign_files(m: Material, tmp: Path, caplog):
     model = _model_copy(m, tmp)
     changed = dataclasses.replace(m.bundle, threshold=0.125)
     changed.save(model)
@@ -640,7 +640,7 @@ while True:
 
 
 @case("5-concurrent-saves-and-a-kill-never-show-a-mix")
-def _(m: Material, tmp: Path, caplog):
+def case_5_concurrent_saves_and_a_kill_never_show_a_mix(m: Material, tmp: Path, caplog):
     target = tmp / "model"
     saver = subprocess.Popen([sys.executable, "-c", SAVER, str(m.model_dir), str(target)], stdout=subprocess.PIPE, text=True)
     try:
@@ -698,8 +698,7 @@ CONFIG_EDITS = {
 
 
 def _config_case(name: str, edit, expected: str):
-    @case(f"6-config-{name}")
-    def _(m: Material, tmp: Path, caplog):
+    def config_case(m: Material, tmp: Path, caplog):
         model = _model_copy(m, tmp)
         config = json.loads((model / CONFIG_FILE).read_text())
         edit(config)
@@ -709,13 +708,16 @@ def _config_case(name: str, edit, expected: str):
         assert str(err.value).startswith(f"Invalid model config {model / CONFIG_FILE}: ") and expected in str(err.value)
         assert "\n" not in str(err.value)
 
+    config_case.__name__ = config_case.__qualname__ = "case_6_config_" + re.sub(r"\W+", "_", name)
+    case(f"6-config-{name}")(config_case)
+
 
 for _name, (_edit, _expected) in CONFIG_EDITS.items():
     _config_case(_name, _edit, _expected)
 
 
 @case("6-cli-score-with-invalid-config-one-line")
-def _(m: Material, tmp: Path, caplog):
+def case_6_cli_score_with_invalid_config_one_line(m: Material, tmp: Path, caplog):
     model = _model_copy(m, tmp)
     config = json.loads((model / CONFIG_FILE).read_text())
     (model / CONFIG_FILE).write_text(json.dumps({**config, "window_length": "abc"}))
@@ -728,20 +730,20 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("7-native-model-records-its-rate")
-def _(m: Material, tmp: Path, caplog):
+def case_7_native_model_records_its_rate(m: Material, tmp: Path, caplog):
     config = json.loads((m.model_dir / CONFIG_FILE).read_text())
     assert config["preprocess"]["target_sfreq"] is None and config["preprocess"]["native_sfreqs"] == [250.0]
 
 
 @case("7-train-on-mixed-native-rates-refused")
-def _(m: Material, tmp: Path, caplog):
+def case_7_train_on_mixed_native_rates_refused(m: Material, tmp: Path, caplog):
     recordings = m.toy[:4] + [toy_recording(f"fast{i}", i, duration_s=10.0, sfreq=500.0) for i in range(2)]
     with pytest.raises(ValueError, match=r"sampled at 250 Hz \(4\), 500 Hz \(2\): windows of one length .* --target-sfreq"):
         train(recordings, _native(train_preset("default", **TINY_TRAIN)), progress=False)
 
 
 @case("7-cli-train-target-sfreq-0-mixed-rates-refused")
-def _(m: Material, tmp: Path, caplog):
+def case_7_cli_train_target_sfreq_0_mixed_rates_refused(m: Material, tmp: Path, caplog):
     recordings = [toy_recording(f"mix{i}", i, duration_s=12.0, sfreq=(250.0, 500.0)[i % 2]) for i in range(4)]
     root = _write_cohort(tmp / "cohort", recordings)
     proc = _cli("train", root, "--target-sfreq", "0", "--out", tmp / "model")
@@ -750,7 +752,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("7-paper-preset-pools-mixed-rates-with-a-warning")
-def _(m: Material, tmp: Path, caplog):
+def case_7_paper_preset_pools_mixed_rates_with_a_warning(m: Material, tmp: Path, caplog):
     assert train_preset("paper").mixed_native_rates
     with caplog.at_level(logging.WARNING, logger="sss_viewer.preprocessing.config"):
         assert native_rates([500.0, 1000.0, 999.41], allow_mixed=True) == (500.0, 999.41)
@@ -758,21 +760,21 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("7-score-other-rate-refused-api")
-def _(m: Material, tmp: Path, caplog):
+def case_7_score_other_rate_refused_api(m: Material, tmp: Path, caplog):
     rec = toy_recording("slow", 5, duration_s=20.0, sfreq=100.0)
     with pytest.raises(ValueError, match=r"sampled at 100 Hz, but the model keeps native rates and was trained on 250 Hz"):
         score_recording(m.bundle, rec, device="cpu", progress=False)
 
 
 @case("7-score-other-rate-refused-cli")
-def _(m: Material, tmp: Path, caplog):
+def case_7_score_other_rate_refused_cli(m: Material, tmp: Path, caplog):
     vhdr = _write_vhdr(tmp, "fast", toy_recording("fast", 6, duration_s=20.0, sfreq=500.0))
     _one_line_error(_cli("score", m.model_dir, vhdr, "--out", tmp / "out"), "sampled at 500 Hz", "trained on 250 Hz")
     assert not (tmp / "out" / "windows.csv").exists()
 
 
 @case("7-viewer-check-fit-follows-the-engine")
-def _(m: Material, tmp: Path, caplog):
+def case_7_viewer_check_fit_follows_the_engine(m: Material, tmp: Path, caplog):
     from sss_viewer.engine.inference import check_fit
 
     assert "trained on 250 Hz" in check_fit(m.bundle, toy_recording("fast", 6, duration_s=20.0, sfreq=500.0))
@@ -780,7 +782,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("7-same-rate-scores")
-def _(m: Material, tmp: Path, caplog):
+def case_7_same_rate_scores(m: Material, tmp: Path, caplog):
     result = score_recording(m.bundle, read_recording(m.toy_file), device="cpu", progress=False)
     assert len(result.channels) == 8 and result.channels["score"].between(0, 1).all()
 
@@ -801,7 +803,7 @@ def _fif_with_offset(path: Path, rec: Recording, channel: int, offset_uv: float)
 
 
 @case("8-fif-offset-removed-in-float64")
-def _(m: Material, tmp: Path, caplog):
+def case_8_fif_offset_removed_in_float64(m: Material, tmp: Path, caplog):
     rec = toy_recording("big", 4, duration_s=20.0)
     with caplog.at_level(logging.WARNING, logger="sss_viewer.io.readers"):
         read = read_recording(_fif_with_offset(tmp / "big_raw.fif", rec, 4, OFFSET_UV), preload=True)
@@ -813,7 +815,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("8-npz-offset-removed-in-float64")
-def _(m: Material, tmp: Path, caplog):
+def case_8_npz_offset_removed_in_float64(m: Material, tmp: Path, caplog):
     rec = toy_recording("big", 4, duration_s=20.0)
     data = rec.data.astype(np.float64)
     data[2] += OFFSET_UV
@@ -825,7 +827,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("8-offset-channel-keeps-its-rank")
-def _(m: Material, tmp: Path, caplog):
+def case_8_offset_channel_keeps_its_rank(m: Material, tmp: Path, caplog):
     rec = toy_recording("big", 4, duration_s=20.0)
     clean = score_recording(m.bundle, read_recording(_fif_with_offset(tmp / "a_raw.fif", rec, 4, 0.0)), device="cpu", progress=False)
     offset = score_recording(m.bundle, read_recording(_fif_with_offset(tmp / "b_raw.fif", rec, 4, OFFSET_UV)), device="cpu", progress=False)
@@ -834,7 +836,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("8-ordinary-levels-untouched")
-def _(m: Material, tmp: Path, caplog):
+def case_8_ordinary_levels_untouched(m: Material, tmp: Path, caplog):
     rec = toy_recording("small", 4, duration_s=20.0)
     path = _fif_with_offset(tmp / "small_raw.fif", rec, 4, 5e4)  # 50 mV: below the limit, data exactly as stored
     read = read_recording(path, preload=True)
@@ -849,7 +851,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("9-score-into-non-empty-folder-refused")
-def _(m: Material, tmp: Path, caplog):
+def case_9_score_into_non_empty_folder_refused(m: Material, tmp: Path, caplog):
     out = tmp / "out"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
@@ -858,7 +860,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("9-overwrite-removes-the-previous-run-only")
-def _(m: Material, tmp: Path, caplog):
+def case_9_overwrite_removes_the_previous_run_only(m: Material, tmp: Path, caplog):
     flat = toy_recording("flat", 8, duration_s=20.0)
     flat.data[3] = 0.0  # excluded: flat signal
     first = _write_vhdr(tmp / "a", "flat", flat)
@@ -896,7 +898,7 @@ def _leftovers(folder: Path) -> list[str]:
 
 
 @case("11-cache-entry-larger-than-free-space-refused")
-def _(m: Material, tmp: Path, caplog):
+def case_11_cache_entry_larger_than_free_space_refused(m: Material, tmp: Path, caplog):
     vhdr = _write_vhdr(tmp, "long", toy_recording("long", 3, duration_s=200.0))  # entry: 8 × 50000 float32 = 1.6 MB
     with _tmpfs(tmp / "small", "2m") as small:
         cache = SeriesCache(small / "cache")
@@ -906,7 +908,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("11-cache-reservation-on-full-disk-is-enospc-not-sigbus")
-def _(m: Material, tmp: Path, caplog):
+def case_11_cache_reservation_on_full_disk_is_enospc_not_sigbus(m: Material, tmp: Path, caplog):
     from sss_viewer.preprocessing.cache import _reserve
 
     with _tmpfs(tmp / "small", "1m") as small:
@@ -916,7 +918,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("11-cli-score-cache-on-full-disk-one-line")
-def _(m: Material, tmp: Path, caplog):
+def case_11_cli_score_cache_on_full_disk_one_line(m: Material, tmp: Path, caplog):
     vhdr = _write_vhdr(tmp, "long", toy_recording("long", 3, duration_s=200.0))
     with _tmpfs(tmp / "small", "2m") as small:
         proc = _cli("score", m.model_dir, vhdr, "--out", tmp / "out", "--cache-dir", small / "cache")
@@ -925,7 +927,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("11-cli-score-csv-on-full-disk-names-the-file")
-def _(m: Material, tmp: Path, caplog):
+def case_11_cli_score_csv_on_full_disk_names_the_file(m: Material, tmp: Path, caplog):
     vhdr = _write_vhdr(tmp, "long", toy_recording("long", 3, duration_s=200.0))  # windows.csv ≈ 0.5 MB
     with _tmpfs(tmp / "small", "64k") as small:
         proc = _cli("score", m.model_dir, vhdr, "--out", small / "out", "--no-cache")
@@ -934,7 +936,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("11-model-save-on-full-disk-names-the-folder")
-def _(m: Material, tmp: Path, caplog):
+def case_11_model_save_on_full_disk_names_the_folder(m: Material, tmp: Path, caplog):
     with _tmpfs(tmp / "small", "16k") as small:
         with pytest.raises(OSError, match=rf"Cannot save the model to {re.escape(str(small / 'model'))}: No space left on device"):
             m.bundle.save(small / "model")  # what `train` does last
@@ -942,7 +944,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("11-stale-cache-temporaries-of-dead-processes-removed")
-def _(m: Material, tmp: Path, caplog):
+def case_11_stale_cache_temporaries_of_dead_processes_removed(m: Material, tmp: Path, caplog):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead_pid = int(dead.stdout)
     from sss_viewer.preprocessing.cache import _HOST, FOREIGN_TEMPORARY_AGE_S
@@ -974,7 +976,7 @@ SeriesCache(sys.argv[2]).load_or_build(read_recording(sys.argv[1]), np.arange(8)
 
 
 @case("11-killed-cache-build-cleaned-at-next-start")
-def _(m: Material, tmp: Path, caplog):
+def case_11_killed_cache_build_cleaned_at_next_start(m: Material, tmp: Path, caplog):
     vhdr = _write_vhdr(tmp, "long", toy_recording("long", 3, duration_s=600.0))
     root = tmp / "cache"
     builder = subprocess.Popen([sys.executable, "-c", KILLED_BUILD, str(vhdr), str(root)], stdout=subprocess.PIPE, text=True)
@@ -1013,7 +1015,7 @@ def _peak_rss_mb() -> float:
 
 
 @case("12-huge-d-hidden-refused-before-allocation")
-def _(m: Material, tmp: Path, caplog):
+def case_12_huge_d_hidden_refused_before_allocation(m: Material, tmp: Path, caplog):
     model = _other_backbone(m, tmp, "dlinear", window_length=128, d_hidden=32)
     config = json.loads((model / CONFIG_FILE).read_text())
     config["model"]["d_hidden"] = 1_000_000  # 2 × 128 M float32 = 1 GB if built
@@ -1028,7 +1030,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("12-huge-num-features-refused-before-allocation")
-def _(m: Material, tmp: Path, caplog):
+def case_12_huge_num_features_refused_before_allocation(m: Material, tmp: Path, caplog):
     model = _other_backbone(m, tmp, "minirocket", input_length=128, num_features=840)
     config = json.loads((model / CONFIG_FILE).read_text())
     config["model"]["num_features"] = 10_000_000_000
@@ -1039,7 +1041,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("12-config-of-other-sizes-refused-by-shape")
-def _(m: Material, tmp: Path, caplog):
+def case_12_config_of_other_sizes_refused_by_shape(m: Material, tmp: Path, caplog):
     model = _model_copy(m, tmp)
     config = json.loads((model / CONFIG_FILE).read_text())
     config["model"]["d_model"] = 24  # the trained PatchTST has 16
@@ -1049,7 +1051,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("12-matching-sizes-load")
-def _(m: Material, tmp: Path, caplog):
+def case_12_matching_sizes_load(m: Material, tmp: Path, caplog):
     model = _other_backbone(m, tmp, "dlinear", window_length=128, d_hidden=32)
     assert ModelBundle.load(model).model.get_config()["d_hidden"] == 32
 
@@ -1060,7 +1062,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("13-cache-index-json-corrupt-rebuilt-naming-it")
-def _(m: Material, tmp: Path, caplog):
+def case_13_cache_index_json_corrupt_rebuilt_naming_it(m: Material, tmp: Path, caplog):
     cache, config, picks = SeriesCache(tmp / "cache"), preprocess_preset("default", target_sfreq=None), np.arange(8)
     expected = np.array(cache.load_or_build(read_recording(m.toy_file), picks, config).data)
     index = next((tmp / "cache").glob("*/index.json"))
@@ -1072,7 +1074,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("13-browser-file-name-too-long")
-def _(m: Material, tmp: Path, caplog):
+def case_13_browser_file_name_too_long(m: Material, tmp: Path, caplog):
     from sss_viewer.viewer.loader import RecordingBrowser
 
     browser = RecordingBrowser(data_root=str(tmp))
@@ -1085,7 +1087,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("13-nan-weights-name-the-model-directory")
-def _(m: Material, tmp: Path, caplog):
+def case_13_nan_weights_name_the_model_directory(m: Material, tmp: Path, caplog):
     import copy
 
     bundle = dataclasses.replace(m.bundle, model=copy.deepcopy(m.bundle.model))
@@ -1097,7 +1099,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("13-cli-score-folder-with-a-failing-run-exits-non-zero")
-def _(m: Material, tmp: Path, caplog):
+def case_13_cli_score_folder_with_a_failing_run_exits_non_zero(m: Material, tmp: Path, caplog):
     recordings = [toy_recording(f"toy{i:02d}", i, duration_s=20.0, sfreq=500.0 if i == 2 else 250.0) for i in range(3)]
     root = _write_cohort(tmp / "cohort", recordings)
     proc = _cli("score", m.model_dir, root, "--out", tmp / "out")
@@ -1117,7 +1119,7 @@ def _signal_masks(pid: int) -> str:
 
 
 @case("13-sigint-during-training-one-line-exit-130")
-def _(m: Material, tmp: Path, caplog):
+def case_13_sigint_during_training_one_line_exit_130(m: Material, tmp: Path, caplog):
     root = _write_cohort(tmp / "cohort", m.toy)
     args = ["train", root, "--out", tmp / "model", "--epochs", "200", "--window-length", "128", "--train-stride", "1",
             "--batch-size", "64", "--target-sfreq", "0", "--device", "cpu", "--cache-dir", tmp / "cache"]  # fmt: skip
@@ -1162,7 +1164,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("15-csv-and-model-files-follow-the-umask")
-def _(m: Material, tmp: Path, caplog):
+def case_15_csv_and_model_files_follow_the_umask(m: Material, tmp: Path, caplog):
     for umask, mode in ((0o022, 0o644), (0o077, 0o600)):
         out = tmp / f"out-{umask:o}"
         proc = subprocess.run([str(CLI), "score", str(m.model_dir), str(m.toy_file), "--out", str(out), "-q"],
@@ -1180,7 +1182,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("15-one-class-split-error-shows-plain-values")
-def _(m: Material, tmp: Path, caplog):
+def case_15_one_class_split_error_shows_plain_values(m: Material, tmp: Path, caplog):
     recordings = [dataclasses.replace(r, soz=np.zeros(r.n_channels, dtype=bool)) for r in m.toy]
     with pytest.raises(ValueError) as err:
         train(recordings, _native(train_preset("default", **TINY_TRAIN)), progress=False)
@@ -1192,7 +1194,7 @@ def _(m: Material, tmp: Path, caplog):
 
 
 @case("concurrency-two-score-runs-on-one-cache-agree")
-def _(m: Material, tmp: Path, caplog):
+def case_concurrency_two_score_runs_on_one_cache_agree(m: Material, tmp: Path, caplog):
     cache = tmp / "shared-cache"
     cmds = [
         [str(CLI), "score", str(m.model_dir), str(m.toy_file), "--out", str(tmp / f"out{i}"), "--cache-dir", str(cache), "-q"]

@@ -47,7 +47,7 @@ from sss_viewer.engine.bundle import CONFIG_FILE, CONFIG_HASH_KEY, WEIGHTS_FILE,
 from sss_viewer.engine.checkpoint import TrainingCheckpoint, checkpoint_path_for
 from sss_viewer.engine.config import train_preset
 from sss_viewer.engine.training import train
-from tests.conftest import toy_recording
+from tests.fixtures.recordings import toy_recording
 from tests.fixtures.cli import one_error_line, run
 
 DEMO_MODEL = Path(sss_viewer.__file__).parent / "data" / "demo" / "model"

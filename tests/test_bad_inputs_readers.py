@@ -29,7 +29,7 @@ from sss_viewer.io.bids import read_bids_run, read_participants
 from sss_viewer.io.cohort import load_cohort, load_recording
 from sss_viewer.io.readers import RecordingReadError, read_recording
 from sss_viewer.synth.bids import write_recording_bids
-from tests.conftest import toy_recording
+from tests.fixtures.recordings import toy_recording
 
 SECRET = "PT02SECRET"
 """A channel name of another patient: it must never appear in a message about this patient's run."""

@@ -16,7 +16,7 @@ from scipy.signal import butter, sosfiltfilt
 
 from sss_viewer.io.seizure_events import read_seizure_markers
 
-from .conftest import DS003029_META as META
+from .fixtures.recordings import DS003029_META as META
 from .fixtures.bids_fixture import (
     CLINICAL_COLUMNS,
     CLINICAL_SUMMARY,

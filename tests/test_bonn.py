@@ -10,7 +10,7 @@ import pytest
 from sss_viewer.io.bonn import is_bonn, load_bonn
 from sss_viewer.io.cohort import load_data
 
-from .conftest import SHARED_DATA
+from .fixtures.recordings import SHARED_DATA
 
 BONN = SHARED_DATA / "bonn-epilepsy"
 needs_bonn = pytest.mark.skipif(not (BONN / "bonn_sets_ABCDE_int16.npz").is_file(),

@@ -12,8 +12,8 @@ import pybv
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from .browser_support import chromium_missing, served_app
-from .conftest import toy_recording
+from .browser_support import chromium_missing, open_page, served_app
+from .fixtures.recordings import toy_recording
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
 
@@ -52,11 +52,7 @@ def app_url(app_env):
 
 
 def _open(browser, url):
-    context = browser.new_context(viewport={"width": 1600, "height": 1200}, accept_downloads=True)
-    page = context.new_page()
-    page.goto(url, wait_until="commit", timeout=120_000)  # the selector waits below; "load" can take > 30 s on a busy 2-core box
-    page.wait_for_selector(".tabulator-row", timeout=LOAD_TIMEOUT_MS)
-    return page
+    return open_page(browser, url, timeout_ms=LOAD_TIMEOUT_MS, accept_downloads=True)
 
 
 def _channel_page_select(page):

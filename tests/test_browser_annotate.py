@@ -9,7 +9,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from .browser_support import chromium_missing, served_app
+from .browser_support import chromium_missing, open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
 
@@ -18,25 +18,8 @@ STEP_TIMEOUT_MS = 30_000
 READOUT = re.compile(r"t = (\d+\.\d{3}) s · (\S+) · (−?\d+\.\d) µV")
 
 
-@pytest.fixture(scope="module")
-def app_env(tmp_path_factory):
-    """An empty data root (the app opens the demo) and a private output folder for the sidecars."""
-    root = tmp_path_factory.mktemp("data-root")
-    out = tmp_path_factory.mktemp("annotate-output")
-    return {"SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(out / "annotations"), "BOKEH_IN_DOCKER": "1"}
-
-
-@pytest.fixture(scope="module")
-def app_url(app_env):
-    with served_app(app_env) as url:
-        yield url
-
-
 def _open(browser, url):
-    page = browser.new_context(viewport={"width": 1600, "height": 1200}).new_page()
-    page.goto(url, wait_until="commit", timeout=120_000)
-    page.wait_for_selector(".tabulator-row", timeout=LOAD_TIMEOUT_MS)
-    return page
+    return open_page(browser, url, timeout_ms=LOAD_TIMEOUT_MS)
 
 
 def _trace_canvas_box(page) -> dict:

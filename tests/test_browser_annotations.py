@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from sss_viewer.viewer.annotations import load_annotations, sidecar_paths
+from sss_viewer.io.annotation_store import load_annotations, sidecar_paths
 
-from .browser_support import chromium_missing, served_app
+from .browser_support import chromium_missing, open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
 
@@ -20,25 +20,8 @@ STEP_TIMEOUT_MS = 20_000
 DEMO_ONSET = "onset at 56.02 s"
 
 
-@pytest.fixture(scope="module")
-def app_env(tmp_path_factory):
-    """An empty data root (the app opens the demo) and a private output folder for the sidecars."""
-    root = tmp_path_factory.mktemp("data-root")
-    out = tmp_path_factory.mktemp("annotation-output")
-    return {"SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(out / "annotations"), "BOKEH_IN_DOCKER": "1"}
-
-
-@pytest.fixture(scope="module")
-def app_url(app_env):
-    with served_app(app_env) as url:
-        yield url
-
-
 def _open(browser, url):
-    page = browser.new_context(viewport={"width": 1600, "height": 1200}).new_page()
-    page.goto(url, wait_until="commit", timeout=120_000)  # the selector waits below; "load" can take > 30 s on a busy 2-core box
-    page.wait_for_selector(".tabulator-row", timeout=LOAD_TIMEOUT_MS)
-    return page
+    return open_page(browser, url, timeout_ms=LOAD_TIMEOUT_MS)
 
 
 def _markers(page):

@@ -10,7 +10,7 @@ import numpy as np
 import pybv
 import pytest
 
-from .browser_support import chromium_missing, served_app
+from .browser_support import chromium_missing, open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
 
@@ -36,12 +36,6 @@ def app_env(tmp_path_factory):
     }  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def app_url(app_env):
-    with served_app(app_env) as url:
-        yield url
-
-
 def _wait_for(condition, what: str, timeout_s: float = 60.0) -> None:
     """Poll ``condition`` (locators pierce Panel's shadow DOM; ``document.querySelector`` does not)."""
     deadline = time.monotonic() + timeout_s
@@ -61,10 +55,8 @@ def _page_options(page) -> list[str]:
 
 
 def test_an_ecg_lead_and_a_dc_input_are_shown_with_the_reason_they_are_not_scored(browser, app_url):
-    context = browser.new_context(viewport={"width": 1600, "height": 1400})
-    page = context.new_page()
-    page.goto(app_url, wait_until="commit", timeout=120_000)
-    page.wait_for_selector(".tabulator-row", timeout=LOAD_TIMEOUT_MS)  # the demo is up
+    page = open_page(browser, app_url, height=1400, timeout_ms=LOAD_TIMEOUT_MS)  # the demo is up
+    context = page.context
     listing = page.locator("select").filter(has=page.locator("option", has_text="clinic_export"))
     options = listing.evaluate("s => Array.from(s.options).map(o => o.text)")
     listing.select_option(label=next(o for o in options if "clinic_export" in o))

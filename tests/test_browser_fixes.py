@@ -12,8 +12,8 @@ import numpy as np
 import pybv
 import pytest
 
-from .browser_support import chromium_missing, served_app
-from .conftest import toy_recording
+from .browser_support import chromium_missing, open_page
+from .fixtures.recordings import toy_recording
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
 
@@ -41,18 +41,8 @@ def app_env(tmp_path_factory):
     return {"SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(out / "annotations"), "BOKEH_IN_DOCKER": "1"}
 
 
-@pytest.fixture(scope="module")
-def app_url(app_env):
-    with served_app(app_env) as url:
-        yield url
-
-
 def _open(browser, url):
-    context = browser.new_context(viewport={"width": 1600, "height": 1200})
-    page = context.new_page()
-    page.goto(url, wait_until="commit", timeout=120_000)
-    page.wait_for_selector(".tabulator-row", timeout=LOAD_TIMEOUT_MS)
-    return page
+    return open_page(browser, url, timeout_ms=LOAD_TIMEOUT_MS)
 
 
 def _select_with(page, pattern: str):

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
-from .browser_support import chromium_missing, served_app
+from .browser_support import chromium_missing, open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
 
@@ -20,24 +20,8 @@ SPAN_S = 10.0  # the demo opens with a 10-s page
 MARKER_OPTION = re.compile(r"^\s*\d+\. \w+ at ")
 
 
-@pytest.fixture(scope="module")
-def app_env(tmp_path_factory):
-    """An empty data root (the app opens the demo) and a private output folder for the sidecars."""
-    root = tmp_path_factory.mktemp("data-root")
-    out = tmp_path_factory.mktemp("keyboard-output")
-    return {"SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(out / "annotations"), "BOKEH_IN_DOCKER": "1"}
-
-
-@pytest.fixture(scope="module")
-def app_url(app_env):
-    with served_app(app_env) as url:
-        yield url
-
-
 def _open(browser, url):
-    page = browser.new_context(viewport={"width": 1600, "height": 1200}).new_page()
-    page.goto(url, wait_until="commit", timeout=120_000)  # the selector waits below; "load" is slow on a busy box
-    page.wait_for_selector(".tabulator-row", timeout=LOAD_TIMEOUT_MS)
+    page = open_page(browser, url, timeout_ms=LOAD_TIMEOUT_MS)
     page.get_by_text("⌨ keys: ?").wait_for(timeout=STEP_TIMEOUT_MS)  # the key listener is rendered (listening)
     return page
 

@@ -13,7 +13,7 @@ import pytest
 
 from sss_viewer.viewer.export import BROWSER_MARK, FALLBACK_MARK
 
-from .browser_support import chromium_missing, served_app
+from .browser_support import app_environment, chromium_missing
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
 
@@ -43,15 +43,10 @@ _QUIET = """q => window.__sss_changes.length > 0
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    root = tmp_path_factory.mktemp("render-data-root")
-    out = tmp_path_factory.mktemp("render-output")
-    env = {  # the demo ranked by the SSS model: its p(SOZ) heat map and Venn-Abers intervals are drawn
-        "SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(out / "annotations"), "BOKEH_IN_DOCKER": "1",
-        "SSS_VIEWER_SCORER": "sss",
-    }  # fmt: skip
-    with served_app(env) as url:
-        yield url
+def app_env(tmp_path_factory):
+    """The demo ranked by the SSS model: its p(SOZ) heat map and Venn-Abers intervals are drawn (served by ``app_url``)."""
+    root, out = tmp_path_factory.mktemp("render-data-root"), tmp_path_factory.mktemp("render-output")
+    return app_environment(root, out, SSS_VIEWER_SCORER="sss")
 
 
 def _open(browser, url, errors: list[str]):

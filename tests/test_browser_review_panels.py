@@ -7,27 +7,15 @@ import re
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from .browser_support import chromium_missing, served_app
+from .browser_support import chromium_missing, open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
 
 LOAD_TIMEOUT_MS = 120_000
 
 
-@pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    root = tmp_path_factory.mktemp("data-root")
-    out = tmp_path_factory.mktemp("viewer-output")
-    env = {"SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(out / "annotations"), "BOKEH_IN_DOCKER": "1"}
-    with served_app(env) as url:
-        yield url
-
-
 def _open(browser, url):
-    page = browser.new_context(viewport={"width": 1700, "height": 1400}).new_page()
-    page.goto(url, wait_until="commit", timeout=LOAD_TIMEOUT_MS)
-    page.wait_for_selector(".tabulator-row", timeout=LOAD_TIMEOUT_MS)
-    return page
+    return open_page(browser, url, width=1700, height=1400, timeout_ms=LOAD_TIMEOUT_MS)
 
 
 def _figures(page) -> list[dict]:

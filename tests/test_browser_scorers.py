@@ -7,27 +7,16 @@ import re
 
 import pytest
 
-from .browser_support import chromium_missing, served_app
+from .browser_support import chromium_missing, open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]
 
 LOAD_TIMEOUT_MS = 120_000
 
 
-@pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    root = tmp_path_factory.mktemp("recordings")
-    out = tmp_path_factory.mktemp("viewer-output")
-    env = {"SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(out / "annotations"), "BOKEH_IN_DOCKER": "1"}
-    with served_app(env) as url:
-        yield url
-
-
 def test_picking_a_scorer_rescores_and_the_ranking_title_changes(browser, app_url):
-    context = browser.new_context(viewport={"width": 1600, "height": 1400})
-    page = context.new_page()
-    page.goto(app_url, wait_until="commit", timeout=120_000)
-    page.wait_for_selector(".tabulator-row", timeout=LOAD_TIMEOUT_MS)
+    page = open_page(browser, app_url, height=1400, timeout_ms=LOAD_TIMEOUT_MS)
+    context = page.context
     title = page.get_by_text(re.compile(r"^Ranking by ")).first
     title.wait_for(timeout=LOAD_TIMEOUT_MS)
     before = title.inner_text()

@@ -21,7 +21,7 @@ import pytest
 
 import sss_viewer
 from sss_viewer.cli import EXIT_ERROR, EXIT_USAGE, build_parser, main
-from tests.conftest import toy_recording
+from tests.fixtures.recordings import toy_recording
 from tests.fixtures.cli import one_error_line, run
 
 DEMO_MODEL = Path(sss_viewer.__file__).parent / "data" / "demo" / "model"

@@ -39,7 +39,7 @@ from sss_viewer.cohort_scoring.task import ScoreSettings, score_task
 from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.evaluation.patient_ranking import rank_patient_channels
 from sss_viewer.io.cohort import load_data
-from tests.conftest import DS003029_META
+from tests.fixtures.recordings import DS003029_META
 from tests.fixtures.bids_fixture import write_ds003029_like
 from tests.fixtures.cli import one_error_line, run
 

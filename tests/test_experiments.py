@@ -9,7 +9,7 @@ from sss_viewer.experiments.protocols import BASELINES, MODELS, SSS_MODEL, SSS_R
 from sss_viewer.preprocessing.config import preprocess_preset
 from sss_viewer.windows.series_set import build_series_set
 
-from .conftest import toy_recording
+from .fixtures.recordings import toy_recording
 
 
 @pytest.fixture(scope="module")

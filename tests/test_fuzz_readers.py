@@ -24,7 +24,7 @@ from sss_viewer.io.bids import read_bids_run  # noqa: E402
 from sss_viewer.io.cohort import read_labels  # noqa: E402
 from sss_viewer.io.recording import Recording
 from sss_viewer.synth.bids import write_recording_bids
-from tests.conftest import toy_recording  # noqa: E402
+from tests.fixtures.recordings import toy_recording  # noqa: E402
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 

@@ -9,7 +9,7 @@ from sss_viewer.viewer.app import build_app
 from sss_viewer.viewer.keyboard import AMPLITUDE_STEP, KEY_ACTIONS, KEY_HELP, KeyboardReview, KeyListener
 from sss_viewer.viewer.traces import TraceView
 
-from .conftest import toy_recording
+from .fixtures.recordings import toy_recording
 
 DURATION_S = 35.0  # 3.5 pages of 10 s: the last page is clamped to the end
 N_CHANNELS = 40  # 3 channel pages of 16 rows

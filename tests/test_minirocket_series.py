@@ -268,7 +268,7 @@ def test_without_numba_the_torch_paths_give_the_same_numbers(monkeypatch):
 
 def test_visible_channels_first_gives_the_same_scores_as_one_pass():
     from sss_viewer.engine.inference import score_recording
-    from tests.conftest import toy_recording
+    from tests.fixtures.recordings import toy_recording
 
     bundle = ModelBundle.load(DEMO_MODEL)
     recording = toy_recording("sub-x", seed=3, n_channels=6, duration_s=30.0)
@@ -289,7 +289,7 @@ def test_visible_channels_first_gives_the_same_scores_as_one_pass():
 
 def test_a_finer_heat_map_keeps_the_ranking_of_the_models_stride():
     from sss_viewer.engine.inference import score_recording
-    from tests.conftest import toy_recording
+    from tests.fixtures.recordings import toy_recording
 
     bundle = ModelBundle.load(DEMO_MODEL)
     recording = toy_recording("sub-y", seed=4, n_channels=5, duration_s=30.0)

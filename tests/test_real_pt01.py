@@ -11,7 +11,7 @@ from sss_viewer.engine.config import train_preset
 from sss_viewer.engine.inference import score_recording
 from sss_viewer.engine.training import train
 
-from .conftest import SHARED_DATA
+from .fixtures.recordings import SHARED_DATA
 
 PT01 = SHARED_DATA / "ezfragility-pt01" / "pt01_sz1_ecog_m1s_p2s.npz"
 SOZ = {"ATT1", "ATT2", "AD1", "AD2", "AD3", "AD4", "PD1", "PD2", "PD3", "PD4"}

@@ -19,7 +19,7 @@ from sss_viewer.evaluation.scoreboard import (
 )
 from sss_viewer.metrics import binary_auc
 
-from .conftest import SHARED_DATA, toy_recording
+from .fixtures.recordings import SHARED_DATA, toy_recording
 
 PT01 = SHARED_DATA / "ezfragility-pt01" / "pt01_sz1_ecog_m1s_p2s.npz"
 BONN = SHARED_DATA / "bonn-epilepsy"

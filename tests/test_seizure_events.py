@@ -19,7 +19,7 @@ from sss_viewer.io.seizure_events import (
     read_seizure_markers,
 )
 
-from .conftest import DS003029_META
+from .fixtures.recordings import DS003029_META
 
 
 def real_events_files() -> list[Path]:

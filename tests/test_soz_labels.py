@@ -18,7 +18,7 @@ from sss_viewer.io.soz_labels import (
     write_clinical_summary,
 )
 
-from .conftest import DS003029_META
+from .fixtures.recordings import DS003029_META
 
 
 def real_channel_names(subject: str) -> list[str]:

@@ -8,9 +8,10 @@ import numpy as np
 import pybv
 import pytest
 
+from sss_viewer.io.annotation_model import filter_markers, make_marker
 from sss_viewer.io.recording import Recording
 from sss_viewer.viewer import trace_cursor
-from sss_viewer.viewer.annotations import AnnotationPanel, filter_markers, make_marker
+from sss_viewer.viewer.annotations import AnnotationPanel
 from sss_viewer.viewer.app import build_app
 from sss_viewer.viewer.trace_cursor import (
     NO_READING,

@@ -11,7 +11,7 @@ from sss_viewer.engine.config import TrainConfig, train_preset
 from sss_viewer.engine.inference import score_recording
 from sss_viewer.engine.training import train
 
-from .conftest import toy_recording
+from .fixtures.recordings import toy_recording
 
 TINY = dict(
     window_length=128,

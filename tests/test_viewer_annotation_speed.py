@@ -18,7 +18,7 @@ from sss_viewer.viewer.display import display_amplitude
 from sss_viewer.viewer.timecourse import ensure_bokeh
 from sss_viewer.viewer.trace_elements import MARKER_COLOURS, marker_elements, marker_times
 from sss_viewer.viewer.traces import TraceView
-from tests.conftest import toy_recording
+from tests.fixtures.recordings import toy_recording
 
 NAMES = ["LA1", "LA2", "LA3", "LA4", "LB1", "LB2", "LB3", "LB4"]
 KINDS = ("onset", "offset", "note", "event")

@@ -6,7 +6,7 @@ import pytest
 
 from sss_viewer.viewer.app import build_app
 
-from .conftest import toy_recording
+from .fixtures.recordings import toy_recording
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:The inplace keyword in DataFrame.reset_index is deprecated:DeprecationWarning"

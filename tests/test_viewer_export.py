@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from sss_viewer.io.annotation_model import AnnotationSet, make_marker
 from sss_viewer.viewer import export
-from sss_viewer.viewer.annotations import AnnotationSet, make_marker
 from sss_viewer.viewer.export import (
     DEMO_MODEL_SENTENCE,
     BrowserUnavailable,
@@ -30,8 +30,7 @@ from sss_viewer.viewer.export_widgets import download_buttons
 hv.extension("bokeh", logo=False)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-HAS_BROWSER = export.find_browser() is not None
-needs_browser = pytest.mark.skipif(not HAS_BROWSER, reason=export._missing_browser() or "")
+needs_browser = pytest.mark.usefixtures("chromium")  # conftest: skips without Chromium, marks the test `browser`
 
 
 def curve(seed: int):
@@ -320,7 +319,6 @@ def test_svg_is_drawn_by_the_browser_with_the_colour_bar(tmp_path):
         np.random.default_rng(0).random((3, 10)), bounds=(0, -0.5, 10, 2.5), vdims=[hv.Dimension("p", label="p(SOZ)")]
     ).opts(cmap="YlOrRd", colorbar=True, width=500, height=200)
     out = tmp_path / "heat.svg"
-    started = time.perf_counter()
     assert export_figure(heat, out) == "bokeh+chromium"
     text = out.read_text()
     assert text.startswith(export.BROWSER_MARK) and export.FALLBACK_MARK not in text and "<svg" in text
@@ -329,7 +327,7 @@ def test_svg_is_drawn_by_the_browser_with_the_colour_bar(tmp_path):
     assert svg.tag.endswith("svg") and float(svg.get("width")) == 500 and float(svg.get("height")) == 200
     again = tmp_path / "again.svg"
     export_figure(curve(1), again)
-    assert time.perf_counter() - started < 30 and again.read_text() != text  # the warm browser draws the new figure
+    assert again.read_text() != text  # the warm browser draws the new figure (its time: benchmarks/viewer_warm_paths.py)
 
 
 @needs_browser

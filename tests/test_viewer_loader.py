@@ -21,7 +21,7 @@ from sss_viewer.viewer.loader import (
     sanitise_filename,
     save_upload,
 )
-from tests.conftest import SHARED_DATA, toy_recording
+from tests.fixtures.recordings import SHARED_DATA, toy_recording
 
 PT01 = SHARED_DATA / "ezfragility-pt01" / "pt01_sz1_ecog_m1s_p2s.npz"
 

@@ -21,7 +21,7 @@ from sss_viewer.viewer.envelope import CLIP_ROWS, minmax_envelope, nice_scale, r
 from sss_viewer.viewer.timecourse import SozTimeCourse, infer_bin_s
 from sss_viewer.viewer.trace_elements import MARKER_COLOURS, RANGE_BOX_COLOUR, short_text
 from sss_viewer.viewer.traces import OVERVIEW_TOP_K, TraceView, binned_interval
-from tests.conftest import toy_recording
+from tests.fixtures.recordings import toy_recording
 
 NAMES = ["LA1", "LB1", "LA2", "LB2", "LA3", "LB3", "LA4", "LB4"]
 """Interleaved on purpose: the view must regroup them by shaft."""

@@ -15,7 +15,7 @@ from sss_viewer.engine.training import train
 from sss_viewer.io.readers import read_recording
 from sss_viewer.io.recording import Recording
 from sss_viewer.viewer.scoring import BackgroundScorer, ScoringProgress, model_key, recording_key
-from tests.conftest import toy_recording
+from tests.fixtures.recordings import toy_recording
 
 TIMEOUT_S = 120
 

@@ -23,7 +23,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sss_viewer.metrics import _as_binary_labels
+from sss_viewer.metrics import as_binary_labels
 
 logger = logging.getLogger(__name__)
 
@@ -197,7 +197,7 @@ class GlobalFeatureBaseline:
         -------
         self
         """
-        y = _as_binary_labels("labels", labels)
+        y = as_binary_labels("labels", labels)
         X = feature_matrix(signals, sfreqs)
         if X.shape[0] != y.shape[0]:
             raise ValueError(f"labels must have one entry per channel: got {y.shape[0]} for {X.shape[0]} channels.")

@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sss_viewer._validate import check_option, check_positive_int, check_range
+from sss_viewer._validate import check_non_negative_int, check_option, check_positive_int, check_range
 from sss_viewer.engine.device import resolve_device
 from sss_viewer.engine.fit import EpochPlan, class_balanced_weights, fit_epochs, seeded_torch
 from sss_viewer.engine.head_fit import frozen_probs
@@ -150,8 +150,7 @@ class WholeChannelConfig:
             check_range("lr", self.lr, 0, None, low_inclusive=False)
         check_range("weight_decay", self.weight_decay, 0, None)
         check_range("lr_final_factor", self.lr_final_factor, 0, 1)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"Invalid seed={self.seed!r}: expected a non-negative integer.")
+        check_non_negative_int("seed", self.seed)
         if not isinstance(self.device, str):
             raise ValueError(f"Invalid device={self.device!r}: expected 'auto', 'cpu' or 'cuda[:N]'.")
         check_option("device", self.device.split(":")[0], ("auto", "cpu", "cuda"))

@@ -35,7 +35,7 @@ from sklearn.base import BaseEstimator
 from sklearn.isotonic import IsotonicRegression
 from sklearn.utils.validation import check_is_fitted
 
-from sss_viewer.metrics import _as_binary_labels, _as_float_1d
+from sss_viewer.metrics import as_binary_labels, as_float_1d
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +63,8 @@ class Calibrator(Protocol):
 
 def _check_fit_inputs(p: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     """Validate calibration-set probabilities and labels; return float64 and int8 arrays."""
-    p = _as_float_1d("p", p)
-    y = _as_binary_labels("y", y)
+    p = as_float_1d("p", p)
+    y = as_binary_labels("y", y)
     if p.shape[0] != y.shape[0]:
         raise ValueError(
             f"p and y must have the same length: got len(p)={p.shape[0]} and len(y)={y.shape[0]}."
@@ -89,7 +89,7 @@ def _check_fit_inputs(p: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def _check_transform_input(p: Any) -> np.ndarray:
     """Validate probabilities to calibrate; values outside [0, 1] are clipped with a logged warning."""
-    p = _as_float_1d("p", p)
+    p = as_float_1d("p", p)
     outside = (p < 0.0) | (p > 1.0)
     if np.any(outside):
         logger.warning(

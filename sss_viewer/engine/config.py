@@ -17,6 +17,7 @@ logger = logging.getLogger(__name__)
 
 
 TRAIN_PRESETS = ("default", "paper", "minirocket", "hydra", "hydra_minirocket", "quick")
+"""The names :func:`train_preset` accepts (``train --preset``)."""
 
 
 _RECIPE_SIZES = {

@@ -48,6 +48,7 @@ the inner validation split: what plain k-fold CV gives it (``minirocket-lr-full`
 REFERENCES = (MINIROCKET_LR, MINIROCKET_LR + FULL_FOLD, HYDRA_MINIROCKET_RIDGE, HYDRA_MINIROCKET_RIDGE + FULL_FOLD)
 """Whole-channel references fitted in closed form (not by SGD)."""
 MODELS = (SSS_MODEL, *SSS_ROWS, *BASELINES, *REFERENCES)
+"""Every model a protocol can compare: SSS, its other local models, the whole-channel baselines, the references."""
 SPLIT_MODES = ("channel", "patient")
 CV_SPLIT = "cv"
 """Split mode of cross-validation protocols: stratified k-fold by patient, inner validation from the training folds."""

@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Self
 import torch
 from torch import Tensor, nn
 
-from sss_viewer._validate import check_option, check_positive_int, check_range
+from sss_viewer._validate import check_non_negative_int, check_option, check_positive_int, check_range
 from sss_viewer.models.revin import MaskedRevIN
 
 __all__ = ["WindowModel", "check_sequence", "check_window"]
@@ -142,9 +142,7 @@ class WindowModel(nn.Module):
         for key in self.positive_ints:
             check_positive_int(key, args[key])
         for key in self.non_negative_ints:
-            value = args[key]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"Invalid {key}={value!r}: expected a non-negative integer.")
+            check_non_negative_int(key, args[key])
         for key in self.fractions:
             check_range(key, args[key], 0.0, 1.0, high_inclusive=False)
         for key, allowed in self.choices.items():

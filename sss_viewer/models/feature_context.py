@@ -11,6 +11,8 @@ their series route did.
 from __future__ import annotations
 
 import numpy as np
+
+from sss_viewer._validate import check_option
 from sss_viewer.windows.store import WindowSource
 
 __all__ = ["FEATURE_CONTEXTS", "SeriesReading", "resolve_feature_context"]
@@ -38,8 +40,7 @@ def resolve_feature_context(feature_context: str | None, revin: bool) -> str:
     """
     if feature_context is None:
         feature_context = "window" if revin else "series"
-    if feature_context not in FEATURE_CONTEXTS:
-        raise ValueError(f"Invalid feature_context={feature_context!r}: expected one of {FEATURE_CONTEXTS}.")
+    check_option("feature_context", feature_context, FEATURE_CONTEXTS)
     if feature_context == "series" and revin:
         raise ValueError(
             "feature_context='series' shares one pass of the kernels over the channel between windows; revin=True "

@@ -11,6 +11,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from sss_viewer._validate import check_range
+
 
 class RevIN(nn.Module):
     """Per-window instance normalisation over time with a learnable affine map.
@@ -33,8 +35,7 @@ class RevIN(nn.Module):
 
     def __init__(self, eps: float = 1e-5, affine: bool = True) -> None:
         super().__init__()
-        if not eps > 0:
-            raise ValueError(f"Invalid eps={eps!r}: expected a positive float.")
+        check_range("eps", eps, 0, None, low_inclusive=False)
         self.eps = float(eps)
         self.affine = bool(affine)
         if self.affine:
