@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   — create .venv if missing, install (with Debian chromium for PNG/SVG export, as root), serve the viewer
-#   make test   — create .venv if missing, install (with Debian chromium for the browser tests), run the tests
+#   make test   — create .venv if missing, install (with Debian chromium for the browser tests), check the style
+#                 (ruff check, ruff format --check), run the tests
 # Both are idempotent. torch==2.13.0 is installed first where no torch is present (a CPU wheel on
 # this project's machines); an existing torch (e.g. a CUDA build on a GPU machine) is kept.
 
@@ -12,7 +13,7 @@ STAMP := $(VENV)/.sss-viewer-installed
 PORT ?= 5006
 BROWSER_STAMP := $(VENV)/.sss-viewer-browser
 
-.PHONY: setup browser demo test test-fast bench bench-env notebook clean
+.PHONY: setup browser demo lint test test-fast bench bench-env notebook clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,7 +39,12 @@ browser: $(BROWSER_STAMP)
 demo: setup browser
 	$(VENV)/bin/panel serve app.py --port $(PORT) --address 127.0.0.1 --allow-websocket-origin=127.0.0.1:$(PORT) --allow-websocket-origin=localhost:$(PORT)
 
-test: setup browser
+# the style the repository configures (pyproject's [tool.ruff]), checked before the tests run
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: setup browser lint
 	BOKEH_IN_DOCKER=1 $(PY) -m pytest
 
 test-fast: setup

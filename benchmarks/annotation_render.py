@@ -92,9 +92,14 @@ def one_session(path: Path, out_dir: Path) -> dict[str, float]:
     t_monopolar, _ = timed(lambda: setattr(app.traces, "montage", "monopolar"))
     app.scorer.shutdown()
     return {
-        "markers": n_markers, "open": t_open, "scoring": t_score, "render": t_render, "open+render": t_open + t_render,
-        "to bipolar": t_bipolar, "to monopolar": t_monopolar,
-    }  # fmt: skip
+        "markers": n_markers,
+        "open": t_open,
+        "scoring": t_score,
+        "render": t_render,
+        "open+render": t_open + t_render,
+        "to bipolar": t_bipolar,
+        "to monopolar": t_monopolar,
+    }
 
 
 def demo_session() -> dict[str, float]:
@@ -107,9 +112,12 @@ def demo_session() -> dict[str, float]:
         t_monopolar, _ = timed(lambda: setattr(app.traces, "montage", "monopolar"))
         app.scorer.shutdown()
     return {
-        "build_app": t_build, "render": t_render, "first page change": t_page, "to bipolar": t_bipolar,
+        "build_app": t_build,
+        "render": t_render,
+        "first page change": t_page,
+        "to bipolar": t_bipolar,
         "to monopolar": t_monopolar,
-    }  # fmt: skip
+    }
 
 
 def _per_marker_elements(markers: list[dict]) -> list:
@@ -187,8 +195,11 @@ def main() -> int:
             logger.info("\n== %d annotations (%d markers drawn) ==", n, runs[n][0]["markers"])
             for key in KEYS:
                 logger.info("  %-13s %s", key, median_text([run[key] for run in runs[n]]))
-        logger.info("\n== ratio %d / %d annotations (medians; goal <= 1.3, open+render <= 3 s, switch <= 0.5 s) ==",
-                    args.many, args.few)  # fmt: skip
+        logger.info(
+            "\n== ratio %d / %d annotations (medians; goal <= 1.3, open+render <= 3 s, switch <= 0.5 s) ==",
+            args.many,
+            args.few,
+        )
         for key in ("open+render", "to bipolar", "to monopolar"):
             many = statistics.median(run[key] for run in runs[args.many])
             few = statistics.median(run[key] for run in runs[args.few])

@@ -50,7 +50,9 @@ def main() -> int:
         browser.close()
     cold = statistics.median(r[0] for r in runs)
     warm = statistics.median(r[1] for r in runs)
-    print(f"server start -> demo ranking + heat map visible: median {cold:.1f} s over {args.repeats} runs (target <= 15 s)")
+    print(
+        f"server start -> demo ranking + heat map visible: median {cold:.1f} s over {args.repeats} runs (target <= 15 s)"
+    )
     print(f"second session on the warm server: median {warm:.1f} s; cold/warm ratio {cold / warm:.1f}")
     return 0
 

@@ -52,9 +52,14 @@ def benchmark_recording(n_channels: int, minutes: float, sfreq: float, seed: int
         for start in rng.integers(0, n - len(ripple), size=int(minutes * 10)):
             data[ch, start : start + len(ripple)] += ripple
     return Recording(
-        data=data, sfreq=sfreq, ch_names=[f"C{i + 1}" for i in range(n_channels)], ch_types=["seeg"] * n_channels,
-        soz=soz, events=[Event(60.0, 0.0, "sz onset")], line_freq=60.0,
-    )  # fmt: skip
+        data=data,
+        sfreq=sfreq,
+        ch_names=[f"C{i + 1}" for i in range(n_channels)],
+        ch_types=["seeg"] * n_channels,
+        soz=soz,
+        events=[Event(60.0, 0.0, "sz onset")],
+        line_freq=60.0,
+    )
 
 
 def median_seconds(run, repeats: int) -> tuple[float, list[float]]:
@@ -92,8 +97,12 @@ def main() -> None:
         verdict = "ok" if seconds <= 5.0 else "OVER 5 s"
         logger.info(
             "%-18s %7.2f s (median of %s)  %.2fx the SSS recipe  %s",
-            name, seconds, ", ".join(f"{t:.2f}" for t in every), seconds / sss_s, verdict,
-        )  # fmt: skip
+            name,
+            seconds,
+            ", ".join(f"{t:.2f}" for t in every),
+            seconds / sss_s,
+            verdict,
+        )
 
 
 if __name__ == "__main__":

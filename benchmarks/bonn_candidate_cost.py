@@ -81,9 +81,14 @@ def ensemble_costs(results: dict, seed: int = 0, protocol: str = "bonn-candidate
         # a member trains exactly as a single-window row: find that row by its training configuration
         parts = [results[by_config[_config_key(sss_run_config(PRESETS["bonn"], m))]] for m in members]
         signal = 1.0 / sum(1.0 / p["signal_s_per_s"] for p in parts)
-        out[run.label] = {"L": "+".join(str(p["L"]) for p in parts), "stride": "+".join(str(p["stride"]) for p in parts),
-                          "windows": sum(p["windows"] for p in parts), "windows_per_s": float("nan"),
-                          "signal_s_per_s": signal, "train_s": sum(p["train_s"] for p in parts)}  # fmt: skip
+        out[run.label] = {
+            "L": "+".join(str(p["L"]) for p in parts),
+            "stride": "+".join(str(p["stride"]) for p in parts),
+            "windows": sum(p["windows"] for p in parts),
+            "windows_per_s": float("nan"),
+            "signal_s_per_s": signal,
+            "train_s": sum(p["train_s"] for p in parts),
+        }
     return out
 
 
@@ -132,20 +137,31 @@ def time_scoring(config, series_set, repeats: int, **model_overrides) -> dict:
     assert np.isfinite(probs).all()
     rate = statistics.median(rates)
     fs = float(np.median(series_set.meta["sfreq"]))
-    return {"windows": len(starts), "stride": config.inference_stride, "L": L, "windows_per_s": rate,
-            "signal_s_per_s": rate * config.inference_stride / fs, "repeats": rates}  # fmt: skip
+    return {
+        "windows": len(starts),
+        "stride": config.inference_stride,
+        "L": L,
+        "windows_per_s": rate,
+        "signal_s_per_s": rate * config.inference_stride / fs,
+        "repeats": rates,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="the Bonn data folder (as for sss-viewer experiment bonn)")
-    parser.add_argument("--protocol", choices=COST_PROTOCOLS, default="bonn-candidates",
-                        help="whose SSS rows to time (default bonn-candidates)")
+    parser.add_argument(
+        "--protocol",
+        choices=COST_PROTOCOLS,
+        default="bonn-candidates",
+        help="whose SSS rows to time (default bonn-candidates)",
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-training", action="store_true", help="time scoring only")
-    parser.add_argument("--window-route", action="store_true",
-                        help="also score each Hydra candidate reading every window on its own")
+    parser.add_argument(
+        "--window-route", action="store_true", help="also score each Hydra candidate reading every window on its own"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s", force=True)
     torch.set_num_threads(args.threads)
@@ -158,22 +174,32 @@ def main() -> None:
     for label, (run, config) in candidates.items():
         results[label] = time_scoring(config, series_set, args.repeats)
         results[label]["train_s"] = float("nan") if args.skip_training else time_training(config, series_set, split)
-        logger.info("%s: %.0f windows/s (repeats %s), trained in %.1f s", label, results[label]["windows_per_s"],
-                    [round(x) for x in results[label]["repeats"]], results[label]["train_s"])  # fmt: skip
+        logger.info(
+            "%s: %.0f windows/s (repeats %s), trained in %.1f s",
+            label,
+            results[label]["windows_per_s"],
+            [round(x) for x in results[label]["repeats"]],
+            results[label]["train_s"],
+        )
     results.update(ensemble_costs(results, protocol=args.protocol))
     if args.window_route:
         for label, (run, config) in candidates.items():
             if config.backbone in ("hydra", "hydra_minirocket"):
                 results[f"{label} [each window on its own]"] = {
-                    **time_scoring(config, series_set, args.repeats, feature_context="window"), "train_s": float("nan")
+                    **time_scoring(config, series_set, args.repeats, feature_context="window"),
+                    "train_s": float("nan"),
                 }
     first = next(iter(results))
     base = results[first]["signal_s_per_s"]
-    print(f"| candidate | L | stride | training s (fold 1) | windows | windows/s | signal s/s | scoring ratio to {first} |")
+    print(
+        f"| candidate | L | stride | training s (fold 1) | windows | windows/s | signal s/s | scoring ratio to {first} |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for label, r in results.items():
-        print(f"| {label} | {r['L']} | {r['stride']} | {r['train_s']:.1f} | {r['windows']} | {r['windows_per_s']:,.0f} | "
-              f"{r['signal_s_per_s']:,.0f} | {r['signal_s_per_s'] / base:.2f} |")  # fmt: skip
+        print(
+            f"| {label} | {r['L']} | {r['stride']} | {r['train_s']:.1f} | {r['windows']} | {r['windows_per_s']:,.0f} | "
+            f"{r['signal_s_per_s']:,.0f} | {r['signal_s_per_s'] / base:.2f} |"
+        )
     if not args.skip_training:
         print("\n| whole-segment reference | training + scoring s (fold 1) |\n|---|---:|")
         for name, seconds in time_references(series_set, split).items():

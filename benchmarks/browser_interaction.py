@@ -136,9 +136,15 @@ def write_large_brainvision(folder: Path, n_channels: int, hours: float, sfreq: 
     t = np.arange(n_block) / sfreq
     data += (20.0 * np.sin(2 * np.pi * 7.0 * t)).astype(np.float32)
     pybv.write_brainvision(
-        data=data, sfreq=sfreq, ch_names=channel_names(n_channels), fname_base="large", folder_out=folder,
-        fmt="binary_float32", unit="µV", overwrite=True,
-    )  # fmt: skip
+        data=data,
+        sfreq=sfreq,
+        ch_names=channel_names(n_channels),
+        fname_base="large",
+        folder_out=folder,
+        fmt="binary_float32",
+        unit="µV",
+        overwrite=True,
+    )
     eeg = folder / "large.eeg"
     block = eeg.read_bytes()
     n_blocks = int(round(hours * 3600 / block_s))

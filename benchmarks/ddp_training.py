@@ -45,10 +45,29 @@ def torchrun_command() -> list[str]:
 def train_once(torchrun: list[str], ranks: int, cohort: Path, out: Path, args) -> tuple[float, float]:
     """Wall seconds and training windows/s (mean over epochs, all ranks together) of one run."""
     command = [
-        *torchrun, "--standalone", "--nproc_per_node", str(ranks), "-m", "sss_viewer", "train", str(cohort),
-        "--out", str(out), "--preset", args.preset, "--epochs", str(args.epochs), "--device", args.device,
-        "--batch-size", str(args.batch_size // ranks), "--cache-dir", str(cohort.parent / "cache"), "--overwrite", "-q",
-    ]  # fmt: skip
+        *torchrun,
+        "--standalone",
+        "--nproc_per_node",
+        str(ranks),
+        "-m",
+        "sss_viewer",
+        "train",
+        str(cohort),
+        "--out",
+        str(out),
+        "--preset",
+        args.preset,
+        "--epochs",
+        str(args.epochs),
+        "--device",
+        args.device,
+        "--batch-size",
+        str(args.batch_size // ranks),
+        "--cache-dir",
+        str(cohort.parent / "cache"),
+        "--overwrite",
+        "-q",
+    ]
     t0 = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
@@ -64,18 +83,38 @@ def main(argv=None) -> int:
         work = args.work or Path(tmp)
         cohort = work / "cohort"
         if not (cohort / "cohort.tsv").is_file():
-            subprocess.run([sys.executable, "-m", "sss_viewer", "synth", "--out", str(cohort), "--patients",
-                            str(args.patients), "--duration-scale", "0.3", "--max-channels", "32", "-q"], check=True)  # fmt: skip
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "sss_viewer",
+                    "synth",
+                    "--out",
+                    str(cohort),
+                    "--patients",
+                    str(args.patients),
+                    "--duration-scale",
+                    "0.3",
+                    "--max-channels",
+                    "32",
+                    "-q",
+                ],
+                check=True,
+            )
         results = {}
         for ranks in sorted({1, args.ranks}):
             runs = [train_once(torchrun, ranks, cohort, work / f"model-{ranks}", args) for _ in range(args.repeats)]
             results[ranks] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
-            print(f"{ranks} rank(s): wall {results[ranks][0]:.1f} s (median of {args.repeats}), "
-                  f"training {results[ranks][1]:.0f} windows/s")  # fmt: skip
+            print(
+                f"{ranks} rank(s): wall {results[ranks][0]:.1f} s (median of {args.repeats}), "
+                f"training {results[ranks][1]:.0f} windows/s"
+            )
     one, many = results[1], results[args.ranks]
     if args.ranks == 1:
         return 0
-    print(f"{args.ranks} ranks / 1 rank: training windows/s ratio {many[1] / one[1]:.2f}, wall-time ratio {many[0] / one[0]:.2f}")
+    print(
+        f"{args.ranks} ranks / 1 rank: training windows/s ratio {many[1] / one[1]:.2f}, wall-time ratio {many[0] / one[0]:.2f}"
+    )
     return 0
 
 

@@ -98,18 +98,24 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to check")
         return 1
-    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, CPU threads {torch.get_num_threads()}", flush=True)
+    print(
+        f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, CPU threads {torch.get_num_threads()}", flush=True
+    )
     recording = latency_recording(args.channels, args.minutes)
     print(f"latency recording: {args.channels} ch x {args.minutes:g} min at 1 kHz", flush=True)
     ok = compare("bundled demo model (minirocket recipe)", ModelBundle.load(DEMO_MODEL), recording, args.repeats)
 
     cohort = small_cohort(args.patients)
-    print(f"training cohort: {len(cohort)} synthetic patients, {sum(r.n_channels for r in cohort)} channels", flush=True)
+    print(
+        f"training cohort: {len(cohort)} synthetic patients, {sum(r.n_channels for r in cohort)} channels", flush=True
+    )
     for preset in ("default", "minirocket"):
         t0 = time.perf_counter()
         bundle = train(cohort, train_preset(preset, device="cuda", seed=0), progress=False)
         train_s = time.perf_counter() - t0
-        print(f"train --preset {preset} on cuda: {train_s:.1f} s; validation threshold {bundle.threshold:.3f}", flush=True)
+        print(
+            f"train --preset {preset} on cuda: {train_s:.1f} s; validation threshold {bundle.threshold:.3f}", flush=True
+        )
         out = args.out / preset
         bundle.save(out)
         reloaded = ModelBundle.load(out)

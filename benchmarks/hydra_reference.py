@@ -182,9 +182,14 @@ def ours(series_set, labels: np.ndarray, fold: np.ndarray, seed: int) -> dict:
         for name, transform in (("ours Hydra", "hydra"), ("ours Hydra + MiniRocket", "hydra_minirocket")):
             t0 = time.perf_counter()
             peer = fit_hydra_peer(series_set, split, seed=seed, transform=transform, fit_on="train+val", device="cpu")
-            results[name].append({"accuracy": float(((peer.test_probs > 0.5) == (test == 1)).mean()),
-                                  "auc": float(binary_auc(peer.test_probs, test)),
-                                  "seconds": time.perf_counter() - t0, "alpha": peer.alpha})  # fmt: skip
+            results[name].append(
+                {
+                    "accuracy": float(((peer.test_probs > 0.5) == (test == 1)).mean()),
+                    "auc": float(binary_auc(peer.test_probs, test)),
+                    "seconds": time.perf_counter() - t0,
+                    "alpha": peer.alpha,
+                }
+            )
     return results
 
 
@@ -201,8 +206,10 @@ def cross_check(args) -> int:
     series_set, labels = bonn_segments(Path(args.data))
     fold = folds_of(labels, args.folds, args.seed)
     x = np.stack([series_set.store.series(i) for i in range(len(labels))]).astype(np.float32)
-    print(f"Bonn D vs C: {len(labels)} segments of {x.shape[1]} samples ({int(labels.sum())} D), "
-          f"stratified {args.folds}-fold, seed {args.seed}")  # fmt: skip
+    print(
+        f"Bonn D vs C: {len(labels)} segments of {x.shape[1]} samples ({int(labels.sum())} D), "
+        f"stratified {args.folds}-fold, seed {args.seed}"
+    )
     hydra = build_model("hydra", input_length=x.shape[1], seed=args.seed).eval()
     with torch.inference_mode():
         t0 = time.perf_counter()
@@ -230,8 +237,10 @@ def cross_check(args) -> int:
     aeon = json.loads(done.stdout.strip().splitlines()[-1])
     print(f"aeon {aeon['version']} Hydra features of all {len(x)} segments: {aeon['hydra_feature_seconds']:.1f} s")
     largest, relative, scale = aeon["hydra_feature_difference"]
-    print(f"ours (seed {args.seed}) vs aeon (random_state {args.seed}) Hydra features: max |difference| {largest:.3g} "
-          f"(relative {relative:.2g}) at feature magnitudes up to {scale:.3g}")  # fmt: skip
+    print(
+        f"ours (seed {args.seed}) vs aeon (random_state {args.seed}) Hydra features: max |difference| {largest:.3g} "
+        f"(relative {relative:.2g}) at feature magnitudes up to {scale:.3g}"
+    )
     for name, folds in aeon["folds"].items():
         print(summary(name, folds))
     return 0
@@ -249,8 +258,10 @@ def speed(args) -> None:
         "minirocket (window)": build_window_model("minirocket", L, feature_context="window"),
         "minirocket (series)": build_window_model("minirocket", L),
     }
-    print(f"frozen features of {args.batch} windows of L = {L}, {torch.get_num_threads()} threads, "
-          f"median of {args.repeats}:")  # fmt: skip
+    print(
+        f"frozen features of {args.batch} windows of L = {L}, {torch.get_num_threads()} threads, "
+        f"median of {args.repeats}:"
+    )
     for name, model in models.items():
         if hasattr(model, "initialise_from_data"):
             model.initialise_from_data(windows[:256])
@@ -270,8 +281,10 @@ def speed(args) -> None:
         print(f"aeon: failed\n{done.stderr[-2000:]}", file=sys.stderr)
         return
     aeon = json.loads(done.stdout.strip().splitlines()[-1])
-    print(f"  {'aeon ' + aeon['version'] + ' Hydra':22s} {7168:6d} features  {aeon['seconds']:6.2f} s  "
-          f"{args.batch / aeon['seconds']:7.0f} windows/s (HydraTransformer n_jobs={args.threads})")  # fmt: skip
+    print(
+        f"  {'aeon ' + aeon['version'] + ' Hydra':22s} {7168:6d} features  {aeon['seconds']:6.2f} s  "
+        f"{args.batch / aeon['seconds']:7.0f} windows/s (HydraTransformer n_jobs={args.threads})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

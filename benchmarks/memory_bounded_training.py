@@ -135,15 +135,31 @@ def main() -> int:
         logger.info("built the cohort in %.0f s", time.perf_counter() - t0)
     shutil.rmtree(model, ignore_errors=True)
     cmd = [
-        sys.executable, "-m", "sss_viewer.cli", "train", str(cohort), "--out", str(model), "--cache-dir", str(cache),
-        "--epochs", "1", "--windows-per-epoch", str(args.windows_per_epoch), "--device", "cpu", "-q",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "sss_viewer.cli",
+        "train",
+        str(cohort),
+        "--out",
+        str(model),
+        "--cache-dir",
+        str(cache),
+        "--epochs",
+        "1",
+        "--windows-per-epoch",
+        str(args.windows_per_epoch),
+        "--device",
+        "cpu",
+        "-q",
+    ]
     code, anon_mb, rss_mb, seconds = run_monitored(cmd)
     if code != 0:
         logger.error("training failed with exit code %d", code)
         return code
     cache_bytes = _du(cache)
-    print(f"cohort on disk: {signal_bytes / 1e9:.2f} GB float32 ({signal_bytes / 4 / 1e9:.2f} G samples, 16 runs × {N_CHANNELS} ch)")
+    print(
+        f"cohort on disk: {signal_bytes / 1e9:.2f} GB float32 ({signal_bytes / 4 / 1e9:.2f} G samples, 16 runs × {N_CHANNELS} ch)"
+    )
     print(f"preprocessed cache (memmap): {cache_bytes / 1e9:.2f} GB")
     print(f"train (preprocess + 1 epoch of {args.windows_per_epoch} windows + validation): {seconds:.0f} s")
     print(f"peak RssAnon: {anon_mb:.0f} MB   (target <= 2048 MB)")

@@ -87,8 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     per_window.load_state_dict(copy.deepcopy(model.state_dict()))
     per_window.eval()
     n = len(starts)
-    print(f"{n} windows of {L} samples, stride {STRIDE}, from {args.channels} channels x {args.minutes:g} min at {RATE:g} Hz; "
-          f"{model.n_features} features")
+    print(
+        f"{n} windows of {L} samples, stride {STRIDE}, from {args.channels} channels x {args.minutes:g} min at {RATE:g} Hz; "
+        f"{model.n_features} features"
+    )
     series_s = median_seconds(lambda: model.store_window_features(store, starts, L), args.repeats)
     print(f"series (segment sums, issue 15): {series_s:.2f} s, {n / series_s:.0f} windows/s")
 
@@ -98,21 +100,32 @@ def main(argv: list[str] | None = None) -> int:
                 per_window.transform(torch.from_numpy(windows[lo : lo + 256]))
 
     window_s = median_seconds(by_window, max(1, args.repeats // 3))
-    print(f"per window (torch, before issue 15): {window_s:.2f} s, {n / window_s:.0f} windows/s; series {window_s / series_s:.1f}x faster")
+    print(
+        f"per window (torch, before issue 15): {window_s:.2f} s, {n / window_s:.0f} windows/s; series {window_s / series_s:.1f}x faster"
+    )
     if not Path(args.aeon_python).exists():
         print(f"aeon: not measured ({args.aeon_python} missing; `make bench-env` builds it)")
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "windows.npy"
         np.save(path, windows)
-        out = subprocess.run([args.aeon_python, "-c", AEON_SCRIPT, str(path), str(args.repeats)], capture_output=True,
-                             text=True, check=False)  # fmt: skip
+        out = subprocess.run(
+            [args.aeon_python, "-c", AEON_SCRIPT, str(path), str(args.repeats)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     if out.returncode != 0:
-        print(f"aeon: failed ({out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode})", file=sys.stderr)
+        print(
+            f"aeon: failed ({out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode})",
+            file=sys.stderr,
+        )
         return 1
     aeon = json.loads(out.stdout.strip().splitlines()[-1])
-    print(f"aeon {aeon['version']} MiniRocket(n_kernels=10000, n_jobs=2).transform: {aeon['seconds']:.2f} s, "
-          f"{n / aeon['seconds']:.0f} windows/s; series / aeon windows/s = {aeon['seconds'] / series_s:.2f}")
+    print(
+        f"aeon {aeon['version']} MiniRocket(n_kernels=10000, n_jobs=2).transform: {aeon['seconds']:.2f} s, "
+        f"{n / aeon['seconds']:.0f} windows/s; series / aeon windows/s = {aeon['seconds'] / series_s:.2f}"
+    )
     return 0
 
 

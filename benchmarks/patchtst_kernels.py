@@ -112,8 +112,10 @@ def run_preset(name: str, args: argparse.Namespace, memory: PeakRSS) -> dict[str
     # steps per repeat: about --train-windows windows, at least one step
     steps = max(1, args.train_windows // batch)
     passes = max(1, args.infer_windows // args.infer_batch)
-    print(f"\n[{name}] PatchTST {params}, training batch {batch} x {steps} step(s), "
-          f"inference batch {args.infer_batch} x {passes} pass(es), {torch.get_num_threads()} threads")
+    print(
+        f"\n[{name}] PatchTST {params}, training batch {batch} x {steps} step(s), "
+        f"inference batch {args.infer_batch} x {passes} pass(es), {torch.get_num_threads()} threads"
+    )
     for k in KERNELS:  # warm-up: allocator, OpenMP pools
         train_rate(models[k], optimisers[k], x_train[: min(batch, 128)], y_train[: min(batch, 128)], 1)
         infer_rate(models[k], x_infer[:256], 1)
@@ -125,15 +127,20 @@ def run_preset(name: str, args: argparse.Namespace, memory: PeakRSS) -> dict[str
                 rates[k]["train"].append(train_rate(models[k], optimisers[k], x_train, y_train, steps))
         for k in order:
             rates[k]["infer"].append(infer_rate(models[k], x_infer, passes))
-        print(f"  repeat {r + 1}: " + ", ".join(
-            f"{k} train {rates[k]['train'][-1]:.0f} / infer {rates[k]['infer'][-1]:.0f}" for k in KERNELS)
-            + f"  (load average {os.getloadavg()[0]:.1f})", flush=True)
+        print(
+            f"  repeat {r + 1}: "
+            + ", ".join(f"{k} train {rates[k]['train'][-1]:.0f} / infer {rates[k]['infer'][-1]:.0f}" for k in KERNELS)
+            + f"  (load average {os.getloadavg()[0]:.1f})",
+            flush=True,
+        )
     medians = {k: {what: statistics.median(v) for what, v in rates[k].items()} for k in KERNELS}
     for what, label in (("train", "training step (fwd+bwd+Adam)"), ("infer", "inference")):
         stock, custom = medians["stock"][what], medians["custom"][what]
         print(f"  {label:30s} windows/s  stock {stock:7.1f}  custom {custom:7.1f}  custom/stock {custom / stock:.2f}")
-    print("  peak RSS while training        " + "  ".join(
-        f"{k} {memory.peak.get(f'{name}/{k}', 0) / 2**30:.1f} GiB" for k in KERNELS))
+    print(
+        "  peak RSS while training        "
+        + "  ".join(f"{k} {memory.peak.get(f'{name}/{k}', 0) / 2**30:.1f} GiB" for k in KERNELS)
+    )
     return medians
 
 
@@ -154,9 +161,11 @@ def main() -> None:
     for name, medians in summary.items():
         s, c = medians["stock"], medians["custom"]
         rss = {k: memory.peak.get(f"{name}/{k}", 0) / 2**30 for k in KERNELS}
-        print(f"  {name:8s} train stock {s['train']:.1f} custom {c['train']:.1f} ratio {c['train'] / s['train']:.2f} | "
-              f"infer stock {s['infer']:.1f} custom {c['infer']:.1f} ratio {c['infer'] / s['infer']:.2f} | "
-              f"RSS stock {rss['stock']:.1f} GiB custom {rss['custom']:.1f} GiB")
+        print(
+            f"  {name:8s} train stock {s['train']:.1f} custom {c['train']:.1f} ratio {c['train'] / s['train']:.2f} | "
+            f"infer stock {s['infer']:.1f} custom {c['infer']:.1f} ratio {c['infer'] / s['infer']:.2f} | "
+            f"RSS stock {rss['stock']:.1f} GiB custom {rss['custom']:.1f} GiB"
+        )
 
 
 if __name__ == "__main__":

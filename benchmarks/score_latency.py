@@ -57,8 +57,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--skip-naive", action="store_true")
-    parser.add_argument("--skip-per-window", action="store_true", help="skip the per-window path of a series-reading model")
-    parser.add_argument("--strides", default="", help="comma-separated strides to time besides the model's (e.g. 256,64,1)")
+    parser.add_argument(
+        "--skip-per-window", action="store_true", help="skip the per-window path of a series-reading model"
+    )
+    parser.add_argument(
+        "--strides", default="", help="comma-separated strides to time besides the model's (e.g. 256,64,1)"
+    )
     parser.add_argument("--model", help="saved model directory (default: an untrained default-preset PatchTST)")
     args = parser.parse_args()
 
@@ -86,9 +90,13 @@ def main() -> None:
     n_windows = len(result.windows)
     fast = statistics.median(times)
     print(f"model: {args.model or 'untrained PatchTST (default preset)'} ({model.get_config()['name']})")
-    print(f"recording: {args.channels} channels x {args.minutes:g} min at {args.sfreq:g} Hz; {n_windows} windows (L={length}, stride {stride})")
-    print(f"score_recording: median {fast:.2f} s over {args.repeats} (preprocessing {statistics.median(prep):.2f} s), "
-          f"{n_windows / fast:.0f} windows/s end to end, torch threads {torch.get_num_threads()}")
+    print(
+        f"recording: {args.channels} channels x {args.minutes:g} min at {args.sfreq:g} Hz; {n_windows} windows (L={length}, stride {stride})"
+    )
+    print(
+        f"score_recording: median {fast:.2f} s over {args.repeats} (preprocessing {statistics.median(prep):.2f} s), "
+        f"{n_windows / fast:.0f} windows/s end to end, torch threads {torch.get_num_threads()}"
+    )
     print(f"goal 5 s (the bundled model, issue 15): ratio {fast / 5:.2f}")
     series = build_series_set([rec], bundle.preprocess, min_length=length, progress=False)
     for other in [int(v) for v in args.strides.split(",") if v.strip()]:
@@ -102,8 +110,10 @@ def main() -> None:
             t0 = time.perf_counter()
             predict_window_probs(model, series.store, starts, length)
             alone.append(time.perf_counter() - t0)
-        print(f"stride {other}: {len(starts)} windows; score_recording median {statistics.median(ends):.2f} s "
-              f"({statistics.median(ends) / fast:.2f}x stride {stride}); window probabilities alone {statistics.median(alone):.2f} s")
+        print(
+            f"stride {other}: {len(starts)} windows; score_recording median {statistics.median(ends):.2f} s "
+            f"({statistics.median(ends) / fast:.2f}x stride {stride}); window probabilities alone {statistics.median(alone):.2f} s"
+        )
     if getattr(model, "reads_series", False) and not args.skip_per_window:
         per_window = model_from_config({**model.get_config(), "feature_context": "window"})
         per_window.load_state_dict(copy.deepcopy(model.state_dict()))
@@ -114,8 +124,10 @@ def main() -> None:
         p = predict_window_probs(per_window, series.store, starts, length, batch_size=args.batch_size)
         calibrator.transform(p)
         old = time.perf_counter() - t0
-        print(f"per-window path (the same weights, each window convolved on its own; the path before issue 15), once: "
-              f"{old:.2f} s, {len(starts) / old:.0f} windows/s; evidence series {old / fast:.1f}x faster")
+        print(
+            f"per-window path (the same weights, each window convolved on its own; the path before issue 15), once: "
+            f"{old:.2f} s, {len(starts) / old:.0f} windows/s; evidence series {old / fast:.1f}x faster"
+        )
     if args.skip_naive:
         return
     index = WindowIndex.build(series.store.lengths, length, stride, cover_end=True)

@@ -39,9 +39,15 @@ def write_recording(path: Path, channels: int, minutes: float, sfreq: float) -> 
         data[i] = rng.standard_normal(n_times) * 50e-6  # volts, as MNE hands data to pybv
     path.parent.mkdir(parents=True, exist_ok=True)
     pybv.write_brainvision(
-        data=data, sfreq=sfreq, ch_names=[f"A{i + 1}" for i in range(channels)], fname_base=path.stem,
-        folder_out=str(path.parent), fmt="binary_float32", unit="µV", overwrite=True,
-    )  # fmt: skip
+        data=data,
+        sfreq=sfreq,
+        ch_names=[f"A{i + 1}" for i in range(channels)],
+        fname_base=path.stem,
+        folder_out=str(path.parent),
+        fmt="binary_float32",
+        unit="µV",
+        overwrite=True,
+    )
 
 
 def score_child(path: str, model: str, queue) -> None:
@@ -91,7 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--minutes", type=float, default=60.0)
     p.add_argument("--sfreq", type=float, default=1000.0)
     p.add_argument("--model", default=str(DEFAULT_MODEL))
-    p.add_argument("--file", type=Path, help="BrainVision header to (re)use (default benchmarks/.cache/long-<channels>ch-<minutes>min.vhdr)")
+    p.add_argument(
+        "--file",
+        type=Path,
+        help="BrainVision header to (re)use (default benchmarks/.cache/long-<channels>ch-<minutes>min.vhdr)",
+    )
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--baseline-channels", type=int, default=4)
     p.add_argument("--skip-per-window", action="store_true")
@@ -107,14 +117,20 @@ def main(argv: list[str] | None = None) -> int:
     runs = [_in_child(score_child, str(path), args.model) for _ in range(args.repeats)]
     seconds = float(np.median([r[0] for r in runs]))
     windows, peak = runs[0][1], max(r[2] for r in runs)
-    print(f"recording: {args.channels} channels x {args.minutes:g} min at {args.sfreq:g} Hz, read lazily from {path.name}")
-    print(f"evidence series: {seconds:.1f} s (median of {len(runs)}), {windows} windows, peak RSS {peak / 2**30:.2f} GB; "
-          f"goals 60 s and 2 GB: ratios {seconds / 60:.2f} and {peak / 2**31:.2f}")
+    print(
+        f"recording: {args.channels} channels x {args.minutes:g} min at {args.sfreq:g} Hz, read lazily from {path.name}"
+    )
+    print(
+        f"evidence series: {seconds:.1f} s (median of {len(runs)}), {windows} windows, peak RSS {peak / 2**30:.2f} GB; "
+        f"goals 60 s and 2 GB: ratios {seconds / 60:.2f} and {peak / 2**31:.2f}"
+    )
     if not args.skip_per_window:
         old_s, old_windows = _in_child(per_window_child, str(path), args.model, args.baseline_channels)
         scaled = old_s * args.channels / args.baseline_channels
-        print(f"per-window path on {args.baseline_channels} channels: {old_s:.1f} s ({old_windows / old_s:.0f} windows/s), "
-              f"scaled to {args.channels} channels {scaled / 60:.1f} min; evidence series {scaled / seconds:.0f}x faster")
+        print(
+            f"per-window path on {args.baseline_channels} channels: {old_s:.1f} s ({old_windows / old_s:.0f} windows/s), "
+            f"scaled to {args.channels} channels {scaled / 60:.1f} min; evidence series {scaled / seconds:.0f}x faster"
+        )
     return 0
 
 

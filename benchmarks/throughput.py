@@ -63,8 +63,7 @@ class _ReferenceLayer(nn.Module):
     def __init__(self, d_model: int, d_ff: int, n_heads: int, dropout: float, attn_dropout: float):
         super().__init__()
         self.attn = nn.MultiheadAttention(d_model, n_heads, dropout=attn_dropout, batch_first=True)
-        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Dropout(dropout),
-                                nn.Linear(d_ff, d_model))
+        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
         self.norm_attn = nn.Sequential(_Transpose(), nn.BatchNorm1d(d_model), _Transpose())
         self.norm_ff = nn.Sequential(_Transpose(), nn.BatchNorm1d(d_model), _Transpose())
         self.drop_attn, self.drop_ff = nn.Dropout(dropout), nn.Dropout(dropout)
@@ -89,10 +88,12 @@ class ReferencePatchTST(nn.Module):
         self.revin = RevIN(cfg["revin_eps"])
         self.proj = nn.Linear(cfg["patch_len"], d)
         self.pos = nn.Parameter(torch.empty(n_patches, d).uniform_(-0.02, 0.02))
-        self.layers = nn.Sequential(*(
-            _ReferenceLayer(d, cfg["d_ff"], cfg["n_heads"], cfg["dropout"], cfg["attn_dropout"])
-            for _ in range(cfg["n_layers"])
-        ))
+        self.layers = nn.Sequential(
+            *(
+                _ReferenceLayer(d, cfg["d_ff"], cfg["n_heads"], cfg["dropout"], cfg["attn_dropout"])
+                for _ in range(cfg["n_layers"])
+            )
+        )
         self.head = nn.Linear(n_patches * d, 1)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -123,8 +124,9 @@ def make_store(n_windows: int, n_series: int, length: int, stride: int, seed: in
     return store, starts.contiguous(), series.contiguous()
 
 
-def fast_batches(store: Tensor, starts: Tensor, series: Tensor, length: int, batch_size: int,
-                 gen: torch.Generator) -> Iterator[tuple[Tensor, Tensor]]:
+def fast_batches(
+    store: Tensor, starts: Tensor, series: Tensor, length: int, batch_size: int, gen: torch.Generator
+) -> Iterator[tuple[Tensor, Tensor]]:
     """Shuffled batches gathered from the store by index arithmetic."""
     order = torch.randperm(len(starts), generator=gen)
     for i in range(0, len(order), batch_size):
@@ -156,8 +158,9 @@ def time_pass(batches: Batches, work: Callable[[Tensor, Tensor], None], max_wind
     return n / (time.perf_counter() - t0)
 
 
-def measure(mode: str, runs: dict[str, tuple[Batches, Callable[[Tensor, Tensor], None]]],
-            max_windows: int, repeats: int) -> dict[str, float]:
+def measure(
+    mode: str, runs: dict[str, tuple[Batches, Callable[[Tensor, Tensor], None]]], max_windows: int, repeats: int
+) -> dict[str, float]:
     """Median windows/s per variant; the variants alternate within each repeat."""
     for batches, work in runs.values():  # warm-up (allocator, lazy init)
         time_pass(batches, work, 1)
@@ -169,9 +172,11 @@ def measure(mode: str, runs: dict[str, tuple[Batches, Callable[[Tensor, Tensor],
     for key, r in rates.items():
         spread = ", ".join(f"{v:.0f}" for v in r)
         print(f"{mode:5s} {key:10s} {med[key]:7.0f} windows/s   (repeats: {spread})", flush=True)
-    print(f"{mode:5s} ratio fast/naive = {med['fast'] / med['naive']:.2f}"
-          + (f", fast/naive+ref = {med['fast'] / med['naive+ref']:.2f}" if "naive+ref" in med else ""),
-          flush=True)
+    print(
+        f"{mode:5s} ratio fast/naive = {med['fast'] / med['naive']:.2f}"
+        + (f", fast/naive+ref = {med['fast'] / med['naive+ref']:.2f}" if "naive+ref" in med else ""),
+        flush=True,
+    )
     return med
 
 
@@ -180,19 +185,23 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--n-windows", type=int, default=16384,
-                        help="windows in the synthetic pool (the naive path materialises all)")
+    parser.add_argument(
+        "--n-windows", type=int, default=16384, help="windows in the synthetic pool (the naive path materialises all)"
+    )
     parser.add_argument("--n-series", type=int, default=64)
     parser.add_argument("--window-length", type=int, default=1024)
     parser.add_argument("--stride", type=int, default=5, help="window stride in samples")
-    parser.add_argument("--train-windows", type=int, default=1024,
-                        help="training windows timed per repeat and variant")
-    parser.add_argument("--infer-windows", type=int, default=4096,
-                        help="inference windows timed per repeat and variant")
+    parser.add_argument("--train-windows", type=int, default=1024, help="training windows timed per repeat and variant")
+    parser.add_argument(
+        "--infer-windows", type=int, default=4096, help="inference windows timed per repeat and variant"
+    )
     parser.add_argument("--skip-train", action="store_true")
     parser.add_argument("--skip-infer", action="store_true")
-    parser.add_argument("--skip-reference", action="store_true",
-                        help="skip the naive+ref row (stock torch.nn PatchTST on the naive path)")
+    parser.add_argument(
+        "--skip-reference",
+        action="store_true",
+        help="skip the naive+ref row (stock torch.nn PatchTST on the naive path)",
+    )
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -206,10 +215,14 @@ def main() -> None:
     t0 = time.perf_counter()
     materialised = gather_windows(store, starts, L).clone()  # the naive (N, L) copy
     t_mat = time.perf_counter() - t0
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, L={L}, batch {bs}, "
-          f"pool {len(starts)} windows from {args.n_series} series at stride {args.stride}")
-    print(f"fast: store {store.numel() * 4 / 2**20:.1f} MiB + starts {starts.numel() * 8 / 2**20:.2f} MiB; "
-          f"naive: copy {materialised.numel() * 4 / 2**20:.1f} MiB (built in {t_mat:.2f} s, untimed)")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, L={L}, batch {bs}, "
+        f"pool {len(starts)} windows from {args.n_series} series at stride {args.stride}"
+    )
+    print(
+        f"fast: store {store.numel() * 4 / 2**20:.1f} MiB + starts {starts.numel() * 8 / 2**20:.2f} MiB; "
+        f"naive: copy {materialised.numel() * 4 / 2**20:.1f} MiB (built in {t_mat:.2f} s, untimed)"
+    )
 
     # the package's opt-in CPU kernels (PatchTST's default is the stock ones; benchmarks/patchtst_kernels.py)
     model: nn.Module = build_model("patchtst", window_length=L, cpu_kernels="custom")
@@ -218,13 +231,16 @@ def main() -> None:
     models = {"pkg": model}
     if not args.skip_reference:
         models["ref"] = ReferencePatchTST(cfg)
-    print("variants: fast = package model + store/starts gather; naive = package model + "
-          "per-item Dataset/DataLoader; naive+ref = stock torch.nn PatchTST + per-item Dataset")
+    print(
+        "variants: fast = package model + store/starts gather; naive = package model + "
+        "per-item Dataset/DataLoader; naive+ref = stock torch.nn PatchTST + per-item Dataset"
+    )
 
     def loader(series_ids: Tensor, shuffle: bool) -> Batches:
         gen = torch.Generator().manual_seed(1)
-        dl = torch.utils.data.DataLoader(NaiveWindows(materialised, series_ids), batch_size=bs,
-                                         shuffle=shuffle, generator=gen)
+        dl = torch.utils.data.DataLoader(
+            NaiveWindows(materialised, series_ids), batch_size=bs, shuffle=shuffle, generator=gen
+        )
         return lambda: iter(dl)
 
     def variants(fast: Batches, naive: Batches, work: Callable[[nn.Module], Callable]) -> dict:
@@ -234,22 +250,25 @@ def main() -> None:
         return runs
 
     if not args.skip_infer:
+
         def infer(m: nn.Module) -> Callable[[Tensor, Tensor], None]:
             m.eval()
 
             def run(x: Tensor, _s: Tensor) -> None:
                 with torch.inference_mode():
                     m(x)
+
             return run
 
-        in_order: Batches = lambda: (  # noqa: E731 - every window in order, as when scoring
-            (gather_windows(store, starts[i : i + bs], L), series[i : i + bs])
-            for i in range(0, len(starts), bs)
+        in_order: Batches = (
+            lambda: (  # noqa: E731 - every window in order, as when scoring
+                (gather_windows(store, starts[i : i + bs], L), series[i : i + bs]) for i in range(0, len(starts), bs)
+            )
         )
-        measure("infer", variants(in_order, loader(series, False), infer),
-                args.infer_windows, args.repeats)
+        measure("infer", variants(in_order, loader(series, False), infer), args.infer_windows, args.repeats)
 
     if not args.skip_train:
+
         def train(m: nn.Module) -> Callable[[Tensor, Tensor], None]:
             m.train()
             opt = torch.optim.Adam(m.parameters(), lr=1e-4, weight_decay=1e-4)
@@ -258,19 +277,18 @@ def main() -> None:
                 opt.zero_grad(set_to_none=True)
                 series_loss(m(x), s, labels).backward()
                 opt.step()
+
             return step
 
         gen = torch.Generator().manual_seed(2)
         shuffled: Batches = lambda: fast_batches(store, starts, train_series, L, bs, gen)  # noqa: E731
-        measure("train", variants(shuffled, loader(train_series, True), train),
-                args.train_windows, args.repeats)
+        measure("train", variants(shuffled, loader(train_series, True), train), args.train_windows, args.repeats)
 
     if torch.cuda.is_available():
         gpu_throughput(model, store, starts, L, bs, args.repeats)
 
 
-def gpu_throughput(model: nn.Module, store: Tensor, starts: Tensor, L: int, bs: int,
-                   repeats: int) -> None:
+def gpu_throughput(model: nn.Module, store: Tensor, starts: Tensor, L: int, bs: int, repeats: int) -> None:
     """Inference and training windows/s on the GPU, fast data path (store on the device)."""
     dev = torch.device("cuda")
     model = model.to(dev)

@@ -158,7 +158,9 @@ def window_sets(duration: float, repeats: int) -> dict[str, list[tuple[float, fl
     sets = {}
     for span in (duration, 60.0, 10.0):
         if span >= duration:
-            offsets = [(0.0, duration)] + [(float(a), duration - float(b)) for a, b in rng.uniform(0, 2, (repeats - 1, 2))]
+            offsets = [(0.0, duration)] + [
+                (float(a), duration - float(b)) for a, b in rng.uniform(0, 2, (repeats - 1, 2))
+            ]
         else:
             starts = rng.uniform(0, duration - span, repeats)
             offsets = [(float(s), float(s) + span) for s in starts]
@@ -187,7 +189,7 @@ def bokeh_baseline(rec: Recording, repeats: int):
         for k in range(n):
             fig.line("t", f"c{k}", source=source, line_width=0.6, color="#202020")
         build.append(time.perf_counter() - start)
-        seconds, item = timed(lambda: _json_item(fig))
+        seconds, item = timed(lambda fig=fig: _json_item(fig))
         serialise.append(seconds)
         size = len(str(item["doc"]))
         del columns, source, fig, item
@@ -243,7 +245,11 @@ def main() -> None:
     if not args.skip_forced_curves:
         print(f"\n== {rec.n_channels}-row page forced to curves (max_curve_rows={rec.n_channels}) ==")
         forced = TraceView(
-            recording=rec, scores=scores, page_size=rec.n_channels, max_curve_rows=rec.n_channels, span_s=10.0,
+            recording=rec,
+            scores=scores,
+            page_size=rec.n_channels,
+            max_curve_rows=rec.n_channels,
+            span_s=10.0,
             show_overview=False,
         )
         seconds, forced_plot = timed(lambda: hv.render(forced.figure()))
@@ -251,14 +257,18 @@ def main() -> None:
         sets = window_sets(rec.duration_s, repeats)
         for label in ("60-s", "10-s"):
             event, callback = update_times(forced, sets[label])
-            print(f"  {label:>7} window: update {median_text(event)}; callback alone {statistics.median(callback):.3f} s")
+            print(
+                f"  {label:>7} window: update {median_text(event)}; callback alone {statistics.median(callback):.3f} s"
+            )
         del forced, forced_plot
 
     if args.skip_bokeh:
         return
     del view, plot
     gc.collect()
-    print(f"\n== plain Bokeh: {rec.n_channels} line glyphs, every sample ({rec.n_channels * rec.n_times / 1e6:.0f} M points) ==")
+    print(
+        f"\n== plain Bokeh: {rec.n_channels} line glyphs, every sample ({rec.n_channels * rec.n_times / 1e6:.0f} M points) =="
+    )
     build_b, serialise_b, size = bokeh_baseline(rec, repeats)
     total_b = [a + b for a, b in zip(build_b, serialise_b)]
     print(f"  build:     {median_text(build_b)}")

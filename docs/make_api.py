@@ -91,7 +91,9 @@ def attribute_docstring(module: str, name: str) -> str | None:
     source = Path(importlib.import_module(module).__file__).read_text(encoding="utf-8")
     body = ast.parse(source).body
     for node, following in zip(body, body[1:], strict=False):
-        targets = {ast.Assign: lambda n: n.targets, ast.AnnAssign: lambda n: [n.target]}.get(type(node), lambda n: [])(node)
+        targets = {ast.Assign: lambda n: n.targets, ast.AnnAssign: lambda n: [n.target]}.get(type(node), lambda n: [])(
+            node
+        )
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             if isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant):
                 if isinstance(following.value.value, str):

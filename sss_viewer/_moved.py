@@ -26,8 +26,12 @@ REMOVED_IN = "0.2"
 
 MOVED: dict[str, tuple[str, ...]] = {
     "sss_viewer.io.synthetic": (
-        "sss_viewer.synth.config", "sss_viewer.synth.patients", "sss_viewer.synth.signals", "sss_viewer.synth.run",
-        "sss_viewer.synth.bids", "sss_viewer.synth.cohort",
+        "sss_viewer.synth.config",
+        "sss_viewer.synth.patients",
+        "sss_viewer.synth.signals",
+        "sss_viewer.synth.run",
+        "sss_viewer.synth.bids",
+        "sss_viewer.synth.cohort",
     ),
     "sss_viewer.recording": ("sss_viewer.io.recording",),
     "sss_viewer.preprocess": ("sss_viewer.preprocessing.config", "sss_viewer.preprocessing.filters"),
@@ -46,7 +50,7 @@ MOVED: dict[str, tuple[str, ...]] = {
     "sss_viewer.minirocket_reference": ("sss_viewer.baselines.minirocket_reference",),
     "sss_viewer.whole_channel": ("sss_viewer.baselines.whole_channel",),
     "sss_viewer.viewer.annotation_identity": ("sss_viewer.io.annotation_identity",),
-}  # fmt: skip
+}
 """Old module → the module(s) that now hold its names (moved in :data:`MOVED_IN`, removed in :data:`REMOVED_IN`)."""
 
 
@@ -70,10 +74,14 @@ class _MovedModule(types.ModuleType):
                     stacklevel=2,
                 )
                 return getattr(module, attr)
-        raise AttributeError(f"module {self.__name__!r} (moved to {', '.join(self._targets)}) has no attribute {attr!r}")
+        raise AttributeError(
+            f"module {self.__name__!r} (moved to {', '.join(self._targets)}) has no attribute {attr!r}"
+        )
 
     def __dir__(self):
-        return sorted({name for t in self._targets for name in dir(importlib.import_module(t)) if not name.startswith("_")})
+        return sorted(
+            {name for t in self._targets for name in dir(importlib.import_module(t)) if not name.startswith("_")}
+        )
 
 
 class _MovedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

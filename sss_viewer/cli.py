@@ -68,19 +68,22 @@ DATA_HELP = "BIDS root (e.g. ds003029), cohort folder (cohort.tsv + labels.tsv) 
 
 def _add_cache(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--cache-dir", type=Path, default=None,
+        "--cache-dir",
+        type=Path,
+        default=None,
         help="preprocessed-channel cache (memory-mapped; default $SSS_VIEWER_CACHE or ~/.cache/sss-viewer)",
-    )  # fmt: skip
+    )
     p.add_argument("--no-cache", action="store_true", help="preprocess in memory, write no cache")
 
 
 def _add_labels(p: argparse.ArgumentParser, help_text: str) -> None:
     p.add_argument("--labels", type=Path, help=help_text)
     p.add_argument(
-        "--labels-fallback", action="store_true",
+        "--labels-fallback",
+        action="store_true",
         help="subjects the --labels file does not name keep the data's own labels (default: they are left unlabelled "
         "and out of training/evaluation; either way they are listed)",
-    )  # fmt: skip
+    )
 
 
 LABELS_HELP = "TSV/CSV with subject, channel, soz: the only labels of the subjects it names"
@@ -121,9 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-channels", type=int, default=None, help="cap channels per patient (default: real counts)")
     p.add_argument("--runs", type=int, default=1, help="runs per patient (default 1)")
     p.add_argument(
-        "--overwrite", action="store_true",
+        "--overwrite",
+        action="store_true",
         help="write into a non-empty folder (files of the same names are replaced, others kept)",
-    )  # fmt: skip
+    )
     _add_common(p)
 
     p = sub.add_parser("cohort", help="check a BIDS iEEG dataset and print its per-centre summary")
@@ -138,77 +142,98 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("data", type=Path, help=DATA_HELP)
     _add_labels(p, LABELS_HELP)
     p.add_argument(
-        "--viewer-labels", type=Path, metavar="VIEWER_OUT",
+        "--viewer-labels",
+        type=Path,
+        metavar="VIEWER_OUT",
         help="the viewer's output folder: the clinician's marks saved there (<recording>_desc-sssviewer_channels.tsv, "
         "keyed by the recording's path below DATA) are the labels: marked SOZ = 1, marked not SOZ = 0, unlabelled "
         "channels and channels marked bad are left out; recordings without marks are left out unless "
         "--labels-fallback (never read unless given; not with --labels)",
-    )  # fmt: skip
+    )
     p.add_argument("--out", required=True, type=Path, help="model directory to write")
     p.add_argument(
-        "--preset", default="default", choices=_TrainingChoices("TRAIN_PRESETS"), metavar="PRESET",
+        "--preset",
+        default="default",
+        choices=_TrainingChoices("TRAIN_PRESETS"),
+        metavar="PRESET",
         help="training preset, one of %(choices)s: default (PatchTST, CPU-sized), paper (App. C budget), "
         "minirocket (the real-data recipe, Venn-Abers intervals), hydra / hydra_minirocket (the recipe with a Hydra "
         "or Hydra + MiniRocket local model), quick (the minirocket recipe on windows every 8.2 s: minutes on a laptop, "
         "the README's example); the options below override it (default: default)",
-    )  # fmt: skip
+    )
     p.add_argument("--backbone", help="local model, e.g. patchtst or minirocket (default: the preset's)")
     p.add_argument("--epochs", type=int, help="training epochs (default: the preset's)")
     p.add_argument("--batch-size", type=int, help="windows per training batch (default: the preset's)")
     p.add_argument("--lr", type=float, help="Adam learning rate (default: the preset's)")
     p.add_argument("--window-length", type=int, help="window length L in preprocessed samples")
     p.add_argument(
-        "--target-sfreq", type=float,
+        "--target-sfreq",
+        type=float,
         help="common rate (Hz) every recording is resampled to before pooling (default preset: 250; 0 keeps native rates)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--scale", choices=("channel", "recording", "shaft"),
+        "--scale",
+        choices=("channel", "recording", "shaft"),
         help="what each zero-mean channel is divided by: channel (its own SD, the per-channel z-score; the presets' "
         "default), recording (the median channel SD of its recording: amplitude differences between channels are "
         "kept) or shaft (the median SD of its shaft's channels)",
-    )  # fmt: skip
+    )
     p.add_argument("--train-stride", type=int, help="stride of the training windows")
     p.add_argument("--windows-per-epoch", type=int, help="train each epoch on a random draw of this many windows")
     p.add_argument(
-        "--calibrator", choices=("isotonic", "venn-abers", "none"),
+        "--calibrator",
+        choices=("isotonic", "venn-abers", "none"),
         help="probability calibration of the window scores (default: the preset's: isotonic, venn-abers for the "
         "minirocket and hydra presets)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--calibrate-on", choices=_TrainingChoices("CALIBRATE_ON"), metavar="WINDOWS",
+        "--calibrate-on",
+        choices=_TrainingChoices("CALIBRATE_ON"),
+        metavar="WINDOWS",
         help="windows the calibrator is fit on, %(choices)s (default val)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--split", choices=_TrainingChoices("SPLIT_MODES"), metavar="MODE",
+        "--split",
+        choices=_TrainingChoices("SPLIT_MODES"),
+        metavar="MODE",
         help="split by patient (default) or by channel (paper): %(choices)s",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--balance", action=argparse.BooleanOptionalAction, default=None,
+        "--balance",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="--balance drops non-SOZ channels at random to 1:1 (paper), --no-balance keeps them all "
         "(default: the preset's, no balancing)",
-    )  # fmt: skip
+    )
     p.add_argument("--window-loss-weight", type=float, help="weight of the window-level BCE (default 0)")
     p.add_argument(
-        "--head-solver", choices=_TrainingChoices("HEAD_SOLVERS"), metavar="SOLVER",
+        "--head-solver",
+        choices=_TrainingChoices("HEAD_SOLVERS"),
+        metavar="SOLVER",
         help="%(choices)s; lbfgs: fit a frozen-front-end model's head (minirocket, rocket) by full-batch L-BFGS, "
         "penalty chosen on validation (default adam)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--refit-on-train-val", action="store_const", const=True, default=None,
+        "--refit-on-train-val",
+        action="store_const",
+        const=True,
+        default=None,
         help="with --head-solver lbfgs and --calibrator none: after the penalty is chosen on validation, fit the "
         "standardisation and head once more on training + validation windows (the model's validation figures are "
         "then in-sample)",
-    )  # fmt: skip
+    )
     p.add_argument("--seed", type=int, help="random seed of the split, sampling and initialisation (default 0)")
     p.add_argument(
-        "--overwrite", action="store_true",
+        "--overwrite",
+        action="store_true",
         help="replace an existing model directory (and start over instead of resuming an interrupted run's checkpoint)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--resume", action="store_true",
+        "--resume",
+        action="store_true",
         help="continue an interrupted run after its last completed epoch, from OUT.checkpoint.pt (written after every "
         "epoch; same command and data as the interrupted run)",
-    )  # fmt: skip
+    )
     _add_cache(p)
     _add_device(p)
     _add_common(p)
@@ -217,46 +242,60 @@ def build_parser() -> argparse.ArgumentParser:
         "score", help="score a recording (windows.csv, channels.csv) or a cohort on Dask (per run + cohort.csv)"
     )
     p.add_argument(
-        "paths", nargs="+", type=Path, metavar="[MODEL] RECORDING",
+        "paths",
+        nargs="+",
+        type=Path,
+        metavar="[MODEL] RECORDING",
         help="MODEL: a model directory (with --scorer sss, the default when a MODEL is given; without one, the bundled "
         "model). RECORDING: a recording file (EDF/BDF, BrainVision .vhdr, FIF, EEGLAB .set, .npz), or, for a model, a "
         "BIDS root / cohort folder (every run one Dask task, each into OUT/<run>/: windows.parquet, channels.csv, "
         "done.json; then OUT/cohort.csv and OUT/patients.csv)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--scorer", metavar="NAME",
+        "--scorer",
+        metavar="NAME",
         help="what ranks the channels: sss (a trained model) or a training-free marker — "
-        + ", ".join(_scorer_names()) + " (default: sss with a MODEL, else the default scorer chosen on real "
+        + ", ".join(_scorer_names())
+        + " (default: sss with a MODEL, else the default scorer chosen on real "
         "recordings, docs/results.md §8)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--keep-artifacts", action="store_true",
+        "--keep-artifacts",
+        action="store_true",
         help="score the windows the artifact detector flags too (default: they are left out of the channel scores; "
         "flagged channels are named in channels.csv either way)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--weights", type=Path, metavar="FILE",
+        "--weights",
+        type=Path,
+        metavar="FILE",
         help="--scorer combined: the weights file written by sss-viewer fit-combined",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--out", required=True, type=Path,
+        "--out",
+        required=True,
+        type=Path,
         help="output folder (empty, or pass --overwrite; a folder an earlier cohort run wrote is resumed: "
         "up-to-date runs are skipped). For a cohort it must be reachable by every worker at the same path",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--overwrite", action="store_true",
+        "--overwrite",
+        action="store_true",
         help="score into a used output folder: first remove what the previous run wrote (listed in its manifest)",
-    )  # fmt: skip
+    )
     where = p.add_mutually_exclusive_group()
     where.add_argument(
-        "--workers", type=int, metavar="N",
+        "--workers",
+        type=int,
+        metavar="N",
         help="cohort: start a local Dask cluster of N single-threaded worker processes (default min(4, CPU cores))",
-    )  # fmt: skip
+    )
     where.add_argument(
-        "--scheduler", metavar="ADDRESS",
+        "--scheduler",
+        metavar="ADDRESS",
         help="cohort: score on the workers of a running Dask scheduler, e.g. tcp://host:8786 (the data and --out on "
         "a file system they all reach, at the same paths; --cache-dir the same path on each, a local disk per machine)",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--stride",
         type=int,
@@ -272,32 +311,47 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "scoreboard",
         help="every scorer (models, markers, the floors) on labelled real recordings: channel AUC and AUPRC per recording",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "data", nargs="*", type=Path,
+        "data",
+        nargs="*",
+        type=Path,
         help="BIDS roots, cohort folders or recording files with SOZ labels (their own, or --labels)",
-    )  # fmt: skip
+    )
     _add_labels(p, "TSV/CSV with subject, channel, soz for DATA")
     p.add_argument(
-        "--shared", type=Path, metavar="DIR",
+        "--shared",
+        type=Path,
+        metavar="DIR",
         help="a data folder holding ezfragility-pt01/ and bonn-epilepsy/ (this project's ../shared/data): pt01 and "
         "Bonn D vs C are added",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--model", type=Path, action="append", default=[], metavar="DIR",
+        "--model",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
         help="a model directory to score with as well (repeatable; the bundled model is always included)",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--scorers", help="comma-separated marker names (default: every marker; the floors are always included)"
     )
     p.add_argument(
-        "--synthetic", type=int, default=0, metavar="N",
+        "--synthetic",
+        type=int,
+        default=0,
+        metavar="N",
         help="also score N held-out synthetic patients (seed 3; the rule of docs/results.md §8 uses 8)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--combined", type=Path, action="append", default=[], metavar="FILE",
+        "--combined",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
         help="a combined scorer's weights file (sss-viewer fit-combined) to score with as well (repeatable)",
-    )  # fmt: skip
+    )
     p.add_argument("--out", type=Path, help="write the table as CSV (and the Markdown beside it as .md)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     _add_common(p)
@@ -306,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fit-combined",
         help="fit a centre's own combined scorer (markers + optional SSS model) on its labelled recordings, "
         "C chosen by leave-one-patient-out",
-    )  # fmt: skip
+    )
     p.add_argument("data", nargs="+", type=Path, help="BIDS roots, cohort folders or recording files with SOZ labels")
     _add_labels(p, LABELS_HELP)
     p.add_argument("--out", required=True, type=Path, help="weights file to write (JSON)")
@@ -320,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "model-accept",
         help="accept a deliberately edited model config.json (a retune): record its values as the model's own",
-    )  # fmt: skip
+    )
     p.add_argument("model", type=Path, help="model directory whose config.json was edited on purpose")
     _add_common(p)
 
@@ -353,9 +407,14 @@ def build_parser() -> argparse.ArgumentParser:
         "compare",
         help="paired differences of cross-validated models on the same folds (corrected resampled t-test) and their cost",
     )
-    p.add_argument("folders", type=Path, nargs="+", help="--out folders of sss-viewer experiment (e.g. bonn, bonn-candidates)")
-    p.add_argument("--candidate", required=True, help="the row to compare (a label of the runs; 'selected on inner "
-                   "validation' for a protocol's nested choice)")  # fmt: skip
+    p.add_argument(
+        "folders", type=Path, nargs="+", help="--out folders of sss-viewer experiment (e.g. bonn, bonn-candidates)"
+    )
+    p.add_argument(
+        "--candidate",
+        required=True,
+        help="the row to compare (a label of the runs; 'selected on inner validation' for a protocol's nested choice)",
+    )
     p.add_argument("--against", nargs="+", required=True, help="rows to compare it with")
     p.add_argument("--metric", default="auc", help="test metric (default auc)")
     _add_common(p)
@@ -367,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--patients", type=int, default=12, help="patients of the synthetic cohort (default 12)")
     p.add_argument(
         "--duration-scale", type=float, default=0.5, help="scale the real ds003029 run durations (default 0.5)"
-    )  # fmt: skip
+    )
     p.add_argument("--max-channels", type=int, default=64, help="cap channels per patient (default 64)")
     p.add_argument("--epochs", type=int, default=None, help="training epochs (default: the default preset's)")
     _add_device(p)
@@ -491,9 +550,13 @@ def _cmd_train(args, progress: bool) -> int:
     try:
         with distributed.stopped_by_launcher(ranks):  # another rank failed: torchrun's SIGTERM becomes a clear error
             bundle = train(
-                recordings, config, progress=progress and ranks.is_main, cache=_cache(args), checkpoint=checkpoint,
+                recordings,
+                config,
+                progress=progress and ranks.is_main,
+                cache=_cache(args),
+                checkpoint=checkpoint,
                 resume=args.resume,
-            )  # fmt: skip
+            )
     except RuntimeError as exc:
         hint = (
             f" The last completed epoch is in {checkpoint}: rerun the same command with --resume."
@@ -732,8 +795,15 @@ def _check_stride_fits(bundle, recording, stride: int | None) -> None:
             "%s %d is longer than recording %s leaves after its first window (%d preprocessed samples, window %d): "
             "only one window per channel is scored, the channel scores rest on its first %d of %d samples; "
             "pass a --stride of at most %d.",
-            what, step, recording.label, n_out, window, window, n_out, n_out - window,
-        )  # fmt: skip
+            what,
+            step,
+            recording.label,
+            n_out,
+            window,
+            window,
+            n_out,
+            n_out - window,
+        )
 
 
 def _score_cohort(args, progress: bool) -> int:
@@ -747,10 +817,13 @@ def _score_cohort(args, progress: bool) -> int:
         raise UsageError(f"argument --workers: expected at least 1 worker process; got {args.workers}")
     single = None if is_cohort_output(args.out) else ScoreOutput(args.out, args.overwrite)  # checked, not yet cleared
     options = CohortOptions(
-        stride=args.stride, batch_size=args.batch_size, device=args.device,
-        cache_dir=None if args.no_cache else (args.cache_dir or default_cache_dir()), labels=args.labels,
+        stride=args.stride,
+        batch_size=args.batch_size,
+        device=args.device,
+        cache_dir=None if args.no_cache else (args.cache_dir or default_cache_dir()),
+        labels=args.labels,
         labels_fallback=args.labels_fallback,
-    )  # fmt: skip
+    )
     with cohort_output_lock(args.out):  # two runs into one folder would score and summarise each other's recordings
         plan = prepare_cohort(args.model, args.recording, args.out, options, overwrite=args.overwrite)
         if single is not None:  # model and recordings found: a single-file run's files make way now
@@ -787,9 +860,15 @@ def _score_one(args, scorer, recording, output: ScoreOutput, out: Path, progress
         result = score_with(scorer, recording, progress=progress)
     else:
         result = score_with(
-            scorer, recording, stride=args.stride, batch_size=args.batch_size, device=args.device, progress=progress,
-            cache=_cache(args), artifacts=not args.keep_artifacts,
-        )  # fmt: skip
+            scorer,
+            recording,
+            stride=args.stride,
+            batch_size=args.batch_size,
+            device=args.device,
+            progress=progress,
+            cache=_cache(args),
+            artifacts=not args.keep_artifacts,
+        )
     output.write(result.windows, out, "windows.csv")
     output.write(result.ranking_table(), out, "channels.csv")
     if len(result.excluded):
@@ -860,7 +939,9 @@ def _cmd_scoreboard(args, progress: bool) -> int:
         unknown = [n for n in markers if n not in SCORERS or n in FITTED]
         if unknown:
             known = ", ".join(n for n in SCORERS if n not in FITTED)
-            raise UsageError(f"argument --scorers: unknown {unknown} (choose from {known}; a fitted scorer: --combined FILE)")
+            raise UsageError(
+                f"argument --scorers: unknown {unknown} (choose from {known}; a fitted scorer: --combined FILE)"
+            )
     if args.shared is None and not args.data and not args.synthetic:
         raise UsageError("no labelled recording to score: pass DATA, --shared DIR and/or --synthetic N.")
     scorers = {name: get_scorer(name) for name in FLOORS}
@@ -903,7 +984,9 @@ def _cmd_fit_combined(args, progress: bool) -> int:
     if args.out.exists() and not args.overwrite:
         raise ValueError(f"{args.out} exists; pass --overwrite to replace it, or choose another --out.")
     markers = tuple(m.strip() for m in args.markers.split(",") if m.strip()) if args.markers else COMBINED_MARKERS
-    recordings = [r for path in args.data for r in load_data(path, labels=args.labels, labels_fallback=args.labels_fallback)]
+    recordings = [
+        r for path in args.data for r in load_data(path, labels=args.labels, labels_fallback=args.labels_fallback)
+    ]
     model = None
     if args.model is not None:
         from sss_viewer.engine.bundle import ModelBundle
@@ -932,9 +1015,14 @@ def _cmd_evaluate(args, progress: bool) -> int:
     recordings = _labelled_data(args)
     abnormal = read_abnormal_intervals(args.data) if (args.data / "abnormal.tsv").is_file() else None
     report = evaluate_bundle(
-        bundle, recordings, held_out_only=not args.all, abnormal=abnormal, device=args.device, progress=progress,
+        bundle,
+        recordings,
+        held_out_only=not args.all,
+        abnormal=abnormal,
+        device=args.device,
+        progress=progress,
         cache=_cache(args),
-    )  # fmt: skip
+    )
     if args.json:
         print(json.dumps(report, indent=2, default=float))
     else:
@@ -1054,9 +1142,16 @@ def _cmd_experiment(args, progress: bool) -> int:
     )
     out = args.out or Path("experiments") / f"{args.protocol}-{preset}"
     results = run_experiment(
-        args.protocol, recordings, out, preset=preset, models=args.models, seeds=args.seeds,
-        split_modes=args.split_modes, progress=progress, cache=_cache(args),
-    )  # fmt: skip
+        args.protocol,
+        recordings,
+        out,
+        preset=preset,
+        models=args.models,
+        seeds=args.seeds,
+        split_modes=args.split_modes,
+        progress=progress,
+        cache=_cache(args),
+    )
     print(f"{len(results)} runs; wrote {out / 'results.csv'} and {out / 'tables.md'}")
     return 0
 

@@ -88,9 +88,7 @@ def _check_pair(scores: Any, labels: Any, scores_name: str = "scores") -> tuple[
     s = as_float_1d(scores_name, scores)
     y = as_binary_labels("labels", labels)
     if s.shape[0] != y.shape[0]:
-        raise ValueError(
-            f"{scores_name} and labels must have the same length: got {s.shape[0]} and {y.shape[0]}."
-        )
+        raise ValueError(f"{scores_name} and labels must have the same length: got {s.shape[0]} and {y.shape[0]}.")
     if s.shape[0] == 0:
         raise ValueError(f"{scores_name} and labels are empty: expected at least one channel.")
     return s, y

@@ -38,9 +38,21 @@ def served_app(env: dict[str, str], timeout_s: float = 90.0, extra_args: tuple[s
     """
     port = _free_port()
     cmd = [
-        sys.executable, "-m", "panel", "serve", str(REPO / "app.py"), "--port", str(port), "--address", "127.0.0.1",
-        f"--allow-websocket-origin=127.0.0.1:{port}", "--num-procs", "1", "--liveness", *extra_args,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "panel",
+        "serve",
+        str(REPO / "app.py"),
+        "--port",
+        str(port),
+        "--address",
+        "127.0.0.1",
+        f"--allow-websocket-origin=127.0.0.1:{port}",
+        "--num-procs",
+        "1",
+        "--liveness",
+        *extra_args,
+    ]
     log = open(env["SSS_VIEWER_OUTPUT"] + ".server.log", "w")  # noqa: SIM115 (closed below)
     proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/app"
@@ -86,11 +98,17 @@ def app_environment(root: Path, out: Path, **settings: str) -> dict[str, str]:
     **settings : str
         Further environment variables, e.g. ``SSS_VIEWER_SCORER="sss"``.
     """
-    return {"SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(out / "annotations"), "BOKEH_IN_DOCKER": "1",
-            **settings}  # fmt: skip
+    return {
+        "SSS_VIEWER_DATA_ROOT": str(root),
+        "SSS_VIEWER_OUTPUT": str(out / "annotations"),
+        "BOKEH_IN_DOCKER": "1",
+        **settings,
+    }
 
 
-def open_page(browser, url: str, *, width: int = 1600, height: int = 1200, timeout_ms: int = LOAD_TIMEOUT_MS, **context):
+def open_page(
+    browser, url: str, *, width: int = 1600, height: int = 1200, timeout_ms: int = LOAD_TIMEOUT_MS, **context
+):
     """Open ``url`` in a new browser context and wait until the ranking table has a row; return the page.
 
     Parameters

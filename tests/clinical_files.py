@@ -78,7 +78,12 @@ def _montage(style: str) -> list[tuple[str, str, str]]:
     rows = [(_contact(style, f"{s}{k}"), "seeg", f"{s}{k}") for s, n in SHAFTS.items() for k in range(1, n + 1)]
     rows += [(_contact(style, s), "eeg", s) for s in SCALP]
     rows += [("$G11", "dropped", "$G11"), ("POL $G12", "dropped", "$G12"), ("$LH7", "misc", "$LH7")]
-    rows += [("EKG1", "ecg", "EKG1"), ("POL EKG2", "ecg", "EKG2"), ("POL DC01", "misc", "DC01"), ("DC02", "misc", "DC02")]
+    rows += [
+        ("EKG1", "ecg", "EKG1"),
+        ("POL EKG2", "ecg", "EKG2"),
+        ("POL DC01", "misc", "DC01"),
+        ("DC02", "misc", "DC02"),
+    ]
     rows += [("TRIG", "stim", "TRIG"), ("POL", "misc", "POL"), ("POL E", "misc", "E"), ("X1", "misc", "X1")]
     return rows
 
@@ -128,7 +133,9 @@ def _restate_units(path: Path, contacts: list[str], units: str) -> None:
         values, dimension = signal.data, signal.physical_dimension
         if signal.label in contacts:
             values, dimension = (values / 1000.0, "mV") if units == "mV" else (values, "")
-        signals.append(edfio.EdfSignal(values, signal.sampling_frequency, label=signal.label, physical_dimension=dimension))
+        signals.append(
+            edfio.EdfSignal(values, signal.sampling_frequency, label=signal.label, physical_dimension=dimension)
+        )
     edfio.Edf(signals, recording=edf.recording, starttime=edf.starttime, annotations=edf.annotations).write(path)
 
 

@@ -67,7 +67,7 @@ PROXY = trusted_proxies("10.0.0.5, 127.0.0.1, 192.168.7.0/24, ::1, not-an-addres
         ("10.0.0.5", {}, ("10.0.0.5", False)),  # the proxy itself, forwarding nothing
         ("127.0.0.1", {"X-Forwarded-For": REMOTE}, (REMOTE, False)),
     ],
-)  # fmt: skip
+)
 def test_client_address_believes_forwarded_addresses_only_from_trusted_proxies(peer, headers, expected):
     assert client_address(peer, headers, PROXY) == expected
 

@@ -33,9 +33,15 @@ def _write(folder, name="rec", seed=0, channels=CHANNELS, seconds=8.0):
     folder.mkdir(parents=True, exist_ok=True)
     data = np.random.default_rng(seed).standard_normal((len(channels), int(seconds * 250))) * 20
     pybv.write_brainvision(
-        data=data, sfreq=250.0, ch_names=list(channels), fname_base=name, folder_out=folder,
-        fmt="binary_float32", unit="µV", overwrite=True,
-    )  # fmt: skip
+        data=data,
+        sfreq=250.0,
+        ch_names=list(channels),
+        fname_base=name,
+        folder_out=folder,
+        fmt="binary_float32",
+        unit="µV",
+        overwrite=True,
+    )
     return load_selected(folder / f"{name}.vhdr")
 
 

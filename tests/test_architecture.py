@@ -279,7 +279,9 @@ def test_import_linter_keeps_the_stage_contract():
 
 def test_import_linter_breaks_a_contract_that_puts_a_stage_below_one_it_imports(tmp_path):
     text = IMPORT_LINTER_CONFIG.read_text()
-    swapped = text.replace("    viewer\n", "    @@\n").replace("    io\n", "    viewer\n").replace("    @@\n", "    io\n")
+    swapped = (
+        text.replace("    viewer\n", "    @@\n").replace("    io\n", "    viewer\n").replace("    @@\n", "    io\n")
+    )
     assert swapped != text
     config = tmp_path / "swapped.importlinter"
     config.write_text(swapped)

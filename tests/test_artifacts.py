@@ -76,9 +76,15 @@ def names(n: int = N_CHANNELS) -> list[str]:
 def as_recording(data: np.ndarray, line_freq: float | None = 60.0) -> Recording:
     n = len(data)
     return Recording(
-        data=data, sfreq=SFREQ, ch_names=names(n), ch_types=["seeg"] * n, subject="art", run="01", line_freq=line_freq,
+        data=data,
+        sfreq=SFREQ,
+        ch_names=names(n),
+        ch_types=["seeg"] * n,
+        subject="art",
+        run="01",
+        line_freq=line_freq,
         soz=np.arange(n) < 3,
-    )  # fmt: skip
+    )
 
 
 def reasons_of(report: ArtifactReport) -> dict[str, str]:

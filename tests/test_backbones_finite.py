@@ -172,10 +172,7 @@ def test_timesnet_inception_fusion_matches_average():
     with torch.no_grad():
         block.biases.normal_()
     z = torch.randn(2, 3, 5, 6)
-    ref = sum(
-        torch.nn.functional.conv2d(z, w, block.biases[i], padding=i)
-        for i, w in enumerate(block.weights)
-    ) / 3
+    ref = sum(torch.nn.functional.conv2d(z, w, block.biases[i], padding=i) for i, w in enumerate(block.weights)) / 3
     torch.testing.assert_close(block(z), ref, rtol=1e-5, atol=1e-5)
 
 

@@ -55,8 +55,11 @@ def test_forward_any_length(cls: type, shape: tuple[int, int]) -> None:
 
 @pytest.mark.parametrize("cls", [GRUClassifier, LSTMClassifier], ids=["gru", "lstm"])
 def test_rnn_raw_samples_and_last_pooling(cls: type) -> None:
-    for extra in ({"patch_size": 1, "patch_stride": 1}, {"pooling": "last"},
-                  {"bidirectional": False, "pooling": "last"}):
+    for extra in (
+        {"patch_size": 1, "patch_stride": 1},
+        {"pooling": "last"},
+        {"bidirectional": False, "pooling": "last"},
+    ):
         model = _small(cls, **extra).eval()
         with torch.no_grad():
             assert torch.isfinite(model(torch.randn(2, 300))).all()
@@ -128,11 +131,10 @@ def test_rocket_features_match_conv1d() -> None:
     feats = model.transform(x)
     k = model.biases.shape[0]
     for i in range(0, k, 17):
-        length, dil, pad = (int(model.lengths[i]), int(model.dilations[i]),
-                            int(model.paddings[i]))
+        length, dil, pad = (int(model.lengths[i]), int(model.dilations[i]), int(model.paddings[i]))
         start = (11 - length) // 2
-        w = model.weights[i, start:start + length].view(1, 1, length)
-        out = F.conv1d(x[:, None], w, model.biases[i:i + 1], padding=pad, dilation=dil)[:, 0]
+        w = model.weights[i, start : start + length].view(1, 1, length)
+        out = F.conv1d(x[:, None], w, model.biases[i : i + 1], padding=pad, dilation=dil)[:, 0]
         torch.testing.assert_close(feats[:, i], (out > 0).float().mean(-1))
         torch.testing.assert_close(feats[:, k + i], out.amax(-1), rtol=1e-5, atol=1e-5)
 
@@ -180,8 +182,7 @@ def _sine_vs_noise(n: int, t: int) -> tuple[torch.Tensor, torch.Tensor]:
     time = torch.arange(t) / t
     freq = 4 + 4 * torch.rand(n // 2, 1, generator=gen)
     phase = 2 * math.pi * torch.rand(n // 2, 1, generator=gen)
-    sines = torch.sin(2 * math.pi * freq * time + phase) + 0.1 * torch.randn(n // 2, t,
-                                                                            generator=gen)
+    sines = torch.sin(2 * math.pi * freq * time + phase) + 0.1 * torch.randn(n // 2, t, generator=gen)
     noise = torch.randn(n - n // 2, t, generator=gen)
     x = torch.cat([sines, noise])
     y = torch.cat([torch.ones(n // 2), torch.zeros(n - n // 2)])

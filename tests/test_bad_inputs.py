@@ -56,9 +56,14 @@ from tests.fixtures.recordings import toy_recording
 
 CLI = Path(sys.executable).with_name("sss-viewer")
 TINY_TRAIN = dict(
-    window_length=128, train_stride=64, val_stride=64, batch_size=64, epochs=1,
-    model_params={"d_model": 16, "d_ff": 32, "n_heads": 2, "n_layers": 1}, device="cpu",
-)  # fmt: skip
+    window_length=128,
+    train_stride=64,
+    val_stride=64,
+    batch_size=64,
+    epochs=1,
+    model_params={"d_model": 16, "d_ff": 32, "n_heads": 2, "n_layers": 1},
+    device="cpu",
+)
 """tests/test_training.py's TINY with one epoch: a model in ≈ 10 s on 2 cores."""
 SYNTH = SynthConfig(duration_scale=0.05, max_channels=8)
 """≈ 9 s synthetic runs at 1 kHz with 8 channels."""
@@ -79,7 +84,9 @@ def _write_cohort(root: Path, recordings: list[Recording]) -> Path:
     rows, labels = [], []
     for rec in recordings:
         vhdr = write_recording_bids(rec, root)
-        rows.append({"subject": rec.subject, "centre": rec.centre, "run": rec.run, "path": vhdr.relative_to(root).as_posix()})
+        rows.append(
+            {"subject": rec.subject, "centre": rec.centre, "run": rec.run, "path": vhdr.relative_to(root).as_posix()}
+        )
         labels += [{"subject": rec.subject, "channel": c, "soz": int(s)} for c, s in zip(rec.ch_names, rec.soz)]
     pd.DataFrame(rows).to_csv(root / "cohort.tsv", sep="\t", index=False)
     pd.DataFrame(labels).to_csv(root / "labels.tsv", sep="\t", index=False)
@@ -120,7 +127,9 @@ class Material:
     @cached_property
     def toy_cohort(self) -> Path:
         """Four of ``toy`` as a cohort folder of BrainVision files."""
-        return _write_cohort(self.folder("toy-cohort"), [toy_recording(f"toy{i:02d}", i, duration_s=20.0) for i in range(4)])
+        return _write_cohort(
+            self.folder("toy-cohort"), [toy_recording(f"toy{i:02d}", i, duration_s=20.0) for i in range(4)]
+        )
 
     @cached_property
     def toy_file(self) -> Path:
@@ -135,9 +144,15 @@ def material(tmp_path_factory) -> Material:
 
 def _write_vhdr(folder: Path, stem: str, rec: Recording) -> Path:
     pybv.write_brainvision(
-        data=rec.data.astype(np.float64), sfreq=rec.sfreq, ch_names=rec.ch_names, fname_base=stem, folder_out=folder,
-        unit="µV", fmt="binary_float32", events=[{"onset": 10, "duration": 1, "description": "sz onset", "type": "Comment"}],
-    )  # fmt: skip
+        data=rec.data.astype(np.float64),
+        sfreq=rec.sfreq,
+        ch_names=rec.ch_names,
+        fname_base=stem,
+        folder_out=folder,
+        unit="µV",
+        fmt="binary_float32",
+        events=[{"onset": 10, "duration": 1, "description": "sz onset", "type": "Comment"}],
+    )
     return folder / f"{stem}.vhdr"
 
 
@@ -163,7 +178,9 @@ def _edit_header(vhdr: Path, **values) -> None:
 
 
 def _header(vhdr: Path) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in vhdr.read_text().splitlines() if "=" in line and not line.startswith(";"))
+    return dict(
+        line.split("=", 1) for line in vhdr.read_text().splitlines() if "=" in line and not line.startswith(";")
+    )
 
 
 def _frames(vhdr: Path) -> tuple[Path, int]:
@@ -225,7 +242,9 @@ def case_1_synthetic_header_states_datapoints(m: Material, tmp: Path, caplog):
 def case_1_truncated_whole_frames_vs_datapoints(m: Material, tmp: Path, caplog):
     vhdr = _copy_run(m.synthetic_run, tmp / "run")
     _truncate(vhdr, 3.1)  # a whole number of frames: MNE alone would read 3.1 s
-    with pytest.raises(RecordingReadError, match=rf"{re.escape(vhdr.name)} as BrainVision: it holds 3100 samples .*DataPoints="):
+    with pytest.raises(
+        RecordingReadError, match=rf"{re.escape(vhdr.name)} as BrainVision: it holds 3100 samples .*DataPoints="
+    ):
         read_recording(vhdr)
 
 
@@ -236,7 +255,9 @@ def case_1_truncated_no_datapoints_vs_recording_duration(m: Material, tmp: Path,
     vhdr.with_suffix(".vmrk").unlink()
     next(vhdr.parent.glob("*_events.tsv")).unlink()
     _truncate(vhdr, 3.1)
-    with pytest.raises(RecordingReadError, match=r"it holds 3100 samples .*, but \S+_ieeg\.json states RecordingDuration 12\.058 s\. "):
+    with pytest.raises(
+        RecordingReadError, match=r"it holds 3100 samples .*, but \S+_ieeg\.json states RecordingDuration 12\.058 s\. "
+    ):
         read_recording(vhdr)
 
 
@@ -328,7 +349,9 @@ def _outside_pair(tmp: Path, m: Material) -> tuple[Path, Path]:
 def case_2_datafile_dotdot_refused(m: Material, tmp: Path, caplog):
     vhdr, outside = _outside_pair(tmp, m)
     _edit_header(vhdr, DataFile="../secret/rec.eeg")
-    with pytest.raises(RecordingReadError, match=rf"Refusing {re.escape(str(vhdr))}: its DataFile=\.\./secret/rec\.eeg points outside"):
+    with pytest.raises(
+        RecordingReadError, match=rf"Refusing {re.escape(str(vhdr))}: its DataFile=\.\./secret/rec\.eeg points outside"
+    ):
         read_recording(vhdr)
 
 
@@ -336,7 +359,10 @@ def case_2_datafile_dotdot_refused(m: Material, tmp: Path, caplog):
 def case_2_datafile_absolute_refused(m: Material, tmp: Path, caplog):
     vhdr, outside = _outside_pair(tmp, m)
     _edit_header(vhdr, DataFile=str(outside))
-    with pytest.raises(RecordingReadError, match=rf"Refusing {re.escape(str(vhdr))}: its DataFile={re.escape(str(outside))} points outside"):
+    with pytest.raises(
+        RecordingReadError,
+        match=rf"Refusing {re.escape(str(vhdr))}: its DataFile={re.escape(str(outside))} points outside",
+    ):
         read_recording(vhdr)
 
 
@@ -345,21 +371,28 @@ def case_2_datafile_symlink_out_refused(m: Material, tmp: Path, caplog):
     vhdr, outside = _outside_pair(tmp, m)
     vhdr.with_suffix(".eeg").unlink()
     vhdr.with_suffix(".eeg").symlink_to(outside)
-    with pytest.raises(RecordingReadError, match=rf"its DataFile=rec\.eeg points outside the header's folder \({re.escape(str(outside.resolve()))}\)"):
+    with pytest.raises(
+        RecordingReadError,
+        match=rf"its DataFile=rec\.eeg points outside the header's folder \({re.escape(str(outside.resolve()))}\)",
+    ):
         read_recording(vhdr)
 
 
 @case("2-datafile-any-case-colon-refused")
 def case_2_datafile_any_case_colon_refused(m: Material, tmp: Path, caplog):
     vhdr, outside = _outside_pair(tmp, m)
-    vhdr.write_text(vhdr.read_text().replace("DataFile=rec.eeg", "datafile: ../secret/rec.eeg"))  # as MNE's configparser reads it
+    vhdr.write_text(
+        vhdr.read_text().replace("DataFile=rec.eeg", "datafile: ../secret/rec.eeg")
+    )  # as MNE's configparser reads it
     with pytest.raises(RecordingReadError, match=r"its DataFile=\.\./secret/rec\.eeg points outside"):
         read_recording(vhdr)
 
 
 @case("2-git-annex-link-of-same-dataset-accepted")
 def case_2_git_annex_link_of_same_dataset_accepted(m: Material, tmp: Path, caplog):
-    vhdr = _copy_run(m.toy_file, tmp / "dataset" / "sub-01" / "ieeg")  # DataLad/OpenNeuro: data files link into .git/annex
+    vhdr = _copy_run(
+        m.toy_file, tmp / "dataset" / "sub-01" / "ieeg"
+    )  # DataLad/OpenNeuro: data files link into .git/annex
     store = tmp / "dataset" / ".git" / "annex" / "objects" / "Xy" / "Zw"
     store.mkdir(parents=True)
     vhdr.with_suffix(".eeg").rename(store / "SHA256E-s1--abc.eeg")
@@ -391,10 +424,21 @@ def _write_set_fdt(folder: Path, data_name: str, fdt: Path, rec: Recording) -> P
     event = np.zeros((1,), dtype=[("type", object), ("latency", float), ("duration", float)])
     event[0] = ("sz onset", 11.0, 0.0)
     eeg = dict(
-        setname="t", nbchan=float(rec.n_channels), pnts=float(rec.n_times), trials=1.0, srate=rec.sfreq, xmin=0.0,
-        xmax=(rec.n_times - 1) / rec.sfreq, data=data_name, chanlocs=chanlocs, event=event,
-        icawinv=np.array([]), icasphere=np.array([]), icaweights=np.array([]), ref="common",
-    )  # fmt: skip
+        setname="t",
+        nbchan=float(rec.n_channels),
+        pnts=float(rec.n_times),
+        trials=1.0,
+        srate=rec.sfreq,
+        xmin=0.0,
+        xmax=(rec.n_times - 1) / rec.sfreq,
+        data=data_name,
+        chanlocs=chanlocs,
+        event=event,
+        icawinv=np.array([]),
+        icasphere=np.array([]),
+        icaweights=np.array([]),
+        ref="common",
+    )
     folder.mkdir(parents=True, exist_ok=True)
     fdt.parent.mkdir(parents=True, exist_ok=True)
     np.asarray(rec.data, dtype="<f4").T.tofile(fdt)  # channels vary fastest
@@ -406,7 +450,9 @@ def _write_set_fdt(folder: Path, data_name: str, fdt: Path, rec: Recording) -> P
 def case_2_eeglab_fdt_outside_refused(m: Material, tmp: Path, caplog):
     rec = toy_recording("x", 1, duration_s=4.0)
     path = _write_set_fdt(tmp / "data", "../secret/other.fdt", tmp / "secret" / "other.fdt", rec)
-    with pytest.raises(RecordingReadError, match=rf"Refusing {re.escape(str(path))}: its data file .*other\.fdt points outside"):
+    with pytest.raises(
+        RecordingReadError, match=rf"Refusing {re.escape(str(path))}: its data file .*other\.fdt points outside"
+    ):
         read_recording(path)
 
 
@@ -555,7 +601,9 @@ def case_4_cli_evaluate_excludes_unnamed_subjects(m: Material, tmp: Path, caplog
 @case("4-cli-train-with-labels-naming-no-subject-refused")
 def case_4_cli_train_with_labels_naming_no_subject_refused(m: Material, tmp: Path, caplog):
     labels = _labels_file(tmp / "labels.tsv", [("nobody", "A1", 1)])
-    _one_line_error(_cli("train", m.toy_cohort, "--labels", labels, "--out", tmp / "model"), "No recording left", str(labels))
+    _one_line_error(
+        _cli("train", m.toy_cohort, "--labels", labels, "--out", tmp / "model"), "No recording left", str(labels)
+    )
     assert not (tmp / "model").exists()
 
 
@@ -575,7 +623,10 @@ def case_5_weights_bytes_flipped_refused(m: Material, tmp: Path, caplog):
     header = 8 + int.from_bytes(weights[:8], "little")
     weights[header + 100] ^= 0xFF  # header intact: safetensors alone would load it
     (model / WEIGHTS_FILE).write_bytes(bytes(weights))
-    with pytest.raises(ValueError, match=rf"Model directory {re.escape(str(model))}: {WEIGHTS_FILE} does not match the SHA-256 recorded in {CONFIG_FILE}"):
+    with pytest.raises(
+        ValueError,
+        match=rf"Model directory {re.escape(str(model))}: {WEIGHTS_FILE} does not match the SHA-256 recorded in {CONFIG_FILE}",
+    ):
         ModelBundle.load(model)
 
 
@@ -583,7 +634,9 @@ def case_5_weights_bytes_flipped_refused(m: Material, tmp: Path, caplog):
 def case_5_new_weights_with_old_config_refused(m: Material, tmp: Path, caplog):
     model = _model_copy(m, tmp)
     dataclasses.replace(m.bundle, model=model_from_config(m.bundle.model.get_config())).save(tmp / "other")
-    shutil.copyfile(tmp / "other" / WEIGHTS_FILE, model / WEIGHTS_FILE)  # as a kill between two file replacements left it
+    shutil.copyfile(
+        tmp / "other" / WEIGHTS_FILE, model / WEIGHTS_FILE
+    )  # as a kill between two file replacements left it
     with pytest.raises(ValueError, match=r"does not match the SHA-256 recorded"):
         ModelBundle.load(model)
     _one_line_error(_cli("score", model, m.toy_file, "--out", tmp / "out"), str(model), HASH_KEY)
@@ -619,7 +672,10 @@ def case_5_save_replaces_whole_directory_never_foreign_files(m: Material, tmp: P
     assert ModelBundle.load(model).threshold == 0.125
     assert sorted(p.name for p in tmp.iterdir()) == ["model"]  # no temporary or old folder left
     (model / "notes.txt").write_text("mine")
-    with pytest.raises(ValueError, match=rf"Cannot save a model to {re.escape(str(model))}: it holds files that are not part of a model directory \(notes\.txt\)"):
+    with pytest.raises(
+        ValueError,
+        match=rf"Cannot save a model to {re.escape(str(model))}: it holds files that are not part of a model directory \(notes\.txt\)",
+    ):
         m.bundle.save(model)
     assert (model / "notes.txt").read_text() == "mine" and ModelBundle.load(model).threshold == 0.125
 
@@ -642,7 +698,9 @@ while True:
 @case("5-concurrent-saves-and-a-kill-never-show-a-mix")
 def case_5_concurrent_saves_and_a_kill_never_show_a_mix(m: Material, tmp: Path, caplog):
     target = tmp / "model"
-    saver = subprocess.Popen([sys.executable, "-c", SAVER, str(m.model_dir), str(target)], stdout=subprocess.PIPE, text=True)
+    saver = subprocess.Popen(
+        [sys.executable, "-c", SAVER, str(m.model_dir), str(target)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert saver.stdout.readline().strip() == "saving"
         weights_of = {}
@@ -685,16 +743,31 @@ CONFIG_EDITS = {
     "threshold-text": (_set("threshold", "0.5"), "'threshold' must be a finite number in [0, 1]; got '0.5'"),
     "window-length-abc": (_set("window_length", "abc"), "'window_length' must be an integer ≥ 1; got 'abc'"),
     "window-length-float": (_set("window_length", 128.0), "'window_length' must be an integer ≥ 1; got 128.0"),
-    "window-length-not-the-models": (_set("window_length", 256), "'window_length' must be the model's own window length (128); got 256"),
+    "window-length-not-the-models": (
+        _set("window_length", 256),
+        "'window_length' must be the model's own window length (128); got 256",
+    ),
     "inference-stride-0": (_set("inference_stride", 0), "'inference_stride' must be an integer ≥ 1; got 0"),
     "preprocess-null": (_set("preprocess", None), "'preprocess' must be a JSON object (mapping); got None"),
-    "preprocess-rate-text": (_set("preprocess", "target_sfreq", "250"), "'preprocess.target_sfreq' must be a positive number of Hz or null; got '250'"),
-    "preprocess-pool-float": (_set("preprocess", "pool_kernel", 2.5), "'preprocess.pool_kernel' must be an integer ≥ 1; got 2.5"),
-    "preprocess-native-rate-text": (_set("preprocess", "native_sfreqs", ["fast"]), "'preprocess.native_sfreqs' must be a list of positive rates"),
+    "preprocess-rate-text": (
+        _set("preprocess", "target_sfreq", "250"),
+        "'preprocess.target_sfreq' must be a positive number of Hz or null; got '250'",
+    ),
+    "preprocess-pool-float": (
+        _set("preprocess", "pool_kernel", 2.5),
+        "'preprocess.pool_kernel' must be an integer ≥ 1; got 2.5",
+    ),
+    "preprocess-native-rate-text": (
+        _set("preprocess", "native_sfreqs", ["fast"]),
+        "'preprocess.native_sfreqs' must be a list of positive rates",
+    ),
     "info-text": (_set("info", "trained yesterday"), "'info' must be a JSON object (mapping); got 'trained yesterday'"),
     "model-null": (_set("model", None), "'model' must be a JSON object (mapping); got None"),
-    "hash-not-hex": (_set(HASH_KEY, "xyz"), f"'{HASH_KEY}' must be the SHA-256 of the weights (64 hex digits); got 'xyz'"),
-}  # fmt: skip
+    "hash-not-hex": (
+        _set(HASH_KEY, "xyz"),
+        f"'{HASH_KEY}' must be the SHA-256 of the weights (64 hex digits); got 'xyz'",
+    ),
+}
 
 
 def _config_case(name: str, edit, expected: str):
@@ -738,7 +811,9 @@ def case_7_native_model_records_its_rate(m: Material, tmp: Path, caplog):
 @case("7-train-on-mixed-native-rates-refused")
 def case_7_train_on_mixed_native_rates_refused(m: Material, tmp: Path, caplog):
     recordings = m.toy[:4] + [toy_recording(f"fast{i}", i, duration_s=10.0, sfreq=500.0) for i in range(2)]
-    with pytest.raises(ValueError, match=r"sampled at 250 Hz \(4\), 500 Hz \(2\): windows of one length .* --target-sfreq"):
+    with pytest.raises(
+        ValueError, match=r"sampled at 250 Hz \(4\), 500 Hz \(2\): windows of one length .* --target-sfreq"
+    ):
         train(recordings, _native(train_preset("default", **TINY_TRAIN)), progress=False)
 
 
@@ -762,7 +837,9 @@ def case_7_paper_preset_pools_mixed_rates_with_a_warning(m: Material, tmp: Path,
 @case("7-score-other-rate-refused-api")
 def case_7_score_other_rate_refused_api(m: Material, tmp: Path, caplog):
     rec = toy_recording("slow", 5, duration_s=20.0, sfreq=100.0)
-    with pytest.raises(ValueError, match=r"sampled at 100 Hz, but the model keeps native rates and was trained on 250 Hz"):
+    with pytest.raises(
+        ValueError, match=r"sampled at 100 Hz, but the model keeps native rates and was trained on 250 Hz"
+    ):
         score_recording(m.bundle, rec, device="cpu", progress=False)
 
 
@@ -810,7 +887,9 @@ def case_8_fif_offset_removed_in_float64(m: Material, tmp: Path, caplog):
     assert np.unique(read.data[4]).size > 4000  # not a handful of float32 levels
     residual = read.data[4].astype(np.float64) - rec.data[4]
     np.testing.assert_allclose(residual, residual[0], atol=1e-3)  # the signal kept to 0.001 µV, a constant removed
-    assert set(read.info["dc_offsets_uv"]) == {"A5"} and read.info["dc_offsets_uv"]["A5"] == pytest.approx(OFFSET_UV, rel=1e-6)
+    assert set(read.info["dc_offsets_uv"]) == {"A5"} and read.info["dc_offsets_uv"]["A5"] == pytest.approx(
+        OFFSET_UV, rel=1e-6
+    )
     assert "1 channel(s) sit on a level above 100000 µV" in caplog.text and "A5 (1e+09 µV)" in caplog.text
 
 
@@ -829,8 +908,12 @@ def case_8_npz_offset_removed_in_float64(m: Material, tmp: Path, caplog):
 @case("8-offset-channel-keeps-its-rank")
 def case_8_offset_channel_keeps_its_rank(m: Material, tmp: Path, caplog):
     rec = toy_recording("big", 4, duration_s=20.0)
-    clean = score_recording(m.bundle, read_recording(_fif_with_offset(tmp / "a_raw.fif", rec, 4, 0.0)), device="cpu", progress=False)
-    offset = score_recording(m.bundle, read_recording(_fif_with_offset(tmp / "b_raw.fif", rec, 4, OFFSET_UV)), device="cpu", progress=False)
+    clean = score_recording(
+        m.bundle, read_recording(_fif_with_offset(tmp / "a_raw.fif", rec, 4, 0.0)), device="cpu", progress=False
+    )
+    offset = score_recording(
+        m.bundle, read_recording(_fif_with_offset(tmp / "b_raw.fif", rec, 4, OFFSET_UV)), device="cpu", progress=False
+    )
     pd.testing.assert_frame_equal(clean.channels[["channel", "rank"]], offset.channels[["channel", "rank"]])
     np.testing.assert_allclose(clean.channels["score"], offset.channels["score"], atol=1e-4)
 
@@ -855,7 +938,11 @@ def case_9_score_into_non_empty_folder_refused(m: Material, tmp: Path, caplog):
     out = tmp / "out"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
-    _one_line_error(_cli("score", m.model_dir, m.toy_file, "--out", out), f"Output folder {out} is not empty (notes.txt)", "--overwrite")
+    _one_line_error(
+        _cli("score", m.model_dir, m.toy_file, "--out", out),
+        f"Output folder {out} is not empty (notes.txt)",
+        "--overwrite",
+    )
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
 
 
@@ -870,7 +957,12 @@ def case_9_overwrite_removes_the_previous_run_only(m: Material, tmp: Path, caplo
     (out / "notes.txt").write_text("mine")
     proc = _cli("score", m.model_dir, m.toy_file, "--out", out, "--overwrite")
     assert proc.returncode == 0, proc.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["channels.csv", "notes.txt", "sss-viewer-score.json", "windows.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "channels.csv",
+        "notes.txt",
+        "sss-viewer-score.json",
+        "windows.csv",
+    ]
     assert json.loads((out / "sss-viewer-score.json").read_text())["files"] == ["windows.csv", "channels.csv"]
     assert len(pd.read_csv(out / "channels.csv")) == 8
 
@@ -884,7 +976,9 @@ def case_9_overwrite_removes_the_previous_run_only(m: Material, tmp: Path, caplo
 def _tmpfs(path: Path, size: str):
     """A real, small tmpfs mounted at ``path`` for the block (the row is skipped where mounting is not allowed)."""
     path.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True, text=True)
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here (needs root): {proc.stderr.strip()}")
     try:
@@ -902,7 +996,10 @@ def case_11_cache_entry_larger_than_free_space_refused(m: Material, tmp: Path, c
     vhdr = _write_vhdr(tmp, "long", toy_recording("long", 3, duration_s=200.0))  # entry: 8 × 50000 float32 = 1.6 MB
     with _tmpfs(tmp / "small", "2m") as small:
         cache = SeriesCache(small / "cache")
-        with pytest.raises(OSError, match=rf"Not enough free space in the cache directory {re.escape(str(small / 'cache'))} for .*need 1\.5 MiB, [\d.]+ MiB are free\. .*--no-cache"):
+        with pytest.raises(
+            OSError,
+            match=rf"Not enough free space in the cache directory {re.escape(str(small / 'cache'))} for .*need 1\.5 MiB, [\d.]+ MiB are free\. .*--no-cache",
+        ):
             cache.load_or_build(read_recording(vhdr), np.arange(8), preprocess_preset("default", target_sfreq=None))
         assert _leftovers(small) == [] and [p.name for p in (small / "cache").iterdir()] == ["file_digests.json"]
 
@@ -938,7 +1035,9 @@ def case_11_cli_score_csv_on_full_disk_names_the_file(m: Material, tmp: Path, ca
 @case("11-model-save-on-full-disk-names-the-folder")
 def case_11_model_save_on_full_disk_names_the_folder(m: Material, tmp: Path, caplog):
     with _tmpfs(tmp / "small", "16k") as small:
-        with pytest.raises(OSError, match=rf"Cannot save the model to {re.escape(str(small / 'model'))}: No space left on device"):
+        with pytest.raises(
+            OSError, match=rf"Cannot save the model to {re.escape(str(small / 'model'))}: No space left on device"
+        ):
             m.bundle.save(small / "model")  # what `train` does last
         assert sorted(p.name for p in small.iterdir()) == []
 
@@ -950,11 +1049,16 @@ def case_11_stale_cache_temporaries_of_dead_processes_removed(m: Material, tmp: 
     from sss_viewer.preprocessing.cache import _HOST, FOREIGN_TEMPORARY_AGE_S
 
     root = tmp / "cache"
-    gone = [f".tmp-{'a' * 64}-{dead_pid}@{_HOST}", f".discard-{'b' * 64}-{dead_pid}@{_HOST}",
-            f".tmp-{'d' * 64}-{dead_pid}",  # named before hosts were recorded
-            f".tmp-{'e' * 64}-{dead_pid}@other-node.example"]  # another machine's, abandoned long ago
-    kept = [f".tmp-{'c' * 64}-{os.getpid()}@{_HOST}",  # a live build
-            f".tmp-{'f' * 64}-{dead_pid}@other-node.example"]  # another machine's pid means nothing here  # fmt: skip
+    gone = [
+        f".tmp-{'a' * 64}-{dead_pid}@{_HOST}",
+        f".discard-{'b' * 64}-{dead_pid}@{_HOST}",
+        f".tmp-{'d' * 64}-{dead_pid}",  # named before hosts were recorded
+        f".tmp-{'e' * 64}-{dead_pid}@other-node.example",
+    ]  # another machine's, abandoned long ago
+    kept = [
+        f".tmp-{'c' * 64}-{os.getpid()}@{_HOST}",  # a live build
+        f".tmp-{'f' * 64}-{dead_pid}@other-node.example",
+    ]  # another machine's pid means nothing here
     for name in gone + kept:
         (root / name).mkdir(parents=True)
         (root / name / "series.f32").write_bytes(b"\0" * 64)
@@ -979,7 +1083,9 @@ SeriesCache(sys.argv[2]).load_or_build(read_recording(sys.argv[1]), np.arange(8)
 def case_11_killed_cache_build_cleaned_at_next_start(m: Material, tmp: Path, caplog):
     vhdr = _write_vhdr(tmp, "long", toy_recording("long", 3, duration_s=600.0))
     root = tmp / "cache"
-    builder = subprocess.Popen([sys.executable, "-c", KILLED_BUILD, str(vhdr), str(root)], stdout=subprocess.PIPE, text=True)
+    builder = subprocess.Popen(
+        [sys.executable, "-c", KILLED_BUILD, str(vhdr), str(root)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert builder.stdout.readline().strip() == "building"
         deadline = time.monotonic() + 60
@@ -1025,8 +1131,14 @@ def case_12_huge_d_hidden_refused_before_allocation(m: Material, tmp: Path, capl
         ModelBundle.load(model)
     assert _peak_rss_mb() - before < 200
     message = str(err.value)
-    assert message.startswith(f"Invalid model config {model / CONFIG_FILE}: 'model' describes tensor ") and "\n" not in message
-    assert re.search(r"of shape \([^)]*1000000[^)]*\) \(from model\.d_hidden\), but model\.safetensors holds \([^)]*32[^)]*\)", message), message
+    assert (
+        message.startswith(f"Invalid model config {model / CONFIG_FILE}: 'model' describes tensor ")
+        and "\n" not in message
+    )
+    assert re.search(
+        r"of shape \([^)]*1000000[^)]*\) \(from model\.d_hidden\), but model\.safetensors holds \([^)]*32[^)]*\)",
+        message,
+    ), message
 
 
 @case("12-huge-num-features-refused-before-allocation")
@@ -1035,9 +1147,14 @@ def case_12_huge_num_features_refused_before_allocation(m: Material, tmp: Path, 
     config = json.loads((model / CONFIG_FILE).read_text())
     config["model"]["num_features"] = 10_000_000_000
     (model / CONFIG_FILE).write_text(json.dumps(config))
-    with pytest.raises(ValueError, match=rf"Invalid model config {re.escape(str(model / CONFIG_FILE))}: 'model\.num_features' must be a size consistent with model\.safetensors \([\d,]+ values in all\); got 10000000000\."):
+    with pytest.raises(
+        ValueError,
+        match=rf"Invalid model config {re.escape(str(model / CONFIG_FILE))}: 'model\.num_features' must be a size consistent with model\.safetensors \([\d,]+ values in all\); got 10000000000\.",
+    ):
         ModelBundle.load(model)
-    _one_line_error(_cli("score", model, m.toy_file, "--out", tmp / "out"), str(model / CONFIG_FILE), "model.num_features")
+    _one_line_error(
+        _cli("score", model, m.toy_file, "--out", tmp / "out"), str(model / CONFIG_FILE), "model.num_features"
+    )
 
 
 @case("12-config-of-other-sizes-refused-by-shape")
@@ -1046,7 +1163,10 @@ def case_12_config_of_other_sizes_refused_by_shape(m: Material, tmp: Path, caplo
     config = json.loads((model / CONFIG_FILE).read_text())
     config["model"]["d_model"] = 24  # the trained PatchTST has 16
     (model / CONFIG_FILE).write_text(json.dumps(config))
-    with pytest.raises(ValueError, match=r"'model' describes tensor '.+' of shape \(.*24.*\) \(from model\.d_model\), but model\.safetensors holds"):
+    with pytest.raises(
+        ValueError,
+        match=r"'model' describes tensor '.+' of shape \(.*24.*\) \(from model\.d_model\), but model\.safetensors holds",
+    ):
         ModelBundle.load(model)
 
 
@@ -1093,7 +1213,10 @@ def case_13_nan_weights_name_the_model_directory(m: Material, tmp: Path, caplog)
     bundle = dataclasses.replace(m.bundle, model=copy.deepcopy(m.bundle.model))
     next(iter(bundle.model.parameters())).data[0] = float("nan")  # a diverged training, saved with its checksum
     model = bundle.save(tmp / "model")
-    with pytest.raises(ValueError, match=rf"Model directory {re.escape(str(model))}: model\.safetensors holds non-finite values \(NaN or infinity\) in '.+'"):
+    with pytest.raises(
+        ValueError,
+        match=rf"Model directory {re.escape(str(model))}: model\.safetensors holds non-finite values \(NaN or infinity\) in '.+'",
+    ):
         ModelBundle.load(model)
     _one_line_error(_cli("score", model, m.toy_file, "--out", tmp / "out"), str(model), "non-finite")
 
@@ -1121,16 +1244,38 @@ def _signal_masks(pid: int) -> str:
 @case("13-sigint-during-training-one-line-exit-130")
 def case_13_sigint_during_training_one_line_exit_130(m: Material, tmp: Path, caplog):
     root = _write_cohort(tmp / "cohort", m.toy)
-    args = ["train", root, "--out", tmp / "model", "--epochs", "200", "--window-length", "128", "--train-stride", "1",
-            "--batch-size", "64", "--target-sfreq", "0", "--device", "cpu", "--cache-dir", tmp / "cache"]  # fmt: skip
+    args = [
+        "train",
+        root,
+        "--out",
+        tmp / "model",
+        "--epochs",
+        "200",
+        "--window-length",
+        "128",
+        "--train-stride",
+        "1",
+        "--batch-size",
+        "64",
+        "--target-sfreq",
+        "0",
+        "--device",
+        "cpu",
+        "--cache-dir",
+        tmp / "cache",
+    ]
     # A job started in the background by a non-interactive shell (as CI may start this suite) inherits
     # SIGINT *ignored* (POSIX), and Python then installs no Ctrl-C handler: seen in CI as
     # "SigIgn: ...1006". The child gets the default disposition back, as in a terminal.
-    restore_sigint = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    restore_sigint = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-c", restore_sigint, str(CLI), *map(str, args)], stderr=subprocess.PIPE, stdout=subprocess.PIPE,
+        [sys.executable, "-c", restore_sigint, str(CLI), *map(str, args)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         text=True,
-    )  # fmt: skip
+    )
     lines = []
     try:
         deadline = time.monotonic() + 120
@@ -1167,8 +1312,13 @@ def case_13_sigint_during_training_one_line_exit_130(m: Material, tmp: Path, cap
 def case_15_csv_and_model_files_follow_the_umask(m: Material, tmp: Path, caplog):
     for umask, mode in ((0o022, 0o644), (0o077, 0o600)):
         out = tmp / f"out-{umask:o}"
-        proc = subprocess.run([str(CLI), "score", str(m.model_dir), str(m.toy_file), "--out", str(out), "-q"],
-                              capture_output=True, text=True, timeout=180, preexec_fn=lambda u=umask: os.umask(u))  # fmt: skip
+        proc = subprocess.run(
+            [str(CLI), "score", str(m.model_dir), str(m.toy_file), "--out", str(out), "-q"],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            preexec_fn=lambda u=umask: os.umask(u),
+        )
         assert proc.returncode == 0, proc.stderr
         assert {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()} == dict.fromkeys(
             ["windows.csv", "channels.csv", "sss-viewer-score.json"], mode
@@ -1192,12 +1342,21 @@ def case_15_one_class_split_error_shows_plain_values(m: Material, tmp: Path, cap
 # ------------------------------------------------------------------------------------------------
 
 
-
 @case("concurrency-two-score-runs-on-one-cache-agree")
 def case_concurrency_two_score_runs_on_one_cache_agree(m: Material, tmp: Path, caplog):
     cache = tmp / "shared-cache"
     cmds = [
-        [str(CLI), "score", str(m.model_dir), str(m.toy_file), "--out", str(tmp / f"out{i}"), "--cache-dir", str(cache), "-q"]
+        [
+            str(CLI),
+            "score",
+            str(m.model_dir),
+            str(m.toy_file),
+            "--out",
+            str(tmp / f"out{i}"),
+            "--cache-dir",
+            str(cache),
+            "-q",
+        ]
         for i in (1, 2)
     ]
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for cmd in cmds]

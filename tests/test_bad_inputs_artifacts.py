@@ -52,9 +52,15 @@ def _edf(folder: Path, data: np.ndarray) -> Path:
 
 def _brainvision_int16(folder: Path, data: np.ndarray) -> Path:
     pybv.write_brainvision(
-        data=data * 1e-6, sfreq=SFREQ, ch_names=NAMES, fname_base="clinic", folder_out=folder, fmt="binary_int16",
-        resolution=0.1, unit="µV",
-    )  # fmt: skip
+        data=data * 1e-6,
+        sfreq=SFREQ,
+        ch_names=NAMES,
+        fname_base="clinic",
+        folder_out=folder,
+        fmt="binary_int16",
+        resolution=0.1,
+        unit="µV",
+    )
     return folder / "clinic.vhdr"
 
 
@@ -73,7 +79,10 @@ def bundle():
 def test_dead_and_clipped_contacts_are_flagged_and_never_first_unflagged(tmp_path, write, bundle):
     path = write(tmp_path, _signals())
     recording = read_recording(path)
-    fraction = np.mean(np.abs(recording.get_data([NAMES.index(CLIPPED)])[0]) >= np.abs(recording.get_data([NAMES.index(CLIPPED)])[0]).max() * 0.999)
+    fraction = np.mean(
+        np.abs(recording.get_data([NAMES.index(CLIPPED)])[0])
+        >= np.abs(recording.get_data([NAMES.index(CLIPPED)])[0]).max() * 0.999
+    )
     assert fraction > 0.5  # the file really holds a contact at its rails most of the time
     for result in (get_scorer(DEFAULT_SCORER).score(recording), score_recording(bundle, recording, progress=False)):
         channels = result.channels.set_index("channel")

@@ -47,20 +47,34 @@ from sss_viewer.engine.bundle import CONFIG_FILE, CONFIG_HASH_KEY, WEIGHTS_FILE,
 from sss_viewer.engine.checkpoint import TrainingCheckpoint, checkpoint_path_for
 from sss_viewer.engine.config import train_preset
 from sss_viewer.engine.training import train
-from tests.fixtures.recordings import toy_recording
 from tests.fixtures.cli import one_error_line, run
+from tests.fixtures.recordings import toy_recording
 
 DEMO_MODEL = Path(sss_viewer.__file__).parent / "data" / "demo" / "model"
 SYNTH = ["--patients", "4", "--duration-scale", "0.06", "--max-channels", "6"]
 """tests/test_cli.py's smallest cohort the commands accept."""
 TINY_TRAIN = [
-    "--backbone", "patchtst", "--window-length", "128", "--train-stride", "64", "--batch-size", "64",
-    "--device", "cpu", "--no-cache",
-]  # fmt: skip
+    "--backbone",
+    "patchtst",
+    "--window-length",
+    "128",
+    "--train-stride",
+    "64",
+    "--batch-size",
+    "64",
+    "--device",
+    "cpu",
+    "--no-cache",
+]
 TINY = dict(
-    window_length=128, train_stride=64, val_stride=64, batch_size=64, epochs=1,
-    model_params={"d_model": 16, "d_ff": 32, "n_heads": 2, "n_layers": 1}, device="cpu",
-)  # fmt: skip
+    window_length=128,
+    train_stride=64,
+    val_stride=64,
+    batch_size=64,
+    epochs=1,
+    model_params={"d_model": 16, "d_ff": 32, "n_heads": 2, "n_layers": 1},
+    device="cpu",
+)
 CLI = [sys.executable, "-m", "sss_viewer"]
 
 
@@ -85,9 +99,14 @@ def model(tmp_path_factory) -> Path:
 
 def _write_vhdr(folder: Path, stem: str, rec) -> Path:
     pybv.write_brainvision(
-        data=rec.data.astype(np.float64) * 1e-6, sfreq=rec.sfreq, ch_names=rec.ch_names, fname_base=stem,
-        folder_out=folder, unit="µV", fmt="binary_float32",
-    )  # fmt: skip
+        data=rec.data.astype(np.float64) * 1e-6,
+        sfreq=rec.sfreq,
+        ch_names=rec.ch_names,
+        fname_base=stem,
+        folder_out=folder,
+        unit="µV",
+        fmt="binary_float32",
+    )
     return folder / f"{stem}.vhdr"
 
 
@@ -189,8 +208,11 @@ def test_a_valid_edit_is_refused_by_name_until_model_accept(capsys, model, recor
     edited = tmp_path / "model"
     shutil.copytree(model, edited)
     _edit_config(edited, threshold=0.123)  # a valid value: validation alone would load it
-    with pytest.raises(ValueError, match=rf"{CONFIG_FILE} of {re.escape(str(edited))} was edited after training.*"
-                                         rf"sss-viewer model-accept {re.escape(str(edited))}"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=rf"{CONFIG_FILE} of {re.escape(str(edited))} was edited after training.*"
+        rf"sss-viewer model-accept {re.escape(str(edited))}",
+    ):
         ModelBundle.load(edited)
     code, _, err = run(capsys, "score", edited, recording, "--out", tmp_path / "out", "--no-cache", "-q")
     assert code == EXIT_ERROR
@@ -365,8 +387,11 @@ def test_sigterm_while_train_saves_leaves_no_hidden_folder(cohort, tmp_path):
     out = tmp_path / "runs" / "model"
     done = subprocess.run(
         [sys.executable, "-c", SAVE_THEN_SIGTERM, str(DEMO_MODEL), str(cohort), str(out)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == EXIT_TERMINATED, done.stderr[-2000:]
     assert one_error_line(done.stderr) == f"error: terminated (SIGTERM); no partial model was written to {out}."
     assert sorted(p.name for p in out.parent.iterdir()) == []

@@ -40,7 +40,9 @@ def _bids_run(root: Path, subject: str = "p01", seed: int = 1) -> Path:
     vhdr = write_recording_bids(toy_recording(subject, seed, duration_s=12.0), root)
     (root / "dataset_description.json").write_text('{"Name": "t", "BIDSVersion": "1.8.0"}')
     if not (root / "participants.tsv").is_file():
-        pd.DataFrame({"participant_id": [f"sub-{subject}"], "site": ["X"]}).to_csv(root / "participants.tsv", sep="\t", index=False)
+        pd.DataFrame({"participant_id": [f"sub-{subject}"], "site": ["X"]}).to_csv(
+            root / "participants.tsv", sep="\t", index=False
+        )
     return vhdr
 
 
@@ -90,7 +92,9 @@ def test_4_participants_symlinked_outside_the_root_is_refused(tmp_path):
     (other / "participants.tsv").write_text(f"participant_id\tsite\nsub-{SECRET}\tY\n")
     (tmp_path / "root" / "participants.tsv").unlink()
     (tmp_path / "root" / "participants.tsv").symlink_to(other / "participants.tsv")
-    with pytest.raises(RecordingReadError, match=r"Refusing the participants\.tsv .* outside the dataset's folder") as info:
+    with pytest.raises(
+        RecordingReadError, match=r"Refusing the participants\.tsv .* outside the dataset's folder"
+    ) as info:
         read_participants(tmp_path / "root")
     assert SECRET not in str(info.value)
     with pytest.raises(RecordingReadError, match=r"participants\.tsv"):
@@ -117,7 +121,9 @@ def test_4_cohort_labels_symlinked_outside_the_root_is_refused(tmp_path, caplog)
 def _write_edf(path: Path, labels: list[str], data_uv: np.ndarray, sfreq: float) -> Path:
     """An EDF as edfio writes it (µV, ±5000 µV physical range, 1 s records)."""
     signals = [
-        edfio.EdfSignal(row.astype(np.float64), sfreq, label=label, physical_dimension="uV", physical_range=(-5000, 5000))
+        edfio.EdfSignal(
+            row.astype(np.float64), sfreq, label=label, physical_dimension="uV", physical_range=(-5000, 5000)
+        )
         for label, row in zip(labels, data_uv, strict=True)
     ]
     edfio.Edf(signals).write(path)
@@ -147,7 +153,11 @@ def test_7_two_blank_edf_labels_are_not_scored(tmp_path):
 def test_7_a_contact_named_like_mnes_renaming_is_kept(tmp_path):
     path = _write_edf(tmp_path / "dash.edf", ["LA1", "-1", "LA2"], _noise(3, 2560), 256.0)
     rec = read_recording(path)
-    assert rec.info["blank_labels"] == [] and rec.ch_names == ["LA1", "-1", "LA2"]  # a written name: the name rules decide
+    assert rec.info["blank_labels"] == [] and rec.ch_names == [
+        "LA1",
+        "-1",
+        "LA2",
+    ]  # a written name: the name rules decide
 
 
 # ------------------------------------------------------------------------------------------------ 8
@@ -159,10 +169,20 @@ def _write_set_fdt(folder: Path, n_chan: int, n_times: int, fdt_times: int) -> P
     for i in range(n_chan):
         chanlocs[i] = (f"LA{i + 1}", "SEEG")
     eeg = dict(
-        setname="t", nbchan=float(n_chan), pnts=float(n_times), trials=1.0, srate=256.0, xmin=0.0,
-        xmax=(n_times - 1) / 256.0, data="rec.fdt", chanlocs=chanlocs, icawinv=np.array([]),
-        icasphere=np.array([]), icaweights=np.array([]), ref="common",
-    )  # fmt: skip
+        setname="t",
+        nbchan=float(n_chan),
+        pnts=float(n_times),
+        trials=1.0,
+        srate=256.0,
+        xmin=0.0,
+        xmax=(n_times - 1) / 256.0,
+        data="rec.fdt",
+        chanlocs=chanlocs,
+        icawinv=np.array([]),
+        icasphere=np.array([]),
+        icaweights=np.array([]),
+        ref="common",
+    )
     folder.mkdir(parents=True, exist_ok=True)
     _noise(n_chan, fdt_times).astype("<f4").T.tofile(folder / "rec.fdt")  # channels vary fastest
     scipy.io.savemat(folder / "rec.set", {"EEG": eeg}, appendmat=False)
@@ -192,9 +212,13 @@ def test_8_eeglab_fdt_matching_set_is_read(tmp_path):
 
 def test_8_brainvision_number_of_channels_below_channel_lines_is_refused(tmp_path):
     names = [f"LA{i + 1}" for i in range(8)]
-    pybv.write_brainvision(data=_noise(8, 2560) * 1e-6, sfreq=256.0, ch_names=names, fname_base="rec", folder_out=tmp_path)
+    pybv.write_brainvision(
+        data=_noise(8, 2560) * 1e-6, sfreq=256.0, ch_names=names, fname_base="rec", folder_out=tmp_path
+    )
     vhdr = tmp_path / "rec.vhdr"
-    vhdr.write_text(vhdr.read_text(encoding="utf-8").replace("NumberOfChannels=8", "NumberOfChannels=4"), encoding="utf-8")
+    vhdr.write_text(
+        vhdr.read_text(encoding="utf-8").replace("NumberOfChannels=8", "NumberOfChannels=4"), encoding="utf-8"
+    )
     with pytest.raises(
         RecordingReadError,
         match=rf"Could not read {re.escape(str(vhdr))} as BrainVision: the header states NumberOfChannels=4 but lists 8 channels",
@@ -217,7 +241,10 @@ def test_9_rate_stated_half_the_true_rate_is_warned(tmp_path, caplog):
         rec = read_recording(path)
     assert rec.sfreq == 256.0
     assert len(rec.info["warnings"]) == 1
-    assert re.search(r"a narrow peak at 25 Hz and none at 50 Hz: .* the stated rate 256 Hz is half the true rate \(probably 512 Hz\)", rec.info["warnings"][0])
+    assert re.search(
+        r"a narrow peak at 25 Hz and none at 50 Hz: .* the stated rate 256 Hz is half the true rate \(probably 512 Hz\)",
+        rec.info["warnings"][0],
+    )
     assert rec.info["warnings"][0] in caplog.text
 
 
@@ -235,9 +262,18 @@ def test_9_true_rate_with_mains_hum_is_not_warned(tmp_path):
 
 def test_9_integer_samples_read_as_float_are_warned(tmp_path):
     names = [f"LA{i + 1}" for i in range(4)]
-    pybv.write_brainvision(data=_noise(4, 5120) * 1e-6, sfreq=256.0, ch_names=names, fname_base="rec", folder_out=tmp_path, fmt="binary_int16")
+    pybv.write_brainvision(
+        data=_noise(4, 5120) * 1e-6,
+        sfreq=256.0,
+        ch_names=names,
+        fname_base="rec",
+        folder_out=tmp_path,
+        fmt="binary_int16",
+    )
     vhdr = tmp_path / "rec.vhdr"
-    vhdr.write_text(vhdr.read_text(encoding="utf-8").replace("BinaryFormat=INT_16", "BinaryFormat=IEEE_FLOAT_32"), encoding="utf-8")
+    vhdr.write_text(
+        vhdr.read_text(encoding="utf-8").replace("BinaryFormat=INT_16", "BinaryFormat=IEEE_FLOAT_32"), encoding="utf-8"
+    )
     (warning,) = read_recording(vhdr).info["warnings"]
     assert "sample format is probably misstated" in warning
 
@@ -266,7 +302,10 @@ def test_12_edf_record_duration_0_is_refused(tmp_path):
 def test_12_npz_rate_1e9_is_refused(tmp_path):
     path = tmp_path / "rec.npz"
     np.savez(path, data=_noise(2, 1000).astype(np.float32), ch_names=np.array(["LA1", "LA2"]), fs=1e9)
-    with pytest.raises(RecordingReadError, match=rf"Could not read {re.escape(str(path))} as a NumPy archive: it states a sampling rate of 1e\+09 Hz \('fs'\)"):
+    with pytest.raises(
+        RecordingReadError,
+        match=rf"Could not read {re.escape(str(path))} as a NumPy archive: it states a sampling rate of 1e\+09 Hz \('fs'\)",
+    ):
         read_recording(path)
 
 
@@ -287,7 +326,9 @@ def test_12_edf_with_more_data_than_records_reads_the_stated_records(tmp_path):
     rec = read_recording(path)
     assert rec.n_times == 7 * 256
     np.testing.assert_array_equal(rec.get_data(), expected[:, : 7 * 256])
-    assert rec.info["warnings"][0].startswith("long.edf holds 10 data records but its header states 7; read up to the stated 7")
+    assert rec.info["warnings"][0].startswith(
+        "long.edf holds 10 data records but its header states 7; read up to the stated 7"
+    )
 
 
 def test_12_edf_with_fewer_records_than_stated_is_still_refused_as_truncated(tmp_path):
@@ -303,14 +344,19 @@ def test_12_header_only_edf_says_no_data_records(tmp_path, records):
     header_bytes = int(path.read_bytes()[184:192])
     path.write_bytes(path.read_bytes()[:header_bytes])
     _patch_header(path, 236, 244, records)
-    with pytest.raises(RecordingReadError, match=rf"Could not read {re.escape(str(path))} as EDF: it has no data records"):
+    with pytest.raises(
+        RecordingReadError, match=rf"Could not read {re.escape(str(path))} as EDF: it has no data records"
+    ):
         read_recording(path)
 
 
 def test_12_text_file_named_npz_is_not_a_numpy_archive(tmp_path):
     path = tmp_path / "rec.npz"
     path.write_text("channel,value\nLA1,3\n")
-    with pytest.raises(RecordingReadError, match=rf"Could not read {re.escape(str(path))}: not a NumPy archive \(a file starting with b'channel,'\)") as info:
+    with pytest.raises(
+        RecordingReadError,
+        match=rf"Could not read {re.escape(str(path))}: not a NumPy archive \(a file starting with b'channel,'\)",
+    ) as info:
         read_recording(path)
     assert "allow_pickle" not in str(info.value)
 

@@ -16,9 +16,7 @@ def _channels(n: int, seed: int, scale_pos: float = 1.0) -> tuple[list[np.ndarra
     """White-noise channels of varying length; label-1 channels scaled by ``scale_pos``."""
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, 2, n)
-    signals = [
-        rng.normal(0.0, scale_pos if lab else 1.0, int(rng.integers(600, 1200))) for lab in labels
-    ]
+    signals = [rng.normal(0.0, scale_pos if lab else 1.0, int(rng.integers(600, 1200))) for lab in labels]
     return signals, labels
 
 

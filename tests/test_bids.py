@@ -20,7 +20,11 @@ def manifest(ds003029_like_root):
     runs = {}
     for subject in read_manifest(ds003029_like_root)["subjects"]:
         for run in subject["runs"]:
-            runs[(subject["subject"], run["run"])] = {**run, "site": subject["site"], "unmatched": subject["soz_unmatched"]}
+            runs[(subject["subject"], run["run"])] = {
+                **run,
+                "site": subject["site"],
+                "unmatched": subject["soz_unmatched"],
+            }
     return runs
 
 
@@ -30,7 +34,11 @@ def cohort(ds003029_like_root):
 
 
 def _tree_digests(root):
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_every_run_loads_with_bids_metadata(cohort, manifest):
@@ -76,7 +84,9 @@ def test_soz_labels_from_the_clinical_spreadsheet(cohort, manifest):
 
 def test_user_label_table_overrides_the_spreadsheet(ds003029_like_root, tmp_path):
     table = tmp_path / "labels.csv"
-    pd.DataFrame({"subject": ["pt01", "pt01", "pt01"], "channel": ["G1", "G2", "XX9"], "soz": [1, 0, 1]}).to_csv(table, index=False)
+    pd.DataFrame({"subject": ["pt01", "pt01", "pt01"], "channel": ["G1", "G2", "XX9"], "soz": [1, 0, 1]}).to_csv(
+        table, index=False
+    )
     recordings = load_data(ds003029_like_root, labels=table)
     pt01 = [r for r in recordings if r.subject == "pt01"][0]
     assert [n for n, s in zip(pt01.ch_names, pt01.soz) if s] == ["G1"]

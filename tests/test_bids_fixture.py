@@ -16,7 +16,6 @@ from scipy.signal import butter, sosfiltfilt
 
 from sss_viewer.io.seizure_events import read_seizure_markers
 
-from .fixtures.recordings import DS003029_META as META
 from .fixtures.bids_fixture import (
     CLINICAL_COLUMNS,
     CLINICAL_SUMMARY,
@@ -28,6 +27,7 @@ from .fixtures.bids_fixture import (
     read_manifest,
     write_ds003029_like,
 )
+from .fixtures.recordings import DS003029_META as META
 
 _MNE_BIDS_EXPECTED_WARNINGS = (
     "Did not find any electrodes.tsv",  # ds003029 ships no electrode positions

@@ -25,8 +25,8 @@ from sss_viewer.biomarkers.hfo import FAST_RIPPLE_BAND, RIPPLE_BAND, detect_hfos
 from sss_viewer.biomarkers.spectral import band_power, energy_ratio, high_frequency_activity
 from sss_viewer.biomarkers.spikes import detect_spikes
 
-from .fixtures.recordings import SHARED_DATA, TEST_DATA
 from .detector_signals import SIGNALS, build, signal_sha256
+from .fixtures.recordings import SHARED_DATA, TEST_DATA
 
 PT01 = SHARED_DATA / "ezfragility-pt01" / "pt01_sz1_ecog_m1s_p2s.npz"
 BONN = SHARED_DATA / "bonn-epilepsy" / "bonn_sets_ABCDE_int16.npz"

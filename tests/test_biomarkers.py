@@ -25,9 +25,13 @@ def noisy_recording(n_channels=12, duration_s=20.0, sfreq=500.0, gains=None, see
     gains = np.ones(n_channels) if gains is None else np.asarray(gains, dtype=float)
     data *= gains[:, None]
     return Recording(
-        data=data.astype(np.float32), sfreq=sfreq, ch_names=[f"A{i + 1}" for i in range(n_channels)],
-        ch_types=["seeg"] * n_channels, soz=gains > 1, line_freq=50.0,
-    )  # fmt: skip
+        data=data.astype(np.float32),
+        sfreq=sfreq,
+        ch_names=[f"A{i + 1}" for i in range(n_channels)],
+        ch_types=["seeg"] * n_channels,
+        soz=gains > 1,
+        line_freq=50.0,
+    )
 
 
 def test_window_grid_covers_the_recording_and_short_clips():
@@ -95,7 +99,13 @@ def test_consensus_is_the_mean_percentile_rank_of_its_components():
     rec = noisy_recording(gains=[1, 1, 3, 1, 1, 2, 1, 1, 1.5, 1, 1, 1], seed=4)
     parts = ("amplitude", "line_length", "variance")
     consensus = ConsensusScorer(components=parts).score(rec).channels.set_index("channel")
-    expected = np.mean([percentile_ranks(get_scorer(p).score(rec).channels.set_index("channel").loc[rec.ch_names, "value"]) for p in parts], axis=0)
+    expected = np.mean(
+        [
+            percentile_ranks(get_scorer(p).score(rec).channels.set_index("channel").loc[rec.ch_names, "value"])
+            for p in parts
+        ],
+        axis=0,
+    )
     np.testing.assert_allclose(consensus.loc[rec.ch_names, "value"], expected)
     assert consensus["score"].max() == pytest.approx(1.0)
 

@@ -13,8 +13,9 @@ from sss_viewer.io.cohort import load_data
 from .fixtures.recordings import SHARED_DATA
 
 BONN = SHARED_DATA / "bonn-epilepsy"
-needs_bonn = pytest.mark.skipif(not (BONN / "bonn_sets_ABCDE_int16.npz").is_file(),
-                                reason=f"the Bonn data set is not at {BONN}")
+needs_bonn = pytest.mark.skipif(
+    not (BONN / "bonn_sets_ABCDE_int16.npz").is_file(), reason=f"the Bonn data set is not at {BONN}"
+)
 
 
 def _fake_bonn(tmp_path, n=12, length=600):
@@ -95,13 +96,21 @@ def test_a_window_ensemble_averages_the_single_window_rows_exactly(tmp_path):
         assert config(long) == config(runs[f"sss {backbone}window_length=2048"])
         assert run_settings_digest(bonn, ensemble) not in {run_settings_digest(bonn, m) for m in (short, long)}
     for bad in ("1024", "1024+1024", "1024+x", "0+2048"):
-        with pytest.raises(ValueError, match=re.escape(f"window_lengths={bad!r}: expected two or more different window lengths")):
+        with pytest.raises(
+            ValueError, match=re.escape(f"window_lengths={bad!r}: expected two or more different window lengths")
+        ):
             ensemble_members(dataclasses.replace(ensemble, overrides=(("window_lengths", bad),)))
 
     # the same on a small fake Bonn set, trained for real: the ensemble's probabilities are the members' mean
-    small = dataclasses.replace(bonn, name="bonn-test", sss={**bonn.sss, "epochs": 2, "model_params": {"num_features": 840, "revin": False}})
-    series = build_series_set(load_bonn(_fake_bonn(tmp_path, n=20, length=4097)), preprocess_preset("default", target_sfreq=None),
-                              min_length=2048, progress=False)  # fmt: skip
+    small = dataclasses.replace(
+        bonn, name="bonn-test", sss={**bonn.sss, "epochs": 2, "model_params": {"num_features": 840, "revin": False}}
+    )
+    series = build_series_set(
+        load_bonn(_fake_bonn(tmp_path, n=20, length=4097)),
+        preprocess_preset("default", target_sfreq=None),
+        min_length=2048,
+        progress=False,
+    )
     ensemble = runs["sss window_lengths=1024+2048"]
     split = split_for_run(series.meta, ensemble)
     val, test, _ = _sss_run_probs(ensemble, series, split, small, FeatureMemo())
@@ -124,8 +133,11 @@ def test_sss_reaches_auc_090_on_bonn_d_vs_c(tmp_path):
     recs = load_data(BONN)
     assert len(recs) == 200 and sum(bool(r.soz[0]) for r in recs) == 100
     base = runner.PRESETS["bonn"]
-    reduced = dataclasses.replace(base, name="bonn-test", sss={**base.sss, "model_params": {"num_features": 840, "revin": False}})
-    results = runner.run_experiment("bonn", recs, tmp_path, preset=reduced, models=["sss"], seeds=[0],
-                                    progress=False, max_new_runs=2)
+    reduced = dataclasses.replace(
+        base, name="bonn-test", sss={**base.sss, "model_params": {"num_features": 840, "revin": False}}
+    )
+    results = runner.run_experiment(
+        "bonn", recs, tmp_path, preset=reduced, models=["sss"], seeds=[0], progress=False, max_new_runs=2
+    )
     assert len(results) == 2
     assert results["auc"].mean() >= 0.90, results[["setting", "auc", "val_auc"]]

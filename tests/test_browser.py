@@ -31,9 +31,14 @@ def app_env(tmp_path_factory):
     (root / "sub").mkdir()
     rec = toy_recording("browser", 3, n_channels=8, duration_s=30.0)
     pybv.write_brainvision(
-        data=rec.data, sfreq=rec.sfreq, ch_names=[f"LQ{i + 1}" for i in range(8)], fname_base="patient",
-        folder_out=root, fmt="binary_float32", unit="µV",
-    )  # fmt: skip
+        data=rec.data,
+        sfreq=rec.sfreq,
+        ch_names=[f"LQ{i + 1}" for i in range(8)],
+        fname_base="patient",
+        folder_out=root,
+        fmt="binary_float32",
+        unit="µV",
+    )
     out = tmp_path_factory.mktemp("viewer-output")
     return {
         "SSS_VIEWER_DATA_ROOT": str(root),
@@ -72,7 +77,9 @@ def test_demo_loads_with_ranking_and_channels(browser, app_url):
     first = rows.first.inner_text()
     assert re.search(r"\b1\b", first) and "SOZ" in page.locator(".tabulator").first.inner_text()
     top = rows.first.locator('[tabulator-field="channel"]').inner_text().strip()  # the top-ranked channel …
-    assert re.match(r"[A-Z]+\d+$", top) and top.rstrip("0123456789") in _selected_text(_channel_page_select(page))  # … is in view
+    assert re.match(r"[A-Z]+\d+$", top) and top.rstrip("0123456789") in _selected_text(
+        _channel_page_select(page)
+    )  # … is in view
     page.context.close()
 
 
@@ -88,7 +95,9 @@ def test_clicking_a_ranking_row_brings_the_channel_into_view(browser, app_url):
         row.locator('[tabulator-field="channel"]').click()
         try:
             page.wait_for_function(
-                "([s, b]) => s.options[s.selectedIndex].text !== b", arg=[select.element_handle(), before], timeout=15_000
+                "([s, b]) => s.options[s.selectedIndex].text !== b",
+                arg=[select.element_handle(), before],
+                timeout=15_000,
             )
             break
         except PlaywrightTimeoutError:
@@ -102,7 +111,9 @@ def test_montage_change_rerenders_rows(browser, app_url):
     page = _open(browser, app_url)
     page.get_by_role("button", name="bipolar").click()
     select = _channel_page_select(page)
-    page.wait_for_function("s => s.options[s.selectedIndex].text.includes('-')", arg=select.element_handle(), timeout=20_000)
+    page.wait_for_function(
+        "s => s.options[s.selectedIndex].text.includes('-')", arg=select.element_handle(), timeout=20_000
+    )
     assert re.search(r"^1: LTP1-LTP2", select.evaluate("s => s.options[0].text"))  # within-shaft bipolar rows
     assert re.search(r"[A-Z]+\d+-[A-Z]+\d+", _selected_text(select))  # the page in view is bipolar too
     page.context.close()
@@ -112,7 +123,9 @@ def test_sessions_are_isolated(browser, app_url):
     first, second = _open(browser, app_url), _open(browser, app_url)
     first.get_by_role("button", name="bipolar").click()
     select = _channel_page_select(first)
-    first.wait_for_function("s => s.options[s.selectedIndex].text.includes('-')", arg=select.element_handle(), timeout=20_000)
+    first.wait_for_function(
+        "s => s.options[s.selectedIndex].text.includes('-')", arg=select.element_handle(), timeout=20_000
+    )
     second.wait_for_timeout(1000)
     assert "-" not in _selected_text(_channel_page_select(second))
     first.context.close()
@@ -131,7 +144,9 @@ def test_png_export_reflects_the_view(browser, app_url):
     assert first[:8] == b"\x89PNG\r\n\x1a\n"
     page.get_by_role("button", name="bipolar").click()
     select = _channel_page_select(page)
-    page.wait_for_function("s => s.options[s.selectedIndex].text.includes('-')", arg=select.element_handle(), timeout=20_000)
+    page.wait_for_function(
+        "s => s.options[s.selectedIndex].text.includes('-')", arg=select.element_handle(), timeout=20_000
+    )
     page.wait_for_timeout(500)
     second = _download(page, "⬇ PNG")
     assert second[:8] == b"\x89PNG\r\n\x1a\n"
@@ -187,7 +202,9 @@ def test_bad_file_shows_an_error_and_keeps_the_view(browser, app_url):
     select = _channel_page_select(page)
     before = _selected_text(select)
     listing = page.locator("select").filter(has=page.locator("option", has_text="broken.edf"))
-    listing.select_option(label=next(o for o in listing.evaluate("s => Array.from(s.options).map(o => o.text)") if "broken.edf" in o))
+    listing.select_option(
+        label=next(o for o in listing.evaluate("s => Array.from(s.options).map(o => o.text)") if "broken.edf" in o)
+    )
     page.wait_for_selector("text=/Could not open broken.edf/", timeout=30_000)
     assert _selected_text(select) == before
     page.context.close()
@@ -199,14 +216,18 @@ def test_oversize_upload_is_refused(browser, app_url, tmp_path):
     big.write_bytes(b"0" * (2 * 1024 * 1024))
     page.locator("input[type=file]").first.set_input_files(str(big))
     page.wait_for_selector("text=/(too large|larger than|exceeds|MB)/i", timeout=30_000)
-    assert "big.edf" not in " ".join(page.locator("select").first.evaluate("s => Array.from(s.options).map(o => o.text)"))
+    assert "big.edf" not in " ".join(
+        page.locator("select").first.evaluate("s => Array.from(s.options).map(o => o.text)")
+    )
     page.context.close()
 
 
 def test_opening_a_recording_scores_it_in_the_background(browser, app_url):
     page = _open(browser, app_url)
     listing = page.locator("select").filter(has=page.locator("option", has_text="patient.vhdr"))
-    listing.select_option(label=next(o for o in listing.evaluate("s => Array.from(s.options).map(o => o.text)") if "patient.vhdr" in o))
+    listing.select_option(
+        label=next(o for o in listing.evaluate("s => Array.from(s.options).map(o => o.text)") if "patient.vhdr" in o)
+    )
     page.wait_for_selector(".tabulator-row:has-text('LQ1')", timeout=60_000)
     assert page.locator(".tabulator-row").count() == 8
     assert _selected_text(_channel_page_select(page)).startswith("1: LQ1")

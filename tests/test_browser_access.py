@@ -28,9 +28,18 @@ def env(tmp_path):
 
 @pytest.mark.parametrize(
     ("address", "loopback"),
-    [("127.0.0.1", True), ("127.5.6.7", True), ("::1", True), ("::ffff:127.0.0.1", True), ("203.0.113.7", False),
-     ("10.0.0.2", False), ("::ffff:192.168.1.4", False), ("", False), ("not-an-ip", False)],
-)  # fmt: skip
+    [
+        ("127.0.0.1", True),
+        ("127.5.6.7", True),
+        ("::1", True),
+        ("::ffff:127.0.0.1", True),
+        ("203.0.113.7", False),
+        ("10.0.0.2", False),
+        ("::ffff:192.168.1.4", False),
+        ("", False),
+        ("not-an-ip", False),
+    ],
+)
 def test_is_loopback(address, loopback):
     assert is_loopback(address) is loopback
 

@@ -26,14 +26,21 @@ def app_env(tmp_path_factory):
     rng = np.random.default_rng(7)
     data = rng.standard_normal((len(NAMES), 250 * 30)) * 30e-6
     pybv.write_brainvision(
-        data=data, sfreq=250.0, ch_names=NAMES, fname_base="clinic_export", folder_out=root,
-        fmt="binary_float32", unit="µV",
-    )  # fmt: skip
+        data=data,
+        sfreq=250.0,
+        ch_names=NAMES,
+        fname_base="clinic_export",
+        folder_out=root,
+        fmt="binary_float32",
+        unit="µV",
+    )
     out = tmp_path_factory.mktemp("viewer-output")
     return {
-        "SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(out / "annotations"), "BOKEH_IN_DOCKER": "1",
+        "SSS_VIEWER_DATA_ROOT": str(root),
+        "SSS_VIEWER_OUTPUT": str(out / "annotations"),
+        "BOKEH_IN_DOCKER": "1",
         "SSS_VIEWER_SCORER": "sss",
-    }  # fmt: skip
+    }
 
 
 def _wait_for(condition, what: str, timeout_s: float = 60.0) -> None:

@@ -27,9 +27,14 @@ def _write(folder, name: str, seconds: float, n_channels: int, *, spikes_last: b
     rec = toy_recording(name, 2, n_channels=n_channels, duration_s=seconds)
     data = rec.data[::-1] if spikes_last else rec.data  # the spiking (top-ranked) channels on the last page
     pybv.write_brainvision(
-        data=np.ascontiguousarray(data), sfreq=rec.sfreq, ch_names=[f"LQ{i + 1}" for i in range(n_channels)],
-        fname_base=name, folder_out=folder, fmt="binary_float32", unit="µV",
-    )  # fmt: skip
+        data=np.ascontiguousarray(data),
+        sfreq=rec.sfreq,
+        ch_names=[f"LQ{i + 1}" for i in range(n_channels)],
+        fname_base=name,
+        folder_out=folder,
+        fmt="binary_float32",
+        unit="µV",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -113,5 +118,7 @@ def test_a_short_recording_opens_on_the_top_channels_page_and_the_span_comes_bac
     assert _selected(pages).startswith(f"{expected + 1}: ")
     _choose_file(page, "longer.vhdr")
     page.wait_for_selector(".tabulator-row:has-text('LQ8')", timeout=60_000)
-    assert _wait_selected(page, spans, lambda t: t.strip() == "10 s", "the span on the next recording").strip() == "10 s"
+    assert (
+        _wait_selected(page, spans, lambda t: t.strip() == "10 s", "the span on the next recording").strip() == "10 s"
+    )
     page.context.close()

@@ -22,9 +22,16 @@ def _write(folder, name: str, seconds: float, *, onset_s: float | None = None, n
     rec = toy_recording(name, 4, n_channels=n_channels, duration_s=seconds)
     events = None if onset_s is None else np.array([[int(onset_s * rec.sfreq), 1, 1]])
     pybv.write_brainvision(
-        data=rec.data, sfreq=rec.sfreq, ch_names=[f"LQ{i + 1}" for i in range(n_channels)], fname_base=name,
-        folder_out=folder, fmt="binary_float32", unit="µV", events=events, overwrite=True,
-    )  # fmt: skip
+        data=rec.data,
+        sfreq=rec.sfreq,
+        ch_names=[f"LQ{i + 1}" for i in range(n_channels)],
+        fname_base=name,
+        folder_out=folder,
+        fmt="binary_float32",
+        unit="µV",
+        events=events,
+        overwrite=True,
+    )
     if onset_s is not None:  # name the marker as clinics do: a Comment "sz onset"
         vmrk = folder / f"{name}.vmrk"
         vmrk.write_text(vmrk.read_text().replace("Stimulus,S  1", "Comment,sz onset"))
@@ -39,9 +46,11 @@ def app_env(tmp_path_factory):
     out = tmp_path_factory.mktemp("viewer-output")
     # ranked by the SSS model (a 3-s clip is shorter than its window); the default scorer: test_browser_scorers.py
     return {
-        "SSS_VIEWER_DATA_ROOT": str(root), "SSS_VIEWER_OUTPUT": str(out / "annotations"), "BOKEH_IN_DOCKER": "1",
+        "SSS_VIEWER_DATA_ROOT": str(root),
+        "SSS_VIEWER_OUTPUT": str(out / "annotations"),
+        "BOKEH_IN_DOCKER": "1",
         "SSS_VIEWER_SCORER": "sss",
-    }  # fmt: skip
+    }
 
 
 def _open(browser, url):

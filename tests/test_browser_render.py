@@ -95,7 +95,13 @@ def test_twenty_page_changes_leave_no_error_and_the_time_course_unchanged(browse
     shot = page.screenshot(clip=box, full_page=True)
     select = page.locator("select").filter(has=page.locator("option", has_text=re.compile(r"^\s*1: ")))
     seen = set()
-    steps = ["rows ▼", "rows ▼", "▲ rows", "▲ rows", "time ▶"] * 2 + ["◀ time", "rows ▼", "time ▶", "▲ rows", "time ▶"] * 2
+    steps = ["rows ▼", "rows ▼", "▲ rows", "▲ rows", "time ▶"] * 2 + [
+        "◀ time",
+        "rows ▼",
+        "time ▶",
+        "▲ rows",
+        "time ▶",
+    ] * 2
     for name in steps:  # 20 changes: channel pages and time pages
         _click_and_settle(page, name)
         seen.add(select.evaluate("s => s.options[s.selectedIndex].text"))
@@ -125,16 +131,16 @@ def _changed_pixels(png_a: bytes, png_b: bytes) -> int:
     return int((np.abs(a - b).sum(axis=2) > 96).sum())
 
 
-_DRAWN = f"""() => {{
-  function* views(vs) {{ for (const v of vs) {{ yield v; if (v.child_views) yield* views(v.child_views.values()); }} }}
+_DRAWN = """() => {
+  function* views(vs) { for (const v of vs) { yield v; if (v.child_views) yield* views(v.child_views.values()); } }
   const plots = [...views(Bokeh.index)].map(v => v.model)  // the plots on screen, not models left in the document
     .filter(m => m.title != null && m.title.text != null && Array.isArray(m.renderers));
   const main = plots.find(p => p.title.text.startsWith("sub-demo"));
   const overview = plots.find(p => p.title.text.startsWith("overview"));
-  const total = a => {{ let s = 0, n = 0; for (const v of a) if (Number.isFinite(v)) {{ s += v; n += 1; }} return [s, n]; }};
+  const total = a => { let s = 0, n = 0; for (const v of a) if (Number.isFinite(v)) { s += v; n += 1; } return [s, n]; };
   const column = (r, c) => Array.from(r.data_source.get_column(c) ?? []);
   const images = p => p.renderers.filter(r => r.glyph?.type == "Image").map(r => total(r.data_source.get_column("image")[0]));
-  return {{
+  return {
     title: main.title.text,
     x: [main.x_range.start, main.x_range.end],
     labels: (o => o instanceof Map ? Object.fromEntries(o) : o)(main.left.find(a => a.major_label_overrides != null).major_label_overrides),
@@ -142,8 +148,8 @@ _DRAWN = f"""() => {{
       [r.name, r.glyph.line_color, total(column(r, "amplitude")), column(r, "time")[0], column(r, "time").at(-1)]),
     heat: images(main),
     overview: images(overview),
-  }};
-}}"""
+  };
+}"""
 
 
 def test_a_page_drawn_in_place_equals_the_same_page_drawn_by_holoviews(browser, app_url):

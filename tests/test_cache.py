@@ -19,9 +19,14 @@ def _write_vhdr(folder, seed=0, n_channels=4, seconds=30.0, sfreq=1000.0):
     data = np.random.default_rng(seed).standard_normal((n_channels, int(seconds * sfreq))) * 50
     names = [f"LA{i + 1}" for i in range(n_channels)]
     pybv.write_brainvision(
-        data=data, sfreq=sfreq, ch_names=names, fname_base="sub-01_run-01_ieeg", folder_out=folder,
-        fmt="binary_float32", unit="µV",
-    )  # fmt: skip
+        data=data,
+        sfreq=sfreq,
+        ch_names=names,
+        fname_base="sub-01_run-01_ieeg",
+        folder_out=folder,
+        fmt="binary_float32",
+        unit="µV",
+    )
     return folder / "sub-01_run-01_ieeg.vhdr"
 
 

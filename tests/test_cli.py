@@ -21,13 +21,24 @@ import pytest
 
 import sss_viewer
 from sss_viewer.cli import EXIT_ERROR, EXIT_USAGE, build_parser, main
-from tests.fixtures.recordings import toy_recording
 from tests.fixtures.cli import one_error_line, run
+from tests.fixtures.recordings import toy_recording
 
 DEMO_MODEL = Path(sss_viewer.__file__).parent / "data" / "demo" / "model"
 SYNTH = ["--patients", "4", "--duration-scale", "0.06", "--max-channels", "6"]
 """The smallest cohort the commands accept: a patient split needs 3 patients, the demo model a 4.1-s window."""
-TINY_TRAIN = ["--epochs", "1", "--window-length", "128", "--train-stride", "64", "--batch-size", "64", "--device", "cpu"]  # fmt: skip
+TINY_TRAIN = [
+    "--epochs",
+    "1",
+    "--window-length",
+    "128",
+    "--train-stride",
+    "64",
+    "--batch-size",
+    "64",
+    "--device",
+    "cpu",
+]
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +60,16 @@ def model(cohort, tmp_path_factory) -> Path:
 # ------------------------------------------------------------------------------------------------
 
 COMMANDS = (
-    "synth", "cohort", "train", "score", "scoreboard", "fit-combined", "evaluate", "experiment", "compare", "demo",
+    "synth",
+    "cohort",
+    "train",
+    "score",
+    "scoreboard",
+    "fit-combined",
+    "evaluate",
+    "experiment",
+    "compare",
+    "demo",
     "model-accept",
 )
 
@@ -85,8 +105,12 @@ def test_the_training_choices_are_the_training_modules():
     from sss_viewer.engine import config as training
 
     parser = build_parser()
-    for option, values in [("--preset", training.TRAIN_PRESETS), ("--split", training.SPLIT_MODES),
-                           ("--calibrate-on", training.CALIBRATE_ON), ("--head-solver", training.HEAD_SOLVERS)]:  # fmt: skip
+    for option, values in [
+        ("--preset", training.TRAIN_PRESETS),
+        ("--split", training.SPLIT_MODES),
+        ("--calibrate-on", training.CALIBRATE_ON),
+        ("--head-solver", training.HEAD_SOLVERS),
+    ]:
         for value in values:
             assert (
                 getattr(parser.parse_args(["train", "d", "--out", "m", option, value]), option[2:].replace("-", "_"))
@@ -153,7 +177,18 @@ def test_train_saves_a_model(model):
 
 def test_train_refits_the_head_on_training_and_validation_when_asked(capsys, cohort, tmp_path):
     lbfgs = ["--backbone", "minirocket", "--head-solver", "lbfgs", "--calibrator", "none"]
-    code, _, err = run(capsys, "train", cohort, "--out", tmp_path / "m", *TINY_TRAIN, *lbfgs, "--refit-on-train-val", "--no-cache", "-q")
+    code, _, err = run(
+        capsys,
+        "train",
+        cohort,
+        "--out",
+        tmp_path / "m",
+        *TINY_TRAIN,
+        *lbfgs,
+        "--refit-on-train-val",
+        "--no-cache",
+        "-q",
+    )
     assert code == 0, err
     info = json.loads((tmp_path / "m" / "config.json").read_text())["info"]
     assert info["train_config"]["refit_on_train_val"] is True
@@ -199,9 +234,24 @@ def test_experiment_lists_and_runs_a_protocol(capsys, cohort, tmp_path):
     assert code == 0 and "ablation-calibration" in out
     out_dir = tmp_path / "experiment"
     code, out, _ = run(
-        capsys, "experiment", "ablation-calibration", "--data", cohort, "--preset", "smoke", "--models", "sss",
-        "--seeds", "0", "--split-modes", "patient", "--out", out_dir, "--no-cache", "-q",
-    )  # fmt: skip
+        capsys,
+        "experiment",
+        "ablation-calibration",
+        "--data",
+        cohort,
+        "--preset",
+        "smoke",
+        "--models",
+        "sss",
+        "--seeds",
+        "0",
+        "--split-modes",
+        "patient",
+        "--out",
+        out_dir,
+        "--no-cache",
+        "-q",
+    )
     assert code == 0, out
     assert len(pd.read_csv(out_dir / "results.csv")) == 3 and (out_dir / "tables.md").is_file()
 

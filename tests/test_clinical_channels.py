@@ -43,22 +43,66 @@ CLI = Path(sys.executable).with_name("sss-viewer")
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("EKG1", "ecg"), ("POL EKG2", "ecg"), ("EKGL", "ecg"), ("ECG II", "ecg"), ("ekg", "ecg"),
-        ("EMG chin", "emg"), ("EMG1", "emg"), ("EOG L", "eog"), ("LOC", "eog"), ("ROC", "eog"),
-        ("DC01", "misc"), ("POL DC16", "misc"),
-        ("TRIG", "stim"), ("Trigger1", "stim"), ("STI 014", "stim"), ("STI101", "stim"), ("Status", "stim"),
-        ("EVENT", "stim"), ("EDF Annotations", "stim"),
-        ("Resp", "resp"), ("RESP chest", "resp"), ("Pneumo", "resp"),
-        ("SpO2", "bio"), ("SaO2", "bio"), ("Pleth", "bio"), ("PR", "bio"), ("Pulse", "bio"), ("HR", "bio"),
-        ("TEMP", "temperature"), ("GSR", "gsr"),
-        ("REF", "misc"), ("REF2", "misc"), ("GND", "misc"), ("E", "misc"), ("POL E", "misc"), ("EEG E-Ref", "misc"),
-        ("PHOTIC", "misc"), ("X1", "misc"), ("X12", "misc"),
-        ("", "misc"), ("   ", "misc"), ("POL", "misc"), ("EEG", "misc"), ("$G11", "misc"),
+        ("EKG1", "ecg"),
+        ("POL EKG2", "ecg"),
+        ("EKGL", "ecg"),
+        ("ECG II", "ecg"),
+        ("ekg", "ecg"),
+        ("EMG chin", "emg"),
+        ("EMG1", "emg"),
+        ("EOG L", "eog"),
+        ("LOC", "eog"),
+        ("ROC", "eog"),
+        ("DC01", "misc"),
+        ("POL DC16", "misc"),
+        ("TRIG", "stim"),
+        ("Trigger1", "stim"),
+        ("STI 014", "stim"),
+        ("STI101", "stim"),
+        ("Status", "stim"),
+        ("EVENT", "stim"),
+        ("EDF Annotations", "stim"),
+        ("Resp", "resp"),
+        ("RESP chest", "resp"),
+        ("Pneumo", "resp"),
+        ("SpO2", "bio"),
+        ("SaO2", "bio"),
+        ("Pleth", "bio"),
+        ("PR", "bio"),
+        ("Pulse", "bio"),
+        ("HR", "bio"),
+        ("TEMP", "temperature"),
+        ("GSR", "gsr"),
+        ("REF", "misc"),
+        ("REF2", "misc"),
+        ("GND", "misc"),
+        ("E", "misc"),
+        ("POL E", "misc"),
+        ("EEG E-Ref", "misc"),
+        ("PHOTIC", "misc"),
+        ("X1", "misc"),
+        ("X12", "misc"),
+        ("", "misc"),
+        ("   ", "misc"),
+        ("POL", "misc"),
+        ("EEG", "misc"),
+        ("$G11", "misc"),
         # contacts stay iEEG candidates, whatever their letters
-        ("G11", None), ("POL G11", None), ("EEG G11-Ref", None), ("LA1", None), ("A'2", None), ("E1", None),
-        ("EKGX1", None), ("DC", None), ("STI1", None), ("PR1", None), ("X", None), ("HR3", None), ("C3", None),
+        ("G11", None),
+        ("POL G11", None),
+        ("EEG G11-Ref", None),
+        ("LA1", None),
+        ("A'2", None),
+        ("E1", None),
+        ("EKGX1", None),
+        ("DC", None),
+        ("STI1", None),
+        ("PR1", None),
+        ("X", None),
+        ("HR3", None),
+        ("C3", None),
     ],
-)  # fmt: skip
+)
 def test_name_rules(name, expected):
     assert infer_type(name) == expected
 
@@ -70,11 +114,23 @@ def test_rule_table_is_documented():
 @pytest.mark.parametrize(
     ("name", "shown"),
     [
-        ("POL G11", "G11"), ("EEG G11-Ref", "G11"), ("SEEG LA1", "LA1"), ("ECOG G1", "G1"), ("G11-REF", "G11"),
-        ("G11-Org", "G11"), ("G11 Ref", "G11"), ("G11_ref", "G11"), ("  POL  G11 ", "G11"), ("POL $G12", "$G12"),
-        ("POL", "POL"), ("Ref", "Ref"), ("EEG -Ref", "-Ref"), ("EKG1", "EKG1"), ("G11-G12", "G11-G12"),
+        ("POL G11", "G11"),
+        ("EEG G11-Ref", "G11"),
+        ("SEEG LA1", "LA1"),
+        ("ECOG G1", "G1"),
+        ("G11-REF", "G11"),
+        ("G11-Org", "G11"),
+        ("G11 Ref", "G11"),
+        ("G11_ref", "G11"),
+        ("  POL  G11 ", "G11"),
+        ("POL $G12", "$G12"),
+        ("POL", "POL"),
+        ("Ref", "Ref"),
+        ("EEG -Ref", "-Ref"),
+        ("EKG1", "EKG1"),
+        ("G11-G12", "G11-G12"),
     ],
-)  # fmt: skip
+)
 def test_display_name(name, shown):
     assert display_name(name) == shown
 
@@ -115,7 +171,9 @@ def test_resolve_keeps_stated_types_and_promotes_only_unruled_eeg():
     assert resolved.types == ["seeg", "ecg", "misc", "eeg", "seeg", "stim"] and resolved.promoted == 2
     assert resolved.inferred == {"EKG1": "ecg", "X1": "misc", "Cz": "eeg", "TRIG": "stim"}
     # a sidecar-stated type wins over the name; a file with iEEG types promotes nothing
-    stated = resolve_channel_types(names, ["seeg", "seeg", "eeg", "eeg", "misc", "stim"], [False, True, False, False, False, False])
+    stated = resolve_channel_types(
+        names, ["seeg", "seeg", "eeg", "eeg", "misc", "stim"], [False, True, False, False, False, False]
+    )
     assert stated.types == ["seeg", "seeg", "misc", "eeg", "misc", "stim"] and stated.promoted == 0
 
 
@@ -155,7 +213,10 @@ def test_type_overrides_change_what_is_scored():
     ("overrides", "message"),
     [
         ({"G9": "seeg"}, r"^Cannot set the type of channel 'G9': it is not a channel of recording\.$"),
-        ({"POL G1": "brain"}, r"^Cannot set channel 'POL G1' to type 'brain': allowed types are seeg, ecog, dbs, eeg, ecg"),
+        (
+            {"POL G1": "brain"},
+            r"^Cannot set channel 'POL G1' to type 'brain': allowed types are seeg, ecog, dbs, eeg, ecg",
+        ),
     ],
 )
 def test_type_override_errors(overrides, message):
@@ -189,7 +250,9 @@ def test_clinical_edf_reads_as_clinicians_know_it(tmp_path, caplog, style, units
 def test_bids_sidecar_type_wins_over_names(tmp_path):
     written = write_clinical_edf(tmp_path, name="sub-01_task-sz_ieeg.edf", duration_s=6.0, onset_s=3.0, offset_s=5.0)
     tsv = tmp_path / "sub-01_task-sz_channels.tsv"
-    sidecar = pd.DataFrame({"name": ["X1", "POL G1", "POL $G12"], "type": ["ECG", "MISC", "MISC"], "status": ["good"] * 3})
+    sidecar = pd.DataFrame(
+        {"name": ["X1", "POL G1", "POL $G12"], "type": ["ECG", "MISC", "MISC"], "status": ["good"] * 3}
+    )
     sidecar.to_csv(tsv, sep="\t", index=False)
     types = dict(zip(*(lambda r: (r.ch_names, r.ch_types))(sss_viewer.read_recording(written.path))))
     assert types["X1"] == "ecg" and types["POL G1"] == "misc"  # listed: the sidecar's type
@@ -203,10 +266,17 @@ def test_bids_sidecar_type_wins_over_names(tmp_path):
 def test_npz_archive_without_types_uses_the_same_rules(tmp_path):
     path = tmp_path / "export.npz"
     names = ["G1", "G2", "$G2", "EKG1", "DC01"]
-    np.savez(path, data=np.ones((5, 500), np.float32), ch_names=np.array(names), fs=250.0, soz=np.array([1, 0, 0, 0, 0]))
+    np.savez(
+        path, data=np.ones((5, 500), np.float32), ch_names=np.array(names), fs=250.0, soz=np.array([1, 0, 0, 0, 0])
+    )
     recording = sss_viewer.read_recording(path)
     assert recording.ch_names == ["G1", "G2", "EKG1", "DC01"]
-    assert recording.ch_types == ["seeg", "seeg", "ecg", "misc"] and recording.soz.tolist() == [True, False, False, False]
+    assert recording.ch_types == ["seeg", "seeg", "ecg", "misc"] and recording.soz.tolist() == [
+        True,
+        False,
+        False,
+        False,
+    ]
 
 
 @pytest.fixture(scope="module")

@@ -39,9 +39,9 @@ from sss_viewer.cohort_scoring.task import ScoreSettings, score_task
 from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.evaluation.patient_ranking import rank_patient_channels
 from sss_viewer.io.cohort import load_data
-from tests.fixtures.recordings import DS003029_META
 from tests.fixtures.bids_fixture import write_ds003029_like
 from tests.fixtures.cli import one_error_line, run
+from tests.fixtures.recordings import DS003029_META
 
 DEMO_MODEL = Path(sss_viewer.__file__).parent / "data" / "demo" / "model"
 SYNTH = ["--patients", "3", "--runs", "2", "--duration-scale", "0.06", "--max-channels", "6"]
@@ -132,7 +132,9 @@ def test_every_recording_is_scored_with_its_files_and_the_cohort_tables(cohort, 
     manifest = json.loads((out / "sss-viewer-score.json").read_text())
     assert manifest["mode"] == "cohort" and sorted(manifest["recordings"]) == sorted(table["recording"])
     windows = pd.read_parquet(out / table["recording"][0] / "windows.parquet")
-    assert list(windows.columns) == ["channel", "start_s", "end_s", "p_raw", "p_cal", "p0", "p1", "artifact"] and len(windows)
+    assert list(windows.columns) == ["channel", "start_s", "end_s", "p_raw", "p_cal", "p0", "p1", "artifact"] and len(
+        windows
+    )
 
 
 def test_patients_csv_ranks_each_patient_over_the_written_runs(scored):
@@ -147,7 +149,11 @@ def test_patients_csv_ranks_each_patient_over_the_written_runs(scored):
     expected = rank_patient_channels(pd.concat(runs, ignore_index=True))
     patients = pd.read_csv(out / "patients.csv", dtype={"subject": str})
     assert (patients["n_runs"] == 2).all() and patients["subject"].nunique() == 3  # every patient has 2 runs
-    pd.testing.assert_frame_equal(patients[["subject", "channel", "rank", "n_runs", "label"]], expected[["subject", "channel", "rank", "n_runs", "label"]], check_dtype=False)  # fmt: skip
+    pd.testing.assert_frame_equal(
+        patients[["subject", "channel", "rank", "n_runs", "label"]],
+        expected[["subject", "channel", "rank", "n_runs", "label"]],
+        check_dtype=False,
+    )
     np.testing.assert_allclose(patients["score"], expected["score"], atol=1e-6)
     assert list(patients["run_scores"]) == list(expected["run_scores"])
     assert not any("sub-" in cell or "_ieeg" in cell for cell in patients["run_scores"])  # names within the patient

@@ -11,8 +11,8 @@ from sklearn.linear_model import LogisticRegression
 
 import sss_viewer
 from sss_viewer import Recording
-from sss_viewer.biomarkers import get_scorer
 from sss_viewer.biomarkers import combined as combined_module
+from sss_viewer.biomarkers import get_scorer
 from sss_viewer.biomarkers.combined import (
     MODEL_FEATURE,
     CombinedScorer,
@@ -48,9 +48,14 @@ def spiky_recording(subject: str, seed: int, *, duration_s: float = 12.0, flip: 
             data[ch, start : start + len(t)] += spike[: n - start]
     soz = np.arange(n_channels) < N_SOZ
     return Recording(
-        data=data.astype(np.float32), sfreq=sfreq, ch_names=[f"A{i + 1}" for i in range(n_channels)],
-        ch_types=["seeg"] * n_channels, soz=~soz if flip else soz, subject=subject, line_freq=50.0,
-    )  # fmt: skip
+        data=data.astype(np.float32),
+        sfreq=sfreq,
+        ch_names=[f"A{i + 1}" for i in range(n_channels)],
+        ch_types=["seeg"] * n_channels,
+        soz=~soz if flip else soz,
+        subject=subject,
+        line_freq=50.0,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +123,13 @@ def test_patients_override_subjects_and_two_are_needed(cohort):
         fit_combined(cohort[:2], markers=MARKERS, patients=["same", "same"], progress=False)
     with pytest.raises(ValueError, match="Invalid patients"):
         fit_combined(cohort[:2], markers=MARKERS, patients=["only one"], progress=False)
-    nameless = Recording(data=cohort[0].data, sfreq=cohort[0].sfreq, ch_names=cohort[0].ch_names,
-                         ch_types=cohort[0].ch_types, soz=cohort[0].soz)  # fmt: skip
+    nameless = Recording(
+        data=cohort[0].data,
+        sfreq=cohort[0].sfreq,
+        ch_names=cohort[0].ch_names,
+        ch_types=cohort[0].ch_types,
+        soz=cohort[0].soz,
+    )
     with pytest.raises(ValueError, match="no subject"):
         fit_combined([nameless, cohort[1]], markers=MARKERS, progress=False)
     with pytest.raises(ValueError, match="Invalid Cs"):
@@ -180,8 +190,15 @@ def test_unreadable_weights_and_bad_arguments_are_refused(tmp_path, weights):
 
 def test_an_unsupported_marker_ranks_every_channel_at_the_middle(weights):
     slow = spiky_recording("slow", seed=5)
-    slow = Recording(data=slow.data[:, ::2].copy(), sfreq=250.0, ch_names=slow.ch_names, ch_types=slow.ch_types,
-                     soz=slow.soz, subject="slow", line_freq=50.0)  # fmt: skip
+    slow = Recording(
+        data=slow.data[:, ::2].copy(),
+        sfreq=250.0,
+        ch_names=slow.ch_names,
+        ch_types=slow.ch_types,
+        soz=slow.soz,
+        subject="slow",
+        line_freq=50.0,
+    )
     scorer = CombinedScorer(weights)
     table = scorer.channel_features(slow)
     assert (table["ripple_rate_rank"] == 0.5).all()  # ripples need ≥ 450 Hz
@@ -223,7 +240,9 @@ def test_a_centre_fits_its_own_combined_scorer_and_scores_with_it_from_the_comma
     assert main(argv) == 1 and "exists" in capsys.readouterr().err  # never overwritten unasked
     code = main(["score", files[2], "--scorer", "combined", "--out", str(tmp_path / "s"), "-q"])
     assert code == 2 and "needs --weights FILE" in capsys.readouterr().err
-    code = main(["score", files[2], "--scorer", "combined", "--weights", str(weights_file), "--out", str(tmp_path / "s"), "-q"])
+    code = main(
+        ["score", files[2], "--scorer", "combined", "--weights", str(weights_file), "--out", str(tmp_path / "s"), "-q"]
+    )
     assert code == 0
     import pandas as pd
 

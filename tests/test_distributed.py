@@ -175,17 +175,58 @@ def test_torchrun_trains_one_model_on_two_ranks(tmp_path):
     torchrun = Path(sys.executable).with_name("torchrun")
     if not torchrun.exists():
         pytest.skip("torchrun is not installed next to this Python")
-    assert main(["synth", "--out", str(tmp_path / "cohort"), "--patients", "8", "--duration-scale", "0.15",
-                 "--max-channels", "16", "-q"]) == 0  # fmt: skip
-    common = ["train", str(tmp_path / "cohort"), "--preset", "minirocket", "--epochs", "3", "--device", "cpu", "-q",
-              "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    assert (
+        main(
+            [
+                "synth",
+                "--out",
+                str(tmp_path / "cohort"),
+                "--patients",
+                "8",
+                "--duration-scale",
+                "0.15",
+                "--max-channels",
+                "16",
+                "-q",
+            ]
+        )
+        == 0
+    )
+    common = [
+        "train",
+        str(tmp_path / "cohort"),
+        "--preset",
+        "minirocket",
+        "--epochs",
+        "3",
+        "--device",
+        "cpu",
+        "-q",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     assert main([*common, "--batch-size", "64", "--out", str(tmp_path / "one")]) == 0
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
     done = subprocess.run(
-        [str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "sss_viewer", *common,
-         "--batch-size", "32", "--out", str(tmp_path / "two")],
-        capture_output=True, text=True, timeout=600, env=env, check=False,
-    )  # fmt: skip
+        [
+            str(torchrun),
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            "-m",
+            "sss_viewer",
+            *common,
+            "--batch-size",
+            "32",
+            "--out",
+            str(tmp_path / "two"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Warning" not in done.stderr, done.stderr[-3000:]
     assert done.stdout.count("saved model to") == 1  # rank 0 only
@@ -211,7 +252,9 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-SURVIVOR_SAYS_WHY = re.compile(r"error: rank 0 of 2 (lost contact with the other ranks|was stopped by torchrun) during training")
+SURVIVOR_SAYS_WHY = re.compile(
+    r"error: rank 0 of 2 (lost contact with the other ranks|was stopped by torchrun) during training"
+)
 """What the surviving rank prints when another is killed: it noticed the lost peer itself, or torchrun's SIGTERM
 reached it first (both are real outcomes of the same kill; which one depends on timing)."""
 
@@ -230,14 +273,50 @@ def test_a_rank_killed_mid_training_ends_the_job_and_writes_no_model(tmp_path):
     torchrun = Path(sys.executable).with_name("torchrun")
     if not torchrun.exists() or not Path("/proc/self/task").exists():
         pytest.skip("needs torchrun and /proc")
-    assert main(["synth", "--out", str(tmp_path / "cohort"), "--patients", "8", "--duration-scale", "0.15",
-                 "--max-channels", "16", "-q"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "synth",
+                "--out",
+                str(tmp_path / "cohort"),
+                "--patients",
+                "8",
+                "--duration-scale",
+                "0.15",
+                "--max-channels",
+                "16",
+                "-q",
+            ]
+        )
+        == 0
+    )
     job = subprocess.Popen(
-        [str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "sss_viewer", "train", str(tmp_path / "cohort"),
-         "--out", str(tmp_path / "model"), "--backbone", "patchtst", "--window-length", "256", "--epochs", "50",
-         "--device", "cpu", "--no-cache", "-v"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            str(torchrun),
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            "-m",
+            "sss_viewer",
+            "train",
+            str(tmp_path / "cohort"),
+            "--out",
+            str(tmp_path / "model"),
+            "--backbone",
+            "patchtst",
+            "--window-length",
+            "256",
+            "--epochs",
+            "50",
+            "--device",
+            "cpu",
+            "--no-cache",
+            "-v",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines = []
     try:
         for line in job.stdout:  # wait until the ranks train

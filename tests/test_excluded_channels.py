@@ -26,9 +26,21 @@ from sss_viewer.viewer.trace_elements import TRACE_COLOUR
 from sss_viewer.viewer.traces import ALL_ON_PAGE, TraceView
 
 STORED = [
-    "POL LA10", "POL LA2", "POL LA1", "EKG1", "POL LA3", "POL LA11", "POL LB2", "POL LB1",
-    "POL DC01", "$LH7", "POL", "TRIG", "POL LB3", "Cz",
-]  # fmt: skip
+    "POL LA10",
+    "POL LA2",
+    "POL LA1",
+    "EKG1",
+    "POL LA3",
+    "POL LA11",
+    "POL LB2",
+    "POL LB1",
+    "POL DC01",
+    "$LH7",
+    "POL",
+    "TRIG",
+    "POL LB3",
+    "Cz",
+]
 """Channel names in file order: contacts out of order and mixed with non-iEEG channels."""
 FILE_BAD = "POL LB2"
 MARKED_BAD = "POL LA3"
@@ -104,9 +116,13 @@ def test_excluded_channels_are_greyed_rows_after_the_scored_contacts(recording):
     view.page = 1
     labels = view.slot_labels()
     assert labels == [
-        "LA3 [bad (marked)]", "LB2 [bad (file)]", "EKG1 [ecg — not scored]", "DC01 [dc — not scored]",
-        "$LH7 [$ copy — not scored]", "POL [no contact name — not scored]",
-    ]  # fmt: skip
+        "LA3 [bad (marked)]",
+        "LB2 [bad (file)]",
+        "EKG1 [ecg — not scored]",
+        "DC01 [dc — not scored]",
+        "$LH7 [$ copy — not scored]",
+        "POL [no contact name — not scored]",
+    ]
     assert view.greyed_slots() == list(range(6)) and view.page_contacts() == []
     plot = main_figure(hv.render(view.figure()))
     colours = {name: r.glyph.line_color for name, r in lines_by_name(plot).items()}

@@ -33,12 +33,20 @@ def test_plans_cover_every_setting_model_seed_and_split():
     assert len({r.key for r in runs}) == len(runs)
     table2 = plan_runs("paper-table2", ["A", "B", "C"], ["sss"], [0], ["patient"])
     assert [(r.setting, r.train_centres, r.test_centre) for r in table2] == [
-        ("unseen A", ("B", "C"), "A"), ("unseen B", ("A", "C"), "B"), ("unseen C", ("A", "B"), "C")
+        ("unseen A", ("B", "C"), "A"),
+        ("unseen B", ("A", "C"), "B"),
+        ("unseen C", ("A", "B"), "C"),
     ]
     batch = plan_runs("ablation-batch", ["A", "B"], MODELS, [0], ["channel"])
     sss_rows = ("sss", *SSS_ROWS)  # an ablation varies every SSS row it is given
     assert [r.label for r in batch] == [f"{m} batch_size={b}" for m in sss_rows for b in (128, 512, 2048, 4096, 8192)]
-    assert set(PROTOCOLS) >= {"paper-table1", "paper-table2", "ablation-batch", "ablation-window", "ablation-calibration"}
+    assert set(PROTOCOLS) >= {
+        "paper-table1",
+        "paper-table2",
+        "ablation-batch",
+        "ablation-window",
+        "ablation-calibration",
+    }
 
 
 def test_bad_names_fail_before_training():
@@ -93,7 +101,9 @@ def test_kill_and_resume_gives_the_same_csv(cohort, tmp_path):
 def test_full_grid_smoke(cohort, tmp_path, protocol):
     """Every model, every setting, both split modes, one epoch: the table has every row and column."""
     results = run_experiment(protocol, cohort, tmp_path, preset="smoke", progress=False)
-    settings = ["JHH", "NIH", "UMMC", "all"] if protocol == "paper-table1" else ["unseen JHH", "unseen NIH", "unseen UMMC"]
+    settings = (
+        ["JHH", "NIH", "UMMC", "all"] if protocol == "paper-table1" else ["unseen JHH", "unseen NIH", "unseen UMMC"]
+    )
     models = (SSS_MODEL, *BASELINES)
     assert len(results) == len(models) * len(settings) * 2
     assert results[["f1", "auc", "accuracy", "auprc", "balanced_accuracy"]].notna().all().all()
@@ -155,8 +165,16 @@ def test_a_preset_that_cannot_fit_in_memory_is_refused_before_training(cohort, t
         original = runner_module.check_fits_in_memory
         runner_module.check_fits_in_memory = lambda *a, **k: original(*a, **k, available=1000)
         try:
-            run_experiment("paper-table1", cohort, tmp_path, models=["sss"], seeds=[0], split_modes=["channel"],
-                           progress=False, preset="smoke")
+            run_experiment(
+                "paper-table1",
+                cohort,
+                tmp_path,
+                models=["sss"],
+                seeds=[0],
+                split_modes=["channel"],
+                progress=False,
+                preset="smoke",
+            )
         finally:
             runner_module.check_fits_in_memory = original
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
@@ -169,9 +187,22 @@ def test_cross_validation_tables_aggregate_folds_and_select_on_validation():
     for seed in (0, 1):
         for fold in range(1, 6):
             for label, auc, val in (("sss", 0.9, 0.95), ("sss window_length=512", 0.8, 0.99 if fold == 1 else 0.5)):
-                rows.append({"protocol": "bonn-ablation", "model": "sss", "label": label, "setting": f"fold {fold}",
-                             "split_mode": "cv", "seed": seed, "auc": auc, "auprc": auc, "balanced_accuracy": auc,
-                             "f1": auc, "accuracy": auc, "val_auc": val})
+                rows.append(
+                    {
+                        "protocol": "bonn-ablation",
+                        "model": "sss",
+                        "label": label,
+                        "setting": f"fold {fold}",
+                        "split_mode": "cv",
+                        "seed": seed,
+                        "auc": auc,
+                        "auprc": auc,
+                        "balanced_accuracy": auc,
+                        "f1": auc,
+                        "accuracy": auc,
+                        "val_auc": val,
+                    }
+                )
     text = markdown_tables(pd.DataFrame(rows), "bonn-ablation")
     assert "5 folds x 2 repeat(s)" in text
     assert "| sss | **0.900 ± 0.000**" in text and "| 10 |" in text
@@ -186,12 +217,23 @@ def test_named_sss_rows_of_the_tables():
     from sss_viewer.experiments.protocols import check_models
     from sss_viewer.experiments.runner import PRESETS, sss_run_config
 
-    runs = {r.model: r for r in plan_runs("paper-table1", ["A", "B"], ["sss", "sss-recipe", "sss-patchtst-l1024"], [3], ["patient"])}
+    runs = {
+        r.model: r
+        for r in plan_runs("paper-table1", ["A", "B"], ["sss", "sss-recipe", "sss-patchtst-l1024"], [3], ["patient"])
+    }
     recipe = sss_run_config(PRESETS["cpu"], runs["sss-recipe"])
     assert recipe == train_preset("minirocket", seed=3, device="auto")
-    plain, wide = sss_run_config(PRESETS["cpu"], runs["sss"]), sss_run_config(PRESETS["cpu"], runs["sss-patchtst-l1024"])
+    plain, wide = (
+        sss_run_config(PRESETS["cpu"], runs["sss"]),
+        sss_run_config(PRESETS["cpu"], runs["sss-patchtst-l1024"]),
+    )
     assert (plain.backbone, plain.window_length) == ("patchtst", 256)
-    assert (wide.backbone, wide.window_length, wide.train_stride, wide.inference_stride) == ("patchtst", 1024, 1024, 256)
+    assert (wide.backbone, wide.window_length, wide.train_stride, wide.inference_stride) == (
+        "patchtst",
+        1024,
+        1024,
+        256,
+    )
     assert wide.model_params == plain.model_params and wide.epochs == plain.epochs
     with pytest.raises(ValueError, match="SSS backbone"):
         check_models(["sss-recipes"])
@@ -207,8 +249,12 @@ def test_the_hydra_ensemble_row_is_two_hydra_recipe_windows():
     members = ensemble_members(run)
     for preset in ("cpu", "paper"):  # whatever the experiment preset
         configs = [sss_run_config(PRESETS[preset], m) for m in members]
-        assert configs == [train_preset("hydra_minirocket", seed=2, device="auto", window_length=L) for L in (1024, 2048)]
-        assert run_settings_digest(PRESETS[preset], run) not in {run_settings_digest(PRESETS[preset], m) for m in members}
+        assert configs == [
+            train_preset("hydra_minirocket", seed=2, device="auto", window_length=L) for L in (1024, 2048)
+        ]
+        assert run_settings_digest(PRESETS[preset], run) not in {
+            run_settings_digest(PRESETS[preset], m) for m in members
+        }
     assert run.label == "sss-hydra-ensemble"
 
 
@@ -220,7 +266,9 @@ def test_the_cpu_grid_script_runs_every_sss_row_and_baseline():
     from sss_viewer.experiments.protocols import check_models
 
     script = (Path(__file__).parents[1] / "training" / "cpu_grid.sh").read_text()
-    rows = {name: re.search(rf'^{name}="([^"]+)"', script, re.M).group(1).split() for name in ("SSS_ROWS", "BASELINE_ROWS")}
+    rows = {
+        name: re.search(rf'^{name}="([^"]+)"', script, re.M).group(1).split() for name in ("SSS_ROWS", "BASELINE_ROWS")
+    }
     check_models(rows["SSS_ROWS"] + rows["BASELINE_ROWS"])
     assert rows["BASELINE_ROWS"] == list(BASELINES)
     # every named SSS row but the Hydra ensemble, which is too slow for 2 cores (the script says how to add it)

@@ -22,8 +22,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 from sss_viewer.io.bids import read_bids_run  # noqa: E402
 from sss_viewer.io.cohort import read_labels  # noqa: E402
-from sss_viewer.io.recording import Recording
-from sss_viewer.synth.bids import write_recording_bids
+from sss_viewer.io.recording import Recording  # noqa: E402
+from sss_viewer.synth.bids import write_recording_bids  # noqa: E402
 from tests.fixtures.recordings import toy_recording  # noqa: E402
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
@@ -33,14 +33,18 @@ _VALUES = st.one_of(
     _TEXT,
     st.integers(-(2**40), 2**40).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.sampled_from(["", "0", "-1", "nan", "inf", "1e400", "IEEE_FLOAT_32", "INT_16", "MULTIPLEXED", "VECTORIZED", "ASCII"]),
+    st.sampled_from(
+        ["", "0", "-1", "nan", "inf", "1e400", "IEEE_FLOAT_32", "INT_16", "MULTIPLEXED", "VECTORIZED", "ASCII"]
+    ),
 )
 
 
 @pytest.fixture(scope="module")
 def base_run(tmp_path_factory) -> Path:
     """A small BIDS BrainVision run (4 channels, 12 s at 250 Hz) with its sidecars."""
-    return write_recording_bids(toy_recording("fuzz", 1, n_channels=4, duration_s=12.0), tmp_path_factory.mktemp("fuzz"))
+    return write_recording_bids(
+        toy_recording("fuzz", 1, n_channels=4, duration_s=12.0), tmp_path_factory.mktemp("fuzz")
+    )
 
 
 def _outcome(read, *names: str) -> None:
@@ -62,8 +66,23 @@ def _copy(base: Path, folder: Path) -> Path:
     return folder / base.name
 
 
-_HEADER_KEYS = ["NumberOfChannels", "SamplingInterval", "DataPoints", "BinaryFormat", "DataOrientation", "DataFormat",
-                "DataFile", "MarkerFile", "DataType", "Ch1", "Ch2", "Ch4", "Ch5", "Codepage", "Resolution / Unit"]  # fmt: skip
+_HEADER_KEYS = [
+    "NumberOfChannels",
+    "SamplingInterval",
+    "DataPoints",
+    "BinaryFormat",
+    "DataOrientation",
+    "DataFormat",
+    "DataFile",
+    "MarkerFile",
+    "DataType",
+    "Ch1",
+    "Ch2",
+    "Ch4",
+    "Ch5",
+    "Codepage",
+    "Resolution / Unit",
+]
 
 
 @FUZZ
@@ -93,9 +112,17 @@ _TYPES = st.one_of(st.sampled_from(["SEEG", "ECOG", "EEG", "EKG", "MISC", "TRIG"
 
 @FUZZ
 @given(
-    rows=st.lists(st.tuples(st.one_of(st.sampled_from(["A1", "A2", "A3", "A4"]), _TEXT), _TYPES,
-                            st.sampled_from(["good", "bad", "n/a", "", "GOOD", "x"])), max_size=6),  # fmt: skip
-    columns=st.sampled_from([("name", "type", "status"), ("name", "type"), ("type", "status"), ("name",), ("Name", "type", "status")]),
+    rows=st.lists(
+        st.tuples(
+            st.one_of(st.sampled_from(["A1", "A2", "A3", "A4"]), _TEXT),
+            _TYPES,
+            st.sampled_from(["good", "bad", "n/a", "", "GOOD", "x"]),
+        ),
+        max_size=6,
+    ),
+    columns=st.sampled_from(
+        [("name", "type", "status"), ("name", "type"), ("type", "status"), ("name",), ("Name", "type", "status")]
+    ),
 )
 def test_fuzz_channels_tsv(base_run, rows, columns):
     with tempfile.TemporaryDirectory() as tmp:
@@ -108,9 +135,17 @@ def test_fuzz_channels_tsv(base_run, rows, columns):
 
 @FUZZ
 @given(
-    rows=st.lists(st.tuples(_VALUES, _VALUES, st.one_of(st.sampled_from(["sz onset", "sz offset", "n/a", "onset", "SZ EVENT # 1"]), _TEXT)),
-                  max_size=5),  # fmt: skip
-    columns=st.sampled_from([("onset", "duration", "trial_type"), ("onset", "trial_type"), ("onset", "duration"), ("trial_type",)]),
+    rows=st.lists(
+        st.tuples(
+            _VALUES,
+            _VALUES,
+            st.one_of(st.sampled_from(["sz onset", "sz offset", "n/a", "onset", "SZ EVENT # 1"]), _TEXT),
+        ),
+        max_size=5,
+    ),
+    columns=st.sampled_from(
+        [("onset", "duration", "trial_type"), ("onset", "trial_type"), ("onset", "duration"), ("trial_type",)]
+    ),
 )
 def test_fuzz_events_tsv(base_run, rows, columns):
     with tempfile.TemporaryDirectory() as tmp:
@@ -123,11 +158,17 @@ def test_fuzz_events_tsv(base_run, rows, columns):
 
 @FUZZ
 @given(
-    header=st.sampled_from(["subject\tchannel\tsoz", "subject,channel,soz", "subject\tchannel", "channel\tsoz\tsubject", "", "a\tb\tc"]),
-    rows=st.lists(st.tuples(st.one_of(st.sampled_from(["pt1", "sub-pt1", "n/a", ""]), _TEXT),
-                            st.one_of(st.sampled_from(["A1", "LPT07", "POL G11"]), _TEXT),
-                            st.one_of(st.sampled_from(["0", "1", "yes", "n/a", "", "2", "-1", "1.0", "true"]), _TEXT)),
-                  max_size=5),  # fmt: skip
+    header=st.sampled_from(
+        ["subject\tchannel\tsoz", "subject,channel,soz", "subject\tchannel", "channel\tsoz\tsubject", "", "a\tb\tc"]
+    ),
+    rows=st.lists(
+        st.tuples(
+            st.one_of(st.sampled_from(["pt1", "sub-pt1", "n/a", ""]), _TEXT),
+            st.one_of(st.sampled_from(["A1", "LPT07", "POL G11"]), _TEXT),
+            st.one_of(st.sampled_from(["0", "1", "yes", "n/a", "", "2", "-1", "1.0", "true"]), _TEXT),
+        ),
+        max_size=5,
+    ),
     suffix=st.sampled_from([".tsv", ".csv"]),
 )
 def test_fuzz_labels_file(header, rows, suffix):

@@ -60,7 +60,9 @@ def _check(recording, names, sfreq, data, markers, *, resolution_uv):
     assert error.max() <= resolution_uv(data).max(), f"samples changed by up to {error.max():.3g} µV"
     onsets = {text: onset for onset, _, text in recording.events}
     for onset, text in markers:
-        assert onsets.get(text) == pytest.approx(onset, abs=1.5 / sfreq), f"{text!r} at {onsets.get(text)}, wrote {onset}"
+        assert onsets.get(text) == pytest.approx(onset, abs=1.5 / sfreq), (
+            f"{text!r} at {onsets.get(text)}, wrote {onset}"
+        )
 
 
 @ROUNDTRIP
@@ -70,10 +72,18 @@ def test_brainvision_float32_reads_back_what_pybv_wrote(drawn):
     with tempfile.TemporaryDirectory() as tmp:
         events = np.array([[int(round(onset * sfreq)), 1, 0] for onset, _ in markers])
         pybv.write_brainvision(
-            data=data * 1e-6, sfreq=sfreq, ch_names=names, fname_base="rec", folder_out=tmp, fmt="binary_float32", unit="µV",
-            events=[{"onset": int(e[0]), "duration": 1, "description": text, "type": "Comment"}
-                    for e, (_, text) in zip(events, markers)],
-        )  # fmt: skip
+            data=data * 1e-6,
+            sfreq=sfreq,
+            ch_names=names,
+            fname_base="rec",
+            folder_out=tmp,
+            fmt="binary_float32",
+            unit="µV",
+            events=[
+                {"onset": int(e[0]), "duration": 1, "description": text, "type": "Comment"}
+                for e, (_, text) in zip(events, markers)
+            ],
+        )
         recording = read_recording(Path(tmp) / "rec.vhdr").load()
         # float32 keeps 24 bits: relative error ≤ 2^-24 of each sample
         _check(recording, names, sfreq, data, markers, resolution_uv=lambda d: np.abs(d) * 2.0**-23 + 1e-6)
@@ -91,7 +101,14 @@ def test_edf_reads_back_what_mne_exported_within_its_16_bit_resolution(drawn):
         recording = read_recording(path).load()
         # EDF: 16-bit integers between each channel's physical min and max (rounded in the 8-character header)
         span = np.ptp(data, axis=1, keepdims=True)
-        _check(recording, names, recording.sfreq, data, markers, resolution_uv=lambda d: span / 65535 * 1.5 + 1e-3 * np.abs(d).max())
+        _check(
+            recording,
+            names,
+            recording.sfreq,
+            data,
+            markers,
+            resolution_uv=lambda d: span / 65535 * 1.5 + 1e-3 * np.abs(d).max(),
+        )
         assert recording.sfreq == pytest.approx(sfreq, rel=1e-3)  # EDF states a record duration, not a rate
 
 

@@ -69,6 +69,7 @@ def test_lbfgs_standardises_the_training_features_once_not_at_every_evaluation()
 def test_penalty_is_chosen_on_validation_and_ties_go_to_the_first():
     x, y = _linear_task(60, 200, seed=2)  # few rows, many features: strong penalties generalise better
     x_val, y_val = _linear_task(300, 200, seed=3)
+
     def score(p):
         return binary_auc(p, y_val.numpy().astype(int))
 
@@ -85,9 +86,18 @@ def test_penalty_is_chosen_on_validation_and_ties_go_to_the_first():
 
 def test_sss_training_with_lbfgs_head_records_the_choice_and_round_trips(toy_cohort, tmp_path):
     config = train_preset(
-        "default", backbone="minirocket", model_params={"num_features": 336}, window_length=128, train_stride=64,
-        val_stride=64, calibrator="none", head_solver="lbfgs", head_l2=(1e-1, 1e-3), head_max_iter=50, device="cpu",
-    )  # fmt: skip
+        "default",
+        backbone="minirocket",
+        model_params={"num_features": 336},
+        window_length=128,
+        train_stride=64,
+        val_stride=64,
+        calibrator="none",
+        head_solver="lbfgs",
+        head_l2=(1e-1, 1e-3),
+        head_max_iter=50,
+        device="cpu",
+    )
     bundle = train(toy_cohort, config, progress=False)
     info = bundle.info
     assert info["head_l2"] in (1e-1, 1e-3)
@@ -103,10 +113,17 @@ def test_sss_training_with_lbfgs_head_records_the_choice_and_round_trips(toy_coh
 
 def test_refit_fits_the_chosen_penalty_again_on_training_and_validation_windows(toy_cohort):
     common = {
-        "backbone": "minirocket", "model_params": {"num_features": 336}, "window_length": 128, "train_stride": 64,
-        "val_stride": 64, "calibrator": "none", "head_solver": "lbfgs", "head_l2": (1e-1, 1e-3), "head_max_iter": 50,
+        "backbone": "minirocket",
+        "model_params": {"num_features": 336},
+        "window_length": 128,
+        "train_stride": 64,
+        "val_stride": 64,
+        "calibrator": "none",
+        "head_solver": "lbfgs",
+        "head_l2": (1e-1, 1e-3),
+        "head_max_iter": 50,
         "device": "cpu",
-    }  # fmt: skip
+    }
     plain = train(toy_cohort, train_preset("default", **common), progress=False)
     refit = train(toy_cohort, train_preset("default", refit_on_train_val=True, **common), progress=False)
     assert refit.info["split"] == plain.info["split"] and refit.info["head_l2"] == plain.info["head_l2"]
@@ -137,9 +154,14 @@ def test_refit_without_lbfgs_head_or_with_a_calibrator_is_refused_by_name(bad):
 
 def test_lbfgs_head_is_refused_for_a_trained_front_end(toy_cohort):
     config = train_preset(
-        "default", window_length=128, train_stride=64, val_stride=64, head_solver="lbfgs", device="cpu",
+        "default",
+        window_length=128,
+        train_stride=64,
+        val_stride=64,
+        head_solver="lbfgs",
+        device="cpu",
         model_params={"d_model": 16, "d_ff": 32, "n_heads": 2, "n_layers": 1},
-    )  # fmt: skip
+    )
     with pytest.raises(ValueError, match="head_solver='lbfgs' needs a local model with a frozen front end"):
         train(toy_cohort, config, progress=False)
 
@@ -162,23 +184,37 @@ def test_frozen_features_are_reused_across_runs_that_share_the_front_end(toy_coh
     from sss_viewer.windows.series_set import build_series_set
 
     base = dict(
-        backbone="minirocket", model_params={"num_features": 168}, window_length=128, train_stride=64, val_stride=64,
-        epochs=1, device="cpu",
-    )  # fmt: skip
-    series_set = build_series_set(toy_cohort, train_preset("default", **base).preprocess, min_length=128, progress=False)
+        backbone="minirocket",
+        model_params={"num_features": 168},
+        window_length=128,
+        train_stride=64,
+        val_stride=64,
+        epochs=1,
+        device="cpu",
+    )
+    series_set = build_series_set(
+        toy_cohort, train_preset("default", **base).preprocess, min_length=128, progress=False
+    )
     memo = FeatureMemo()
     with caplog.at_level("INFO", logger="sss_viewer.engine.training"):
         first = train([], train_preset("default", **base), progress=False, series_set=series_set, feature_memo=memo)
         assert "reusing the frozen features" not in caplog.text and len(memo) == 2
-        second = train([], train_preset("default", calibrator="none", **base), progress=False, series_set=series_set,
-                       feature_memo=memo)  # fmt: skip
+        second = train(
+            [],
+            train_preset("default", calibrator="none", **base),
+            progress=False,
+            series_set=series_set,
+            feature_memo=memo,
+        )
         assert caplog.text.count("reusing the frozen features") == 2  # training and validation windows
         caplog.clear()
         other = dict(base, model_params={"num_features": 168, "seed": 1})
         train([], train_preset("default", **other), progress=False, series_set=series_set, feature_memo=memo)
         assert "reusing the frozen features" not in caplog.text
         train([], train_preset("default", **base), progress=False, series_set=series_set)
-        assert "reusing the frozen features" not in caplog.text  # no memo given: nothing shared behind the caller's back
+        assert (
+            "reusing the frozen features" not in caplog.text
+        )  # no memo given: nothing shared behind the caller's back
     # Same data, same front end, same head training: the reused features give the same head.
     torch.testing.assert_close(first.model.head.weight, second.model.head.weight)
 
@@ -221,7 +257,9 @@ def test_minirocket_training_preset_is_the_real_data_recipe_and_a_cli_choice():
 def test_cli_train_passes_the_head_solver_and_preset():
     from sss_viewer.cli import _train_overrides, build_parser
 
-    args = build_parser().parse_args(["train", "data", "--out", "m", "--preset", "minirocket", "--head-solver", "lbfgs"])
+    args = build_parser().parse_args(
+        ["train", "data", "--out", "m", "--preset", "minirocket", "--head-solver", "lbfgs"]
+    )
     config = train_preset(args.preset, **_train_overrides(args))
     assert config.backbone == "minirocket" and config.head_solver == "lbfgs"
 

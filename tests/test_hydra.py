@@ -172,10 +172,19 @@ def test_tiny_sss_run_with_the_hydra_presets_reaches_a_finite_validation_auc(toy
     if preset == "hydra_minirocket":
         sizes["num_features"] = 168
     config = train_preset(
-        preset, window_length=128, train_stride=64, val_stride=64, inference_stride=64, epochs=2, model_params=sizes,
-        calibrator="none", device="cpu", head_solver="lbfgs" if preset == "hydra_minirocket" else "adam",
-        head_l2=(1e-2,), head_max_iter=30,
-    )  # fmt: skip
+        preset,
+        window_length=128,
+        train_stride=64,
+        val_stride=64,
+        inference_stride=64,
+        epochs=2,
+        model_params=sizes,
+        calibrator="none",
+        device="cpu",
+        head_solver="lbfgs" if preset == "hydra_minirocket" else "adam",
+        head_l2=(1e-2,),
+        head_max_iter=30,
+    )
     assert config.backbone == preset
     from sss_viewer.engine.training import train
 
@@ -203,9 +212,16 @@ def test_whole_segment_peer_fits_and_scores(toy_series_split, transform, head, f
     series_set, split = toy_series_split
     labels = series_set.labels()
     result = fit_hydra_peer(
-        series_set, split, transform=transform, head=head, fit_on=fit_on, kernels_per_group=4, groups=8,
-        num_features=168, device="cpu",
-    )  # fmt: skip
+        series_set,
+        split,
+        transform=transform,
+        head=head,
+        fit_on=fit_on,
+        kernels_per_group=4,
+        groups=8,
+        num_features=168,
+        device="cpu",
+    )
     n_dilations = len(hydra_dilations(int(series_set.store.lengths[split == "train"].min())))  # the reference length
     assert result.n_features == n_dilations * 2 * 8 * 4 + (168 if transform == "hydra_minirocket" else 0)
     assert result.val_probs.shape == ((split == "val").sum(),) and result.test_probs.shape == ((split == "test").sum(),)

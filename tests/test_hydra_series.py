@@ -68,7 +68,9 @@ def _trained_like(name: str, seed: int = 0):
 def test_window_counts_are_the_definition_for_windows_anywhere_in_any_order(monkeypatch, groups):
     features = HydraFeatures(L, kernels_per_group=8, groups=groups, seed=3)
     channel = _channels()[1]
-    starts = np.array([900, 0, len(channel) - L, 650, 650, 1, 1500, 1899])  # unsorted, a repeat, both ends, the flat part
+    starts = np.array(
+        [900, 0, len(channel) - L, 650, 650, 1, 1500, 1899]
+    )  # unsorted, a repeat, both ends, the flat part
     counts = window_counts(features, torch.from_numpy(channel), starts, L)
     assert counts.shape == (len(starts), features.n_features) and counts.dtype == torch.float32
     for row, s in zip(counts, starts, strict=True):
@@ -76,7 +78,9 @@ def test_window_counts_are_the_definition_for_windows_anywhere_in_any_order(monk
     # small groups of windows and short stretches of positions give the same numbers
     monkeypatch.setattr(hydra_series, "GROUP_WINDOWS", 2)
     monkeypatch.setattr(hydra_series, "_CPU_POSITIONS", 100)
-    torch.testing.assert_close(window_counts(features, torch.from_numpy(channel), starts, L), counts, rtol=1e-6, atol=1e-4)
+    torch.testing.assert_close(
+        window_counts(features, torch.from_numpy(channel), starts, L), counts, rtol=1e-6, atol=1e-4
+    )
 
 
 def test_a_window_that_is_the_whole_channel_gets_the_per_window_transforms_counts():
@@ -89,7 +93,9 @@ def test_a_window_that_is_the_whole_channel_gets_the_per_window_transforms_count
 
 def test_a_window_outside_its_channel_is_refused_with_the_numbers():
     features = HydraFeatures(L, kernels_per_group=4, groups=2)
-    with pytest.raises(ValueError, match=r"Windows of 256 samples at starts 10..2900 do not lie inside a channel of 3000"):
+    with pytest.raises(
+        ValueError, match=r"Windows of 256 samples at starts 10..2900 do not lie inside a channel of 3000"
+    ):
         window_counts(features, torch.zeros(3000), np.array([10, 2900]), L)
     with pytest.raises(ValueError, match="window_length=8"):
         window_counts(features, torch.zeros(3000), np.array([0]), 8)
@@ -107,7 +113,9 @@ def test_store_scoring_equals_the_head_on_explicit_features(name):
     p = predict_window_probs(model, store, starts, L, on_progress=fractions.append)
     assert fractions and fractions[-1] == pytest.approx(1.0)
     hydra = model.features if name == "hydra" else model.hydra
-    explicit = torch.stack([_explicit(hydra, channels[i], int(s), L) for i, s in zip(index.series, index.start, strict=True)])
+    explicit = torch.stack(
+        [_explicit(hydra, channels[i], int(s), L) for i, s in zip(index.series, index.start, strict=True)]
+    )
     if name == "hydra_minirocket":  # the PPV part: MiniRocket's series definition
         ppv = window_features(model.minirocket, channels, index.series, index.start, L)
         explicit = torch.cat([explicit, torch.from_numpy(ppv).double()], 1)
@@ -126,7 +134,9 @@ def test_a_window_scores_the_same_at_any_stride_and_alone():
     p_dense = predict_window_probs(model, store, dense, L)
     picked = np.array([5, 40, 100])  # windows 80, 640 and 1600
     np.testing.assert_allclose(predict_window_probs(model, store, dense[picked], L), p_dense[picked], atol=1e-6)
-    np.testing.assert_allclose(predict_window_probs(model, store, dense[picked][::-1], L), p_dense[picked][::-1], atol=1e-6)
+    np.testing.assert_allclose(
+        predict_window_probs(model, store, dense[picked][::-1], L), p_dense[picked][::-1], atol=1e-6
+    )
 
 
 def test_a_bare_row_is_read_as_a_whole_channel():

@@ -89,8 +89,16 @@ def test_choose_threshold_bad_criterion() -> None:
 def test_evaluate_scores_returns_plain_floats() -> None:
     out = evaluate_scores(SCORES, LABELS, threshold=0.3)
     expected_keys = {
-        "auc", "auprc", "brier", "accuracy", "balanced_accuracy", "f1", "precision", "recall",
-        "specificity", "threshold",
+        "auc",
+        "auprc",
+        "brier",
+        "accuracy",
+        "balanced_accuracy",
+        "f1",
+        "precision",
+        "recall",
+        "specificity",
+        "threshold",
     }
     assert set(out) == expected_keys
     assert all(type(v) is float for v in out.values())

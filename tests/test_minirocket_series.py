@@ -115,8 +115,9 @@ def test_torch_path_scores_channels_of_different_lengths_in_one_zero_padded_batc
     batch = np.zeros((len(channels), max(len(c) for c in channels)), dtype=np.float32)
     for i, channel in enumerate(channels):
         batch[i, : len(channel)] = channel
-    got = torch_window_logits(model.features, weights, constant, torch.from_numpy(batch), start, L, rows=series,
-                              evidence="search")  # fmt: skip
+    got = torch_window_logits(
+        model.features, weights, constant, torch.from_numpy(batch), start, L, rows=series, evidence="search"
+    )
     assert got.shape == (len(start),)
     np.testing.assert_allclose(got.numpy(), expected, rtol=0, atol=2e-5)
 
@@ -144,10 +145,12 @@ def test_unpadded_kernels_read_what_the_per_window_transform_reads():
     per_window.load_state_dict(model.state_dict())
     window_feats = per_window.eval().transform(torch.from_numpy(np.stack([channel[s : s + L] for s in start]))).numpy()
     layout = SeriesLayout.of(model.features, L)
-    unpadded = np.concatenate([
-        layout.feature_offsets[i] + np.arange(84 * nb).reshape(84, nb)[~layout.padded[i]].ravel()
-        for i, nb in enumerate(layout.n_biases)
-    ])  # fmt: skip
+    unpadded = np.concatenate(
+        [
+            layout.feature_offsets[i] + np.arange(84 * nb).reshape(84, nb)[~layout.padded[i]].ravel()
+            for i, nb in enumerate(layout.n_biases)
+        ]
+    )
     # the two paths add the taps in a different order: a rare float32 tie-break may move one position
     n_pos = np.array([L - 2 * 4 * d if L > 8 * d else L for d in np.repeat(layout.dilations, 84 * layout.n_biases)])
     diff = np.abs(series_feats[:, unpadded] - window_feats[:, unpadded]) * n_pos[unpadded]
@@ -160,7 +163,9 @@ def test_a_whole_row_is_read_as_one_channel():
     channels = _channels()
     rows = torch.from_numpy(np.stack([channels[0][:L], channels[1][:L]]))
     by_row = model.transform(rows).numpy()
-    as_channels = window_features(model.features, [channels[0][:L], channels[1][:L]], np.array([0, 1]), np.zeros(2, np.int64), L)
+    as_channels = window_features(
+        model.features, [channels[0][:L], channels[1][:L]], np.array([0, 1]), np.zeros(2, np.int64), L
+    )
     np.testing.assert_array_equal(by_row, as_channels)
 
 
@@ -241,14 +246,22 @@ def test_cuda_evidence_series_and_features_equal_the_cpu_paths():
     on_gpu = model.to("cuda")
     for i, channel in enumerate(channels):
         sel = series == i
-        gpu = torch_window_logits(on_gpu.features, weights, constant, torch.from_numpy(channel).cuda()[None], start[sel], L)
+        gpu = torch_window_logits(
+            on_gpu.features, weights, constant, torch.from_numpy(channel).cuda()[None], start[sel], L
+        )
         np.testing.assert_allclose(gpu.cpu().numpy()[0], cpu[sel], rtol=0, atol=2e-5)
     margin = SeriesLayout.of(model.features, L).margin
-    cut = [np.concatenate([np.zeros(margin, np.float32), channels[i], np.zeros(margin, np.float32)])[s : s + L + 2 * margin]
-           for i, s in zip(series, start, strict=True)]  # fmt: skip
+    cut = [
+        np.concatenate([np.zeros(margin, np.float32), channels[i], np.zeros(margin, np.float32)])[
+            s : s + L + 2 * margin
+        ]
+        for i, s in zip(series, start, strict=True)
+    ]
     gpu_feats = explicit_window_features(on_gpu.features, torch.from_numpy(np.stack(cut)).cuda(), L).cpu().numpy()
     # PPV = count / positions: the devices may round that one division differently (seen on an H200: 1 ulp)
-    np.testing.assert_allclose(gpu_feats, window_features(model.cpu().features, channels, series, start, L), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(
+        gpu_feats, window_features(model.cpu().features, channels, series, start, L), rtol=0, atol=1e-6
+    )
 
 
 def test_without_numba_the_torch_paths_give_the_same_numbers(monkeypatch):
@@ -262,7 +275,9 @@ def test_without_numba_the_torch_paths_give_the_same_numbers(monkeypatch):
     fast_logits = window_logits(model.features, weights, constant, channels, series, start, L)
     fast_feats = window_features(model.features, channels, series, start, L)
     monkeypatch.setattr(series_module, "numba", None)
-    np.testing.assert_allclose(window_logits(model.features, weights, constant, channels, series, start, L), fast_logits, atol=2e-5)
+    np.testing.assert_allclose(
+        window_logits(model.features, weights, constant, channels, series, start, L), fast_logits, atol=2e-5
+    )
     np.testing.assert_array_equal(window_features(model.features, channels, series, start, L), fast_feats)
 
 

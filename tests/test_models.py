@@ -13,8 +13,15 @@ from sss_viewer.models import MODEL_REGISTRY, PatchTST, RevIN, build_model, mode
 from sss_viewer.models import patchtst as patchtst_module
 
 SMALL_PARAMS: dict[str, dict] = {
-    "patchtst": {"window_length": 64, "patch_len": 8, "patch_stride": 4, "d_model": 8,
-                 "d_ff": 16, "n_heads": 2, "n_layers": 1},
+    "patchtst": {
+        "window_length": 64,
+        "patch_len": 8,
+        "patch_stride": 4,
+        "d_model": 8,
+        "d_ff": 16,
+        "n_heads": 2,
+        "n_layers": 1,
+    },
     "timesnet": {"window_length": 64, "d_model": 8, "d_ff": 8, "num_kernels": 2, "top_k": 2, "n_layers": 1},
     "moderntcn": {"window_length": 64, "d_model": 8, "dw_dims": 8, "n_layers": 1},
     "dlinear": {"window_length": 64, "d_hidden": 8},
@@ -109,10 +116,25 @@ def test_every_backbone_has_its_app_c_configuration() -> None:
     assert set(FINITE_CONTEXT) | set(INFINITE_CONTEXT) == set(MODEL_REGISTRY)
     expected = {
         "patchtst": {"d_model": 32, "d_ff": 32, "n_heads": 4, "lr": 1e-5, "window_length": 10000},
-        "timesnet": {"d_model": 64, "d_ff": 32, "num_kernels": 4, "top_k": 3, "n_layers": 2, "lr": 1e-5,
-                     "window_length": 5000},
-        "moderntcn": {"d_model": 32, "n_layers": 1, "large_size": 9, "small_size": 5, "dw_dims": 128,
-                      "ffn_ratio": 4, "lr": 1e-4, "window_length": 10000},
+        "timesnet": {
+            "d_model": 64,
+            "d_ff": 32,
+            "num_kernels": 4,
+            "top_k": 3,
+            "n_layers": 2,
+            "lr": 1e-5,
+            "window_length": 5000,
+        },
+        "moderntcn": {
+            "d_model": 32,
+            "n_layers": 1,
+            "large_size": 9,
+            "small_size": 5,
+            "dw_dims": 128,
+            "ffn_ratio": 4,
+            "lr": 1e-4,
+            "window_length": 10000,
+        },
         "dlinear": {"moving_avg": 25, "lr": 1e-6, "window_length": 10000},
         "rocket": {"num_kernels": 10_000, "lr": 1e-4},
         "mamba": {"lr": 1e-6, "n_layers": 2, "patch_size": 64, "patch_stride": 16},
@@ -190,17 +212,27 @@ def test_patchtst_constant_window_is_finite() -> None:
 
 def test_patchtst_defaults_are_the_papers() -> None:
     cfg = PatchTST().get_config()
-    expected = {"window_length": 1024, "patch_len": 16, "patch_stride": 8, "d_model": 32,
-                "d_ff": 128, "n_heads": 4, "n_layers": 2, "dropout": 0.3, "attn_dropout": 0.3,
-                "norm": "batch", "revin": True, "pad_end": True}
+    expected = {
+        "window_length": 1024,
+        "patch_len": 16,
+        "patch_stride": 8,
+        "d_model": 32,
+        "d_ff": 128,
+        "n_heads": 4,
+        "n_layers": 2,
+        "dropout": 0.3,
+        "attn_dropout": 0.3,
+        "norm": "batch",
+        "revin": True,
+        "pad_end": True,
+    }
     assert {k: cfg[k] for k in expected} == expected
     assert PatchTST().n_patches == 128
     assert PatchTST(pad_end=False).n_patches == 127
 
 
 def test_patchify_pads_with_last_value() -> None:
-    model = PatchTST(window_length=32, patch_len=8, patch_stride=4, d_model=8, d_ff=8,
-                     n_heads=2, n_layers=1)
+    model = PatchTST(window_length=32, patch_len=8, patch_stride=4, d_model=8, d_ff=8, n_heads=2, n_layers=1)
     x = torch.arange(32.0)[None]
     patches = model.patchify(x)
     assert patches.shape == (1, model.n_patches, 8) == (1, 8, 8)
@@ -239,12 +271,14 @@ def test_chunked_attention_matches_reference(p: float, monkeypatch: pytest.Monke
     if p > 0:
         threshold, scale = patchtst_module._keep_threshold(p)
         seeds = [patchtst_module._new_seed() for _ in chunks]
-        keep = torch.cat([
-            patchtst_module._fill_keep_mask(
-                torch.empty(sl.stop - sl.start, h, n, n, dtype=torch.float64), threshold, seed
-            )
-            for sl, seed in zip(chunks, seeds, strict=True)
-        ])
+        keep = torch.cat(
+            [
+                patchtst_module._fill_keep_mask(
+                    torch.empty(sl.stop - sl.start, h, n, n, dtype=torch.float64), threshold, seed
+                )
+                for sl, seed in zip(chunks, seeds, strict=True)
+            ]
+        )
         assert 0.5 < keep.mean() < 0.9
     q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
     weights = torch.softmax(q @ k.transpose(-1, -2) / d**0.5, dim=-1)

@@ -15,11 +15,21 @@ JUPYTER = Path(sys.executable).with_name("jupyter")
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_executes_with_jupyter_nbconvert(path, tmp_path):
     """``jupyter nbconvert --to notebook --execute`` from the installed environment (README), kernel python3."""
-    assert JUPYTER.is_file(), f"{JUPYTER} missing: the set-up must install nbconvert and a kernel (pip install -e '.[dev]')"
+    assert JUPYTER.is_file(), (
+        f"{JUPYTER} missing: the set-up must install nbconvert and a kernel (pip install -e '.[dev]')"
+    )
     cmd = [
-        str(JUPYTER), "nbconvert", "--to", "notebook", "--execute", str(path), "--output-dir", str(tmp_path),
-        "--ExecutePreprocessor.timeout=600", "--ExecutePreprocessor.kernel_name=python3",
-    ]  # fmt: skip
+        str(JUPYTER),
+        "nbconvert",
+        "--to",
+        "notebook",
+        "--execute",
+        str(path),
+        "--output-dir",
+        str(tmp_path),
+        "--ExecutePreprocessor.timeout=600",
+        "--ExecutePreprocessor.kernel_name=python3",
+    ]
     run = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
     executed = json.loads((tmp_path / path.name).read_text())

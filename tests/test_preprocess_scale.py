@@ -157,9 +157,14 @@ def test_zscore_false_means_no_normalisation_whatever_the_scale():
 def _write_vhdr(folder: Path, data: np.ndarray, names: list[str]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     pybv.write_brainvision(
-        data=data, sfreq=SFREQ, ch_names=names, fname_base="sub-01_run-01_ieeg", folder_out=folder,
-        fmt="binary_float32", unit="µV",
-    )  # fmt: skip
+        data=data,
+        sfreq=SFREQ,
+        ch_names=names,
+        fname_base="sub-01_run-01_ieeg",
+        folder_out=folder,
+        fmt="binary_float32",
+        unit="µV",
+    )
     return folder / "sub-01_run-01_ieeg.vhdr"
 
 

@@ -91,7 +91,10 @@ def test_read_ahead_gives_the_same_output_for_several_blocks_and_groups():
     outputs = []
     for memory_bytes in (1 << 40, 5 * 2 * 4 * 90_000, 1):  # one block; all channels in short blocks; groups of one
         out = np.full(5 * n_out, np.nan, dtype=np.float32)
-        assert preprocess_into(recording, picks, config, out, picks * n_out, chunk_seconds=60.0, memory_bytes=memory_bytes) == {}
+        assert (
+            preprocess_into(recording, picks, config, out, picks * n_out, chunk_seconds=60.0, memory_bytes=memory_bytes)
+            == {}
+        )
         outputs.append(out)
     for out in outputs[1:]:
         np.testing.assert_allclose(out, outputs[0], atol=2e-4)

@@ -55,10 +55,21 @@ def _write_set(path: Path, data_uv: np.ndarray, sfreq: float, names: list[str]) 
     event[0] = ("sz onset", sfreq + 1.0, 0.0)  # EEGLAB latencies are 1-based samples
     n_times = data_uv.shape[1]
     eeg = dict(
-        setname="test", nbchan=float(len(names)), pnts=float(n_times), trials=1.0, srate=sfreq, xmin=0.0,
-        xmax=(n_times - 1) / sfreq, data=data_uv.astype(np.float32), chanlocs=chanlocs, event=event,
-        icawinv=np.array([]), icasphere=np.array([]), icaweights=np.array([]), ref="common",
-    )  # fmt: skip
+        setname="test",
+        nbchan=float(len(names)),
+        pnts=float(n_times),
+        trials=1.0,
+        srate=sfreq,
+        xmin=0.0,
+        xmax=(n_times - 1) / sfreq,
+        data=data_uv.astype(np.float32),
+        chanlocs=chanlocs,
+        event=event,
+        icawinv=np.array([]),
+        icasphere=np.array([]),
+        icaweights=np.array([]),
+        ref="common",
+    )
     scipy.io.savemat(path, {"EEG": eeg}, appendmat=False)
 
 

@@ -37,9 +37,15 @@ def test_loads_with_names_and_soz_labels(pt01):
 
 def test_short_window_model_scores_it_end_to_end(pt01, toy_cohort):
     config = train_preset(
-        "default", window_length=256, train_stride=256, val_stride=256, epochs=1, batch_size=64, device="cpu",
+        "default",
+        window_length=256,
+        train_stride=256,
+        val_stride=256,
+        epochs=1,
+        batch_size=64,
+        device="cpu",
         model_params={"d_model": 16, "d_ff": 32, "n_heads": 2, "n_layers": 1},
-    )  # fmt: skip
+    )
     bundle = train(toy_cohort, config, progress=False)
     result = score_recording(bundle, pt01, progress=False)
     assert len(result.channels) == 84 and result.excluded.empty

@@ -20,9 +20,15 @@ def _scores(duration=100.0) -> RecordingScores:
             )
     windows = pd.DataFrame(rows)
     channels = pd.DataFrame(
-        {"channel": ["A", "B", "C"], "score": [0.2, 0.9, 0.5], "lower": [0.2, 0.9, 0.5], "upper": [0.2, 0.9, 0.5],
-         "n_windows": [99] * 3, "rank": [3, 1, 2]}
-    )  # fmt: skip
+        {
+            "channel": ["A", "B", "C"],
+            "score": [0.2, 0.9, 0.5],
+            "lower": [0.2, 0.9, 0.5],
+            "upper": [0.2, 0.9, 0.5],
+            "n_windows": [99] * 3,
+            "rank": [3, 1, 2],
+        }
+    )
     return RecordingScores(windows, channels, pd.DataFrame(columns=["channel", "reason"]), duration)
 
 
@@ -66,8 +72,10 @@ def test_bad_channels_are_left_out_and_a_click_names_the_channel_and_time():
 
 def test_first_onset_and_bad_input():
     markers = [
-        {"onset_s": 80.0, "kind": "onset"}, {"onset_s": 20.0, "kind": "note"}, {"onset_s": 40.0, "kind": "onset"}
-    ]  # fmt: skip
+        {"onset_s": 80.0, "kind": "onset"},
+        {"onset_s": 20.0, "kind": "note"},
+        {"onset_s": 40.0, "kind": "onset"},
+    ]
     assert first_onset(markers) == 40.0 and first_onset([]) is None
     with pytest.raises(ValueError, match="n_bins"):
         heat_grid(_scores(), n_bins=0)

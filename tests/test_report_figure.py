@@ -37,9 +37,13 @@ def test_without_an_onset_the_highest_scoring_window_of_the_top_channel():
     from sss_viewer.engine.inference import RecordingScores
 
     windows = pd.DataFrame(
-        {"channel": ["B", "B", "B", "A"], "start_s": [0.0, 50.0, 90.0, 70.0], "end_s": [2.0, 52.0, 92.0, 72.0],
-         "p_cal": [0.1, 0.8, 0.3, 0.99]}
-    )  # fmt: skip
+        {
+            "channel": ["B", "B", "B", "A"],
+            "start_s": [0.0, 50.0, 90.0, 70.0],
+            "end_s": [2.0, 52.0, 92.0, 72.0],
+            "p_cal": [0.1, 0.8, 0.3, 0.99],
+        }
+    )
     windows = windows.assign(p_raw=windows["p_cal"], p0=windows["p_cal"], p1=windows["p_cal"])
     channels = pd.DataFrame({"channel": ["B", "A"], "score": [0.9, 0.5], "rank": [1, 2]})
     scores = RecordingScores(windows, channels, pd.DataFrame(columns=["channel", "reason"]), 100.0)
@@ -57,8 +61,16 @@ def test_the_report_traces_draw_the_chosen_rows_in_rank_order_in_the_live_montag
     rng = np.random.default_rng(1)
     names = [f"LA{i}" for i in range(1, 7)] + [f"RB{i}" for i in range(1, 5)]
     rec = Recording(rng.standard_normal((10, 5000)).astype(np.float32) * 30, 250.0, names, ["seeg"] * 10, subject="x")
-    live = TraceView(recording=rec, montage=montage, page_size=4, page=1, start_s=3.0, span_s=5.0, show_overview=False,
-                     highpass_hz=1.0)  # fmt: skip
+    live = TraceView(
+        recording=rec,
+        montage=montage,
+        page_size=4,
+        page=1,
+        start_s=3.0,
+        span_s=5.0,
+        show_overview=False,
+        highpass_hz=1.0,
+    )
     view = choose_report_view(_ranking(["RB3", "LA2", "LA5"]), shown=live.contacts(), duration_s=20.0, onset_s=8.0)
     copy = report_traces(live, view)
     labels = list(copy.page_rows().labels)
@@ -69,8 +81,12 @@ def test_the_report_traces_draw_the_chosen_rows_in_rank_order_in_the_live_montag
     picked = [list(live_rows.labels).index(label) for label in labels]
     from sss_viewer.viewer.display import MontageRows
 
-    rows = MontageRows([live_rows.labels[i] for i in picked], [live_rows.members[i] for i in picked],
-                       [live_rows.shafts[i] for i in picked], live_rows.kind)  # fmt: skip
+    rows = MontageRows(
+        [live_rows.labels[i] for i in picked],
+        [live_rows.members[i] for i in picked],
+        [live_rows.shafts[i] for i in picked],
+        live_rows.kind,
+    )
     expected_data = live.read_rows(live.read_plan(rows), 500, 2500)
     assert np.allclose(copy.read_rows(copy.read_plan(copy.page_rows()), 500, 2500), expected_data)
     assert (live.page, live.window(), live.montage) == (1, (3.0, 8.0), montage)  # the live view is untouched

@@ -14,16 +14,28 @@ def _scores(scorer: str = "sss") -> RecordingScores:
     rng = np.random.default_rng(0)
     windows = pd.DataFrame(
         {
-            "channel": ["A1"] * 3 + ["A2"] * 3, "start_s": [0.0, 1, 2] * 2, "end_s": [1.0, 2, 3] * 2,
-            "p_raw": rng.random(6), "p_cal": rng.random(6), "p0": rng.random(6), "p1": rng.random(6),
+            "channel": ["A1"] * 3 + ["A2"] * 3,
+            "start_s": [0.0, 1, 2] * 2,
+            "end_s": [1.0, 2, 3] * 2,
+            "p_raw": rng.random(6),
+            "p_cal": rng.random(6),
+            "p0": rng.random(6),
+            "p1": rng.random(6),
             "artifact": ["", "", "jump", "", "", ""],
         }
-    )  # fmt: skip
+    )
     middle = {"lower": [0.5, 0.1], "upper": [0.7, 0.3]} if scorer == "sss" else {"value": [4.5, 1.25]}
     channels = pd.DataFrame(
-        {"channel": ["A1", "A2"], "score": [0.6 + 1e-12, 0.2], **middle, "n_windows": [2, 3], "rank": [1, 2],
-         "label": [1, 0], "artifact": ["", ""]}
-    )  # fmt: skip
+        {
+            "channel": ["A1", "A2"],
+            "score": [0.6 + 1e-12, 0.2],
+            **middle,
+            "n_windows": [2, 3],
+            "rank": [1, 2],
+            "label": [1, 0],
+            "artifact": ["", ""],
+        }
+    )
     excluded = pd.DataFrame({"channel": ["ECG"], "reason": ["ecg channel"]})
     return RecordingScores(windows, channels, excluded, duration_s=3.0, scorer=scorer, scorer_info={"title": scorer})
 

@@ -52,8 +52,10 @@ def test_scoreboard_rows_summary_and_floors_in_one_run():
 def test_a_recording_a_scorer_cannot_rank_counts_at_chance_with_its_reason():
     short_eeg = toy_recording("x", seed=1, n_channels=4)
     short_eeg.ch_types = ["eeg"] * 4  # no iEEG channel: every scorer refuses
-    recordings = [LabelledRecording("a", "real", toy_recording("a", seed=2, n_channels=12)),
-                  LabelledRecording("eeg", "real", short_eeg)]  # fmt: skip
+    recordings = [
+        LabelledRecording("a", "real", toy_recording("a", seed=2, n_channels=12)),
+        LabelledRecording("eeg", "real", short_eeg),
+    ]
     table = run_scoreboard(recordings, {"variance": get_scorer("variance")}, progress=False)
     refused = table[table["recording"] == "eeg"].iloc[0]
     assert np.isnan(refused["auc"]) and "no good iEEG channel" in refused["note"]
@@ -63,23 +65,35 @@ def test_a_recording_a_scorer_cannot_rank_counts_at_chance_with_its_reason():
 
 
 def _summary(rows):
-    return pd.DataFrame(rows, columns=["scorer", "kind", "real_auc", "real_min", "real_scored", "synthetic_auc", "vs_best_floor"])
+    return pd.DataFrame(
+        rows, columns=["scorer", "kind", "real_auc", "real_min", "real_scored", "synthetic_auc", "vs_best_floor"]
+    )
 
 
 def test_the_registered_rule():
     floor = ("variance", "floor", 0.80, 0.70, 2, 0.6, 0.0)
     # the best real score among candidates passing the synthetic guard
-    name, why = choose_default(_summary([floor, ("a", "biomarker", 0.90, 0.85, 2, 0.95, 0.10), ("b", "model", 0.95, 0.9, 2, 0.85, 0.15)]))
+    name, why = choose_default(
+        _summary([floor, ("a", "biomarker", 0.90, 0.85, 2, 0.95, 0.10), ("b", "model", 0.95, 0.9, 2, 0.85, 0.15)])
+    )
     assert name == "a" and "+0.100 over the best floor" in why
     # no candidate passes the guard: the best real score, said so
-    name, why = choose_default(_summary([floor, ("a", "biomarker", 0.90, 0.85, 2, 0.80, 0.10), ("b", "model", 0.70, 0.6, 2, 0.85, -0.1)]))
+    name, why = choose_default(
+        _summary([floor, ("a", "biomarker", 0.90, 0.85, 2, 0.80, 0.10), ("b", "model", 0.70, 0.6, 2, 0.85, -0.1)])
+    )
     assert name == "a" and "no candidate reaches the synthetic guard" in why
     # ties within 0.01: training-free before trained, then the higher minimum
-    name, _ = choose_default(_summary([floor, ("m", "model", 0.905, 0.9, 2, 0.95, 0.1), ("a", "biomarker", 0.90, 0.80, 2, 0.95, 0.1)]))
+    name, _ = choose_default(
+        _summary([floor, ("m", "model", 0.905, 0.9, 2, 0.95, 0.1), ("a", "biomarker", 0.90, 0.80, 2, 0.95, 0.1)])
+    )
     assert name == "a"
-    name, _ = choose_default(_summary([floor, ("a", "biomarker", 0.905, 0.80, 2, 0.95, 0.1), ("c", "consensus", 0.90, 0.88, 2, 0.95, 0.1)]))
+    name, _ = choose_default(
+        _summary([floor, ("a", "biomarker", 0.905, 0.80, 2, 0.95, 0.1), ("c", "consensus", 0.90, 0.88, 2, 0.95, 0.1)])
+    )
     assert name == "c"
-    name, why = choose_default(_summary([("v", "floor", 0.9, 0.9, 2, 0.9, 0.0), ("a", "biomarker", 0.85, 0.8, 2, 0.95, -0.05)]))
+    name, why = choose_default(
+        _summary([("v", "floor", 0.9, 0.9, 2, 0.9, 0.0), ("a", "biomarker", 0.85, 0.8, 2, 0.95, -0.05)])
+    )
     assert name == "a" and "not ahead of the best floor" in why
 
 
@@ -96,7 +110,9 @@ def test_cli_scoreboard_on_a_labelled_file(tmp_path, capsys):
     table = pd.read_csv(out)
     assert set(table["scorer"]) == {"variance", "amplitude", "line_length", "sss (bundled)", "consensus"}
     assert out.with_suffix(".md").is_file()
-    assert main(["scoreboard", str(path), "--scorers", "consensus", "--out", str(out), "-q"]) == 1  # never overwrites unasked
+    assert (
+        main(["scoreboard", str(path), "--scorers", "consensus", "--out", str(out), "-q"]) == 1
+    )  # never overwrites unasked
     assert "exists" in capsys.readouterr().err
     assert main(["scoreboard", "-q"]) == 2
 

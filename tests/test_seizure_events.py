@@ -38,46 +38,124 @@ def run_name(path: Path) -> str:
 
 ONSETS = [
     # NIH
-    "onset", "Onset", "definite onset", "DEFINITE ONSET", "EEG onset", "eeg onset", "ictal onset",
-    "onset TT3", "onset TT1, PST1, MST", "AD1-3 onset", "sz onset", "sz onset #18", "sz #12 onset",
-    "SEIZURE #17 ONSET", "Seizure #2", "sz", "start", "?onset ?TT1 then PST", "clinical onset",
-    "clincial osnet", "??clinical onset??", "LIKELY CLINICAL ONSE",
+    "onset",
+    "Onset",
+    "definite onset",
+    "DEFINITE ONSET",
+    "EEG onset",
+    "eeg onset",
+    "ictal onset",
+    "onset TT3",
+    "onset TT1, PST1, MST",
+    "AD1-3 onset",
+    "sz onset",
+    "sz onset #18",
+    "sz #12 onset",
+    "SEIZURE #17 ONSET",
+    "Seizure #2",
+    "sz",
+    "start",
+    "?onset ?TT1 then PST",
+    "clinical onset",
+    "clincial osnet",
+    "??clinical onset??",
+    "LIKELY CLINICAL ONSE",
     # JHH (annotations cut at 20 characters, reviewer prefix "Z")
-    "SZ EVENT # (EEG SZ)", "SZ EVENT # (PB SZ)", "SZ EVENT #(PB SZ)", "Z ELECTROGRAPHIC ONS",
-    "Z ELELCTROGRAPHIC ON", "Z CLINICAL ONSET", "z clinical onset", "* poss r onset",
+    "SZ EVENT # (EEG SZ)",
+    "SZ EVENT # (PB SZ)",
+    "SZ EVENT #(PB SZ)",
+    "Z ELECTROGRAPHIC ONS",
+    "Z ELELCTROGRAPHIC ON",
+    "Z CLINICAL ONSET",
+    "z clinical onset",
+    "* poss r onset",
     # UMF, UMMC
-    "eeg sz start", "sz onset",
+    "eeg sz start",
+    "sz onset",
 ]
 
 OFFSETS = [
     # NIH
-    "offset", "Offset", "OFFSET", "offset with attenuat", "sz end", "seizure off", "definite off",
-    "possible off", "end",
+    "offset",
+    "Offset",
+    "OFFSET",
+    "offset with attenuat",
+    "sz end",
+    "seizure off",
+    "definite off",
+    "possible off",
+    "end",
     # JHH
-    "Z ELECTROGRAPHIC END", "Z SEIZURE OVER", "Z EVENT OVER", "OVER", "Z OVER", "Z STOPPING",
-    "Z ENDING", "Z CLINICAL END", "z clinical signs ove",
+    "Z ELECTROGRAPHIC END",
+    "Z SEIZURE OVER",
+    "Z EVENT OVER",
+    "OVER",
+    "Z OVER",
+    "Z STOPPING",
+    "Z ENDING",
+    "Z CLINICAL END",
+    "z clinical signs ove",
     # UMF, UMMC
-    "eeg sz end", "sz offset",
+    "eeg sz end",
+    "sz offset",
 ]
 
 NEITHER = [
     # recording housekeeping
-    "+0.000000", "+75.000000", "-3.5", "Segment: REC START Kelly EEG", "Segment: REC START  REC EEG",
-    "A1+A2 OFF", "MARK ON", "Schedule",
+    "+0.000000",
+    "+75.000000",
+    "-3.5",
+    "Segment: REC START Kelly EEG",
+    "Segment: REC START  REC EEG",
+    "A1+A2 OFF",
+    "MARK ON",
+    "Schedule",
     # earliest electrographic change: deliberately not the onset
-    "1st change", "1ST CHANGE", "1st change?", "1ST CHANGE - INC SPI", "1st change attenuati",
+    "1st change",
+    "1ST CHANGE",
+    "1st change?",
+    "1ST CHANGE - INC SPI",
+    "1st change attenuati",
     # contact lists and spread
-    "AD1-4, ATT1,2", "G16", "SLT1-3", "PD", "LAT8-10, 13-15, 19", "Z SPREAD TO LAD, LFP",
-    "TT,AST,MST,PST sprea", "spread G4,5,11,12,13",
+    "AD1-4, ATT1,2",
+    "G16",
+    "SLT1-3",
+    "PD",
+    "LAT8-10, 13-15, 19",
+    "Z SPREAD TO LAD, LFP",
+    "TT,AST,MST,PST sprea",
+    "spread G4,5,11,12,13",
     # partial or regional ends, ends of one pattern
-    "OVER ON LEFT", "Z LEFT OVER", "Z RIGHT OVER", "Z RSF OVER", "off on left", "generalized off",
-    "END FAST", "Z DEVOLUTION", "Z POST ICTAL DEPRESS", "postictal",
+    "OVER ON LEFT",
+    "Z LEFT OVER",
+    "Z RIGHT OVER",
+    "Z RSF OVER",
+    "off on left",
+    "generalized off",
+    "END FAST",
+    "Z DEVOLUTION",
+    "Z POST ICTAL DEPRESS",
+    "postictal",
     # words that contain start/sz/seizure but mark nothing
-    "Z START WITH LOW VOL", "Z FAST ACTIVITY STAR", "Z SPIKING STARTS BRO", "Z 2.5MIN SZ",
-    "Z 2 MINUTE SEIZURE", "Z FAST RHY SZ RIH, R", "i'm having sz", "I think I'm going to",
+    "Z START WITH LOW VOL",
+    "Z FAST ACTIVITY STAR",
+    "Z SPIKING STARTS BRO",
+    "Z 2.5MIN SZ",
+    "Z 2 MINUTE SEIZURE",
+    "Z FAST RHY SZ RIH, R",
+    "i'm having sz",
+    "I think I'm going to",
     # behaviour notes
-    "Z NO CLINICAL CHANGE", "Z NO CLEAR CLINICAL", "good clin example", "z eating breakfast",
-    "laughs at TV", '"Yes, I\'m here"', "GTC", "?", "", "   ",
+    "Z NO CLINICAL CHANGE",
+    "Z NO CLEAR CLINICAL",
+    "good clin example",
+    "z eating breakfast",
+    "laughs at TV",
+    '"Yes, I\'m here"',
+    "GTC",
+    "?",
+    "",
+    "   ",
 ]
 
 
@@ -108,8 +186,16 @@ def test_normalise_drops_punctuation_and_reviewer_prefix():
 
 @pytest.mark.parametrize(
     ("text", "rank"),
-    [("onset", 0), ("Z ELECTROGRAPHIC ONS", 0), ("SZ EVENT # (PB SZ)", 1), ("?onset ?TT1 then PST", 2),
-     ("clinical onset", 3), ("??clinical onset??", 5), ("possible off", 2), ("definite off", 0)],
+    [
+        ("onset", 0),
+        ("Z ELECTROGRAPHIC ONS", 0),
+        ("SZ EVENT # (PB SZ)", 1),
+        ("?onset ?TT1 then PST", 2),
+        ("clinical onset", 3),
+        ("??clinical onset??", 5),
+        ("possible off", 2),
+        ("definite off", 0),
+    ],
 )
 def test_ranks_order_explicit_before_event_hedged_clinical(text, rank):
     assert match_marker(text).rank == rank
@@ -124,9 +210,14 @@ def events_frame(*rows: tuple[float, str]) -> pd.DataFrame:
 
 def test_explicit_onset_beats_earlier_event_label_and_change():
     events = events_frame(
-        (0.0, "Segment: REC START Kelly EEG"), (55.0, "1st change"), (59.8, "SZ EVENT # (EEG SZ)"),
-        (83.0, "Z ELELCTROGRAPHIC ON"), (168.0, "z clinical onset"), (229.0, "OVER ON LEFT"),
-        (230.0, "z clinical signs ove"), (250.0, "OVER"),
+        (0.0, "Segment: REC START Kelly EEG"),
+        (55.0, "1st change"),
+        (59.8, "SZ EVENT # (EEG SZ)"),
+        (83.0, "Z ELELCTROGRAPHIC ON"),
+        (168.0, "z clinical onset"),
+        (229.0, "OVER ON LEFT"),
+        (230.0, "z clinical signs ove"),
+        (250.0, "OVER"),
     )
     assert find_seizure_markers(events) == SeizureMarkers(83.0, 250.0, "Z ELELCTROGRAPHIC ON", "OVER")
 
@@ -211,11 +302,19 @@ def test_read_seizure_markers_errors_name_the_file(tmp_path):
 # Read by hand from the 106 files: the runs whose annotations hold no seizure offset (JHH runs that
 # stop at "Z DEVOLUTION", "Z POST ICTAL DEPRESS", regional ends such as "Z LEFT OVER", or nothing).
 RUNS_WITHOUT_OFFSET = {
-    "sub-jh102 run-04", "sub-jh102 run-06", "sub-jh103 run-01",
+    "sub-jh102 run-04",
+    "sub-jh102 run-06",
+    "sub-jh103 run-01",
     *(f"sub-jh104 run-0{k}" for k in range(1, 7)),
-    "sub-jh105 run-01", "sub-jh105 run-03", "sub-jh105 run-05", "sub-jh106 run-01",
-    "sub-jh108 run-01", "sub-jh108 run-02", "sub-jh108 run-03",
-    "sub-pt17 run-01", "sub-pt17 run-03",
+    "sub-jh105 run-01",
+    "sub-jh105 run-03",
+    "sub-jh105 run-05",
+    "sub-jh106 run-01",
+    "sub-jh108 run-01",
+    "sub-jh108 run-02",
+    "sub-jh108 run-03",
+    "sub-pt17 run-01",
+    "sub-pt17 run-03",
 }
 
 

@@ -107,7 +107,9 @@ def test_match_soz_empty_inputs():
 
 
 def test_match_soz_refuses_a_name_that_hits_two_channels():
-    with pytest.raises(ValueError, match=r"labels\.tsv: SOZ label 'a1' is ambiguous: it matches 2 channels of sub-x \(A1, A01\)"):
+    with pytest.raises(
+        ValueError, match=r"labels\.tsv: SOZ label 'a1' is ambiguous: it matches 2 channels of sub-x \(A1, A01\)"
+    ):
         match_soz(["A1", "A01", "B1"], ["a1"], source="labels.tsv", recording="sub-x")
     mask, _ = match_soz(["A1", "A01", "B1"], ["b1"])  # channels that share a name but are not named: no error
     assert mask.tolist() == [False, False, True]
@@ -118,9 +120,19 @@ def test_match_soz_refuses_a_name_that_hits_two_channels():
 
 @pytest.mark.parametrize(
     ("dataset_id", "expected"),
-    [("pt1", "pt01"), ("PT01", "pt01"), ("pt2", "pt2"), ("pt02", "pt2"), ("ummc_001", "ummc001"),
-     ("UMMC-009", "ummc009"), ("jh101", "jh101"), ("umf_5", "umf005"), ("pt99", None), ("la01", None),
-     ("ummc", None)],
+    [
+        ("pt1", "pt01"),
+        ("PT01", "pt01"),
+        ("pt2", "pt2"),
+        ("pt02", "pt2"),
+        ("ummc_001", "ummc001"),
+        ("UMMC-009", "ummc009"),
+        ("jh101", "jh101"),
+        ("umf_5", "umf005"),
+        ("pt99", None),
+        ("la01", None),
+        ("ummc", None),
+    ],
 )
 def test_normalise_subject_id(dataset_id, expected):
     subjects = ["pt01", "pt2", "ummc001", "ummc009", "jh101", "umf005"]
@@ -164,7 +176,14 @@ def test_clinical_summary_round_trip(tmp_path):
     path = write_clinical_summary(summary_rows(), tmp_path / "clinical_data_summary.xlsx")
     summary = read_clinical_summary(path)
     assert list(summary.columns) == [
-        "subject", "dataset_id", "soz_contacts", "outcome", "engel_score", "ilae_score", "centre", "surgery_type"
+        "subject",
+        "dataset_id",
+        "soz_contacts",
+        "outcome",
+        "engel_score",
+        "ilae_score",
+        "centre",
+        "surgery_type",
     ]
     assert summary["subject"].tolist() == summary["dataset_id"].tolist() == ["pt1", "ummc_001", "la01", "jh101"]
     assert summary["soz_contacts"].tolist() == [

@@ -39,9 +39,13 @@ def _spiky_recording(sfreq=1000.0, duration_s=20.0, seed=3) -> Recording:
     for start in rng.integers(int(sfreq), n - int(sfreq), 30):
         data[1, start : start + 40] -= 400.0 * np.hanning(40)
     return Recording(
-        data=data.astype(np.float32), sfreq=sfreq, ch_names=[f"A{i + 1}" for i in range(8)],
-        ch_types=["seeg"] * 8, soz=np.array([0, 1, 0, 0, 1, 0, 0, 0], dtype=bool), line_freq=50.0,
-    )  # fmt: skip
+        data=data.astype(np.float32),
+        sfreq=sfreq,
+        ch_names=[f"A{i + 1}" for i in range(8)],
+        ch_types=["seeg"] * 8,
+        soz=np.array([0, 1, 0, 0, 1, 0, 0, 0], dtype=bool),
+        line_freq=50.0,
+    )
 
 
 def test_spike_rate_amplitude_orders_channels_without_spikes_by_amplitude():

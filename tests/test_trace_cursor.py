@@ -202,9 +202,14 @@ def test_marker_modes_make_the_drag_draw_a_span_in_the_drawn_plot():
 def _write(folder, seconds=4.0):
     data = np.random.default_rng(3).standard_normal((4, int(seconds * 250))).astype(np.float32) * 30
     pybv.write_brainvision(
-        data=data, sfreq=250.0, ch_names=[f"LQ{i + 1}" for i in range(4)], fname_base="short", folder_out=folder,
-        fmt="binary_float32", unit="µV",
-    )  # fmt: skip
+        data=data,
+        sfreq=250.0,
+        ch_names=[f"LQ{i + 1}" for i in range(4)],
+        fname_base="short",
+        folder_out=folder,
+        fmt="binary_float32",
+        unit="µV",
+    )
     return folder / "short.vhdr"
 
 

@@ -19,8 +19,8 @@ import pytest
 
 import sss_viewer
 from sss_viewer.cli import EXIT_ERROR, EXIT_USAGE, main
-from sss_viewer.io import viewer_labels
 from sss_viewer.io import annotation_store as annotations
+from sss_viewer.io import viewer_labels
 from sss_viewer.io.annotation_location import locate_sidecars
 from sss_viewer.io.annotation_model import AnnotationSet
 from sss_viewer.io.annotation_store import sync_annotations
@@ -37,11 +37,29 @@ from tests.fixtures.cli import one_error_line, run
 
 DEMO_MODEL = Path(sss_viewer.__file__).parent / "data" / "demo" / "model"
 SYNTH = ["--patients", "4", "--duration-scale", "0.06", "--max-channels", "6"]
-TINY = {"epochs": 1, "window_length": 128, "train_stride": 64, "batch_size": 64, "inference_stride": 32, "device": "cpu"}
+TINY = {
+    "epochs": 1,
+    "window_length": 128,
+    "train_stride": 64,
+    "batch_size": 64,
+    "inference_stride": 32,
+    "device": "cpu",
+}
 BOKEH_RESET_INDEX = pytest.mark.filterwarnings(  # Bokeh's (every Tabulator update), as in test_viewer_app.py
     "ignore:The inplace keyword in DataFrame.reset_index is deprecated:DeprecationWarning"
 )
-TINY_TRAIN = ["--epochs", "1", "--window-length", "128", "--train-stride", "64", "--batch-size", "64", "--device", "cpu"]
+TINY_TRAIN = [
+    "--epochs",
+    "1",
+    "--window-length",
+    "128",
+    "--train-stride",
+    "64",
+    "--batch-size",
+    "64",
+    "--device",
+    "cpu",
+]
 
 
 @pytest.fixture(scope="module")
@@ -126,11 +144,15 @@ def test_marks_saved_by_the_viewer_read_back_as_labels(cohort, marked):
         assert set(marks.bad) == set(p["bad"])
         for channel, is_soz in zip(rec.ch_names, rec.soz):
             assert is_soz == (channel in p["soz"]), (rec.label, channel)
-        assert set(rec.bads) == set(p["bad"]) | set(p["unlabelled"]) | set(p["own_bads"])  # left out of training and evaluation
+        assert set(rec.bads) == set(p["bad"]) | set(p["unlabelled"]) | set(
+            p["own_bads"]
+        )  # left out of training and evaluation
         assert set(rec.info["viewer_labels"]["unlabelled"]) == set(p["unlabelled"])
     relabelled = recordings[1]
     changed = [
-        c for c, a, b in zip(relabelled.ch_names, own[relabelled.label], relabelled.soz) if a != b and c not in relabelled.bads
+        c
+        for c, a, b in zip(relabelled.ch_names, own[relabelled.label], relabelled.soz)
+        if a != b and c not in relabelled.bads
     ]
     assert changed == plan[relabelled.label]["soz"][-1:]  # the clinician's label wins over the data's
     assert recordings[3].soz is None and "labels_excluded" in recordings[3].info
@@ -165,13 +187,21 @@ def test_another_patients_same_named_file_or_a_changed_file_gets_no_labels(tmp_p
     for patient, content in (("patA", b"A" * 500), ("patB", b"B" * 500)):
         (root / patient).mkdir(parents=True)
         (root / patient / "EEG.edf").write_bytes(content)
-    rec_a = Recording(np.zeros((2, 10), np.float32), 100.0, ["X1", "X2"], ["seeg"] * 2, source=root / "patA" / "EEG.edf")
+    rec_a = Recording(
+        np.zeros((2, 10), np.float32), 100.0, ["X1", "X2"], ["seeg"] * 2, source=root / "patA" / "EEG.edf"
+    )
     where = locate_sidecars(out, "EEG", rec_a, data_root=root)
     sync_annotations(
-        AnnotationSet(soz_labels={"X1": True, "X2": False}), where.folder, where.stem, channel_names=rec_a.ch_names,
-        identity=where.identity, force=True,
-    )  # fmt: skip
-    assert find_channels_sidecar(root / "patA" / "EEG.edf", root, out) == out / "patA" / "EEG_desc-sssviewer_channels.tsv"
+        AnnotationSet(soz_labels={"X1": True, "X2": False}),
+        where.folder,
+        where.stem,
+        channel_names=rec_a.ch_names,
+        identity=where.identity,
+        force=True,
+    )
+    assert (
+        find_channels_sidecar(root / "patA" / "EEG.edf", root, out) == out / "patA" / "EEG_desc-sssviewer_channels.tsv"
+    )
     assert find_channels_sidecar(root / "patB" / "EEG.edf", root, out) is None
     # the viewer browsed the folder above: the manifest's path still names the file
     assert find_channels_sidecar(root / "patA" / "EEG.edf", root / "patA", out) is not None
@@ -188,7 +218,9 @@ def test_an_upload_keyed_by_content_is_found(tmp_path):
     (outside / "EEG.edf").write_bytes(b"U" * 300)
     rec = Recording(np.zeros((1, 10), np.float32), 100.0, ["X1"], ["seeg"], source=outside / "EEG.edf")
     where = locate_sidecars(out, "EEG", rec, data_root=root)
-    sync_annotations(AnnotationSet(soz_labels={"X1": True}), where.folder, where.stem, identity=where.identity, force=True)
+    sync_annotations(
+        AnnotationSet(soz_labels={"X1": True}), where.folder, where.stem, identity=where.identity, force=True
+    )
     found = find_channels_sidecar(outside / "EEG.edf", root, out)
     assert found is not None and "_src-" in found.name and read_channel_marks(found).soz == {"X1": True}
 
@@ -223,7 +255,9 @@ def test_train_on_viewer_labels_from_the_command_line(capsys, cohort, marked, tm
     assert sidecar_bytes(out) == before
     info = json.loads((tmp_path / "m" / "config.json").read_text())["info"]
     split = info["split"]
-    assert sorted(split["train"] + split["val"] + split["test"]) == sorted(p["subject"] for p in plan.values())  # 3 marked
+    assert sorted(split["train"] + split["val"] + split["test"]) == sorted(
+        p["subject"] for p in plan.values()
+    )  # 3 marked
     recorded = info["viewer_labels"]["recordings"]
     assert set(recorded) == set(plan)
     for label, p in plan.items():
@@ -234,7 +268,9 @@ def test_viewer_labels_refusals(capsys, cohort, marked, tmp_path):
     out, _ = marked
     labels = tmp_path / "labels.tsv"
     labels.write_text("subject\tchannel\tsoz\nx\ty\t1\n")
-    code, _, err = run(capsys, "train", cohort, "--viewer-labels", out, "--labels", labels, "--out", tmp_path / "m", "-q")
+    code, _, err = run(
+        capsys, "train", cohort, "--viewer-labels", out, "--labels", labels, "--out", tmp_path / "m", "-q"
+    )
     assert code == EXIT_USAGE and "pass one of them" in err
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -259,7 +295,9 @@ def test_the_viewer_trains_a_pickable_model_and_compares_it(cohort, marked, tmp_
     models = tmp_path / "models"
     shutil.copytree(DEMO_MODEL, models / "demo")
     before = sidecar_bytes(out)
-    panel = TrainPanel(data_root=str(cohort), viewer_out=str(out), models_root=str(models), preset="default", overrides=TINY)
+    panel = TrainPanel(
+        data_root=str(cohort), viewer_out=str(out), models_root=str(models), preset="default", overrides=TINY
+    )
     future = panel.train(ModelBundle.load(models / "demo", device="cpu"), name="centre")
     assert future.result(timeout=600) == models / "centre", panel.error
     assert not panel.running and panel.progress == 1.0 and panel.error == ""
@@ -295,7 +333,11 @@ def test_the_quick_preset_is_the_minirocket_recipe_on_sparser_windows():
 
     quick, recipe = train_preset("quick"), train_preset("minirocket")
     assert "quick" in TRAIN_PRESETS and DEFAULT_PRESET == "quick"
-    assert (quick.backbone, quick.model_params, quick.calibrator) == (recipe.backbone, recipe.model_params, recipe.calibrator)
+    assert (quick.backbone, quick.model_params, quick.calibrator) == (
+        recipe.backbone,
+        recipe.model_params,
+        recipe.calibrator,
+    )
     assert quick.train_stride == quick.val_stride == QUICK_STRIDE == 8 * recipe.train_stride
     assert quick.inference_stride == recipe.inference_stride == 256  # scores (and heat maps) as fine as the recipe's
     assert (quick.batch_size, quick.epochs, quick.patience) == (512, 10, 5)

@@ -111,9 +111,17 @@ def test_every_backbone_serves_as_the_sss_local_model(backbone, toy_cohort, tmp_
 
     params = {k: v for k, v in SMALL_PARAMS[backbone].items() if k not in ("window_length", "input_length")}
     config = train_preset(
-        "default", backbone=backbone, model_params=params, window_length=64, train_stride=64, val_stride=256,
-        windows_per_epoch=256, batch_size=64, epochs=1, device="cpu",
-    )  # fmt: skip
+        "default",
+        backbone=backbone,
+        model_params=params,
+        window_length=64,
+        train_stride=64,
+        val_stride=256,
+        windows_per_epoch=256,
+        batch_size=64,
+        epochs=1,
+        device="cpu",
+    )
     bundle = train(toy_cohort[:6], config, progress=False)
     bundle.save(tmp_path / "model")
     loaded = ModelBundle.load(tmp_path / "model")

@@ -32,8 +32,23 @@ def cohort(tmp_path_factory) -> Path:
 
 def _train_args(cohort: Path, out: Path, cache: Path, epochs: int = EPOCHS) -> list[str]:
     # PatchTST trains its whole network (dropout, Adam moments, the schedule): all of it must resume
-    return ["train", str(cohort), "--out", str(out), "--backbone", "patchtst", "--window-length", "256",
-            "--epochs", str(epochs), "--device", "cpu", "--cache-dir", str(cache), "-q"]  # fmt: skip
+    return [
+        "train",
+        str(cohort),
+        "--out",
+        str(out),
+        "--backbone",
+        "patchtst",
+        "--window-length",
+        "256",
+        "--epochs",
+        str(epochs),
+        "--device",
+        "cpu",
+        "--cache-dir",
+        str(cache),
+        "-q",
+    ]
 
 
 def _checkpoint_epoch(path: Path) -> int:

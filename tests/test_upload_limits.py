@@ -16,13 +16,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+import bokeh.io.doc as bokeh_doc
 import panel as pn
 import pytest
 from bokeh.client import pull_session
-import bokeh.io.doc as bokeh_doc
-from bokeh.io.state import curstate
 from bokeh.core.serialization import Serializable
 from bokeh.document.events import MessageSentEvent
+from bokeh.io.state import curstate
 from panel.models.file_dropper import FileDropper as BkFileDropper
 
 from sss_viewer.viewer.loader import FILES_HELD, MB, UPLOAD_IDLE_ENV, RecordingBrowser
@@ -54,10 +54,16 @@ def server():
 
     port = _free_port()
     srv = pn.serve(
-        {"app": app}, port=port, address="127.0.0.1", threaded=True, show=False, start=True,
-        websocket_origin=[f"127.0.0.1:{port}"], unused_session_lifetime_milliseconds=300,
+        {"app": app},
+        port=port,
+        address="127.0.0.1",
+        threaded=True,
+        show=False,
+        start=True,
+        websocket_origin=[f"127.0.0.1:{port}"],
+        unused_session_lifetime_milliseconds=300,
         check_unused_sessions_milliseconds=300,
-    )  # fmt: skip
+    )
     try:
         assert _until(lambda: _listening(port), 30), "the Panel server did not start"
         yield f"http://127.0.0.1:{port}/app", made

@@ -51,7 +51,9 @@ def test_check_option_range_and_ints_keep_their_messages():
 
 @pytest.mark.parametrize("value", [-1, True, 1.0, np.int64(2), "2"])
 def test_check_non_negative_int_refuses_what_is_not_a_python_int_from_zero(value):
-    with pytest.raises(ValueError, match=rf"^Invalid seed={re.escape(repr(value))}: expected a non-negative integer\.$"):
+    with pytest.raises(
+        ValueError, match=rf"^Invalid seed={re.escape(repr(value))}: expected a non-negative integer\.$"
+    ):
         check_non_negative_int("seed", value)
 
 

@@ -361,14 +361,18 @@ def test_merge_rules():
     event = make_marker(3.0, "event", "x")
     base = AnnotationSet(markers=[onset, event], bad_channels=["A1"], soz_labels={"A1": True, "A2": True})
     mine = AnnotationSet(
-        markers=[onset, note], bad_channels=["A1", "A2"], soz_labels={"A1": True, "A2": False, "A3": True},
+        markers=[onset, note],
+        bad_channels=["A1", "A2"],
+        soz_labels={"A1": True, "A2": False, "A3": True},
         type_overrides={"A8": "ecg"},
-    )  # fmt: skip
+    )
     theirs_note = make_marker(20.0, "note", "a", author="other")  # the same note made there: kept once
     theirs = AnnotationSet(
-        markers=[event, theirs_note, make_marker(30.0, "offset")], bad_channels=["A1", "A5"],
-        soz_labels={"A1": False, "A2": True, "A3": False}, type_overrides={"A8": "ecg"},
-    )  # fmt: skip
+        markers=[event, theirs_note, make_marker(30.0, "offset")],
+        bad_channels=["A1", "A5"],
+        soz_labels={"A1": False, "A2": True, "A3": False},
+        type_overrides={"A8": "ecg"},
+    )
     merged, conflicts = merge_annotations(base, mine, theirs)
     # this session deleted the event: applied; the other deleted the onset this one has: kept, a conflict
     assert [(m["kind"], m["onset_s"]) for m in merged.markers] == [("onset", 10.0), ("note", 20.0), ("offset", 30.0)]
@@ -376,8 +380,9 @@ def test_merge_rules():
     # A1: only they changed → theirs; A2: only I changed → mine; A3: both, differently → the file's, a conflict
     assert merged.soz_labels == {"A1": False, "A2": False, "A3": False} and merged.type_overrides == {"A8": "ecg"}
     assert [(c.what, c.item, c.kept) for c in conflicts] == [
-        ("marker", "onset at 10.00 s — sz", "mine"), ("soz", "A3", "theirs"),
-    ]  # fmt: skip
+        ("marker", "onset at 10.00 s — sz", "mine"),
+        ("soz", "A3", "theirs"),
+    ]
     assert conflicts[1].message == "SOZ label of A3: yours SOZ, other session's not SOZ; kept not SOZ."
     keep_theirs = conflicts[0].resolve("theirs", merged)
     assert [m["kind"] for m in keep_theirs.apply(merged).markers] == ["note", "offset"]

@@ -16,9 +16,14 @@ pytestmark = pytest.mark.filterwarnings(
 def _write(folder, name, seconds, sfreq=250.0, n_channels=6):
     rec = toy_recording(name, 2, n_channels=n_channels, duration_s=seconds, sfreq=sfreq)
     pybv.write_brainvision(
-        data=rec.data, sfreq=sfreq, ch_names=[f"LQ{i + 1}" for i in range(n_channels)], fname_base=name,
-        folder_out=folder, fmt="binary_float32", unit="µV",
-    )  # fmt: skip
+        data=rec.data,
+        sfreq=sfreq,
+        ch_names=[f"LQ{i + 1}" for i in range(n_channels)],
+        fname_base=name,
+        folder_out=folder,
+        fmt="binary_float32",
+        unit="µV",
+    )
     return folder / f"{name}.vhdr"
 
 
@@ -172,7 +177,10 @@ def test_report_and_csv_follow_one_rounding_rule(app, tmp_path):
     assert scores and all(len(s.split(".")[1]) == 2 for s in scores)
     csv = paths["csv"].read_text().splitlines()
     # the ten original columns first, then what scored the ranking, a marker's value and the artifact reason
-    assert csv[0] == "rank,channel,shaft,score,time_above,lower,upper,label,n_windows,above,scorer,value,artifact,scorer_note"
+    assert (
+        csv[0]
+        == "rank,channel,shaft,score,time_above,lower,upper,label,n_windows,above,scorer,value,artifact,scorer_note"
+    )
     assert all(",sss,,," in line and "not validated on real recordings" in line for line in csv[1:])
     labels = {line.split(",")[7] for line in csv[1:]}
     assert labels <= {"1", "0", ""} and "1" in labels  # the demo's clinician labels as 1/0
@@ -180,7 +188,9 @@ def test_report_and_csv_follow_one_rounding_rule(app, tmp_path):
     rows = [line.split(",") for line in csv[1:]]
     assert all(float(r[5]) <= float(r[3]) <= float(r[6]) for r in rows) and any(r[5] != r[6] for r in rows)
     intervals = re.findall(r"<td>\[([\d.]+), ([\d.]+)\]</td>", report)
-    assert len(intervals) == min(len(rows), 30) and all(len(x.split(".")[1]) == 2 for pair in intervals for x in pair)  # top 30
+    assert len(intervals) == min(len(rows), 30) and all(
+        len(x.split(".")[1]) == 2 for pair in intervals for x in pair
+    )  # top 30
     assert [tuple(map(float, pair)) for pair in intervals] == [(float(r[5]), float(r[6])) for r in rows[:30]]
 
 
@@ -188,9 +198,14 @@ def test_a_file_without_ieeg_channels_opens_for_reading(app, tmp_path):
     rec = toy_recording("scalp", 1, n_channels=4, duration_s=30.0)
     names = ["Fp1", "Cz", "EKG1", "TRIG"]  # a scalp + polygraphy file: nothing the model scores
     pybv.write_brainvision(
-        data=rec.data, sfreq=rec.sfreq, ch_names=names, fname_base="scalp", folder_out=tmp_path,
-        fmt="binary_float32", unit="µV",
-    )  # fmt: skip
+        data=rec.data,
+        sfreq=rec.sfreq,
+        ch_names=names,
+        fname_base="scalp",
+        folder_out=tmp_path,
+        fmt="binary_float32",
+        unit="µV",
+    )
     assert app.open(tmp_path / "scalp.vhdr") is True
     assert "no good iEEG channel" in app.scoring_disabled and app.scores is None
     assert set(app.traces.contacts()) == {"Fp1", "Cz", "EKG1"}  # the trigger is not drawn

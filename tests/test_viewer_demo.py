@@ -12,7 +12,11 @@ from sss_viewer.viewer import demo
 
 
 def tree_digests(root):
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +52,9 @@ def test_demo_loads_lazily_with_soz_labels_and_seizure_times(cache_dir):
     assert recording.soz is not None and 2 <= recording.soz.sum() < recording.n_channels // 3
     assert recording.seizure_onset_s is not None and recording.seizure_offset_s > recording.seizure_onset_s
     labels = pd.read_csv(demo.demo_recording(cache_dir).parents[3] / "labels.tsv", sep="\t")
-    assert labels.loc[labels["soz"] == 1, "channel"].tolist() == [c for c, s in zip(recording.ch_names, recording.soz) if s]
+    assert labels.loc[labels["soz"] == 1, "channel"].tolist() == [
+        c for c, s in zip(recording.ch_names, recording.soz) if s
+    ]
     block = recording.get_data([0, 1], 1000, 1500)
     assert block.shape == (2, 500) and block.dtype.name == "float32"
     abnormal = demo.demo_abnormal(cache_dir)
@@ -107,7 +113,9 @@ def test_demo_scores_are_computed_once_then_read_from_disk(tmp_path, monkeypatch
     assert warm.duration_s == cold.duration_s
     recording = demo.load_demo(tmp_path)
     channels = cold.channels
-    assert set(channels["channel"]) == set(recording.ch_names) and channels["rank"].tolist() == list(range(1, len(channels) + 1))
+    assert set(channels["channel"]) == set(recording.ch_names) and channels["rank"].tolist() == list(
+        range(1, len(channels) + 1)
+    )
     assert channels["label"].sum() == recording.soz.sum()
     values, edges = cold.heatmap(bin_s=1.0)
     assert values.shape == (recording.n_channels, len(edges) - 1)

@@ -23,7 +23,14 @@ from sss_viewer.viewer.display import (
 
 @pytest.mark.parametrize(
     ("name", "shaft", "number"),
-    [("LA1", "LA", 1), ("LA12", "LA", 12), ("A'3", "A'", 3), ("LTP03", "LTP", 3), ("G", "G", None), ("EKG", "EKG", None)],
+    [
+        ("LA1", "LA", 1),
+        ("LA12", "LA", 12),
+        ("A'3", "A'", 3),
+        ("LTP03", "LTP", 3),
+        ("G", "G", None),
+        ("EKG", "EKG", None),
+    ],
 )
 def test_shaft_and_contact(name, shaft, number):
     assert shaft_name(name) == shaft and contact_number(name) == number

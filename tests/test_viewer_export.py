@@ -153,7 +153,9 @@ def test_idle_browser_is_closed_and_a_later_export_starts_a_new_one(monkeypatch)
 def test_png_and_svg_without_browser_are_a_clear_error_and_html_still_works(tmp_path, no_browser):
     for fmt in ("png", "svg"):
         out = tmp_path / f"fig.{fmt}"
-        with pytest.raises(BrowserUnavailable, match=rf"{fmt.upper()} export needs a headless Chromium.*no Chromium on PATH.*HTML"):
+        with pytest.raises(
+            BrowserUnavailable, match=rf"{fmt.upper()} export needs a headless Chromium.*no Chromium on PATH.*HTML"
+        ):
             export_figure(viewer_like(), out)
         assert not out.exists() and not list(tmp_path.iterdir())  # nothing written, no temporary file
     assert export_figure(viewer_like(), tmp_path / "fig.html") == "bokeh-html"
@@ -161,7 +163,9 @@ def test_png_and_svg_without_browser_are_a_clear_error_and_html_still_works(tmp_
     (png,) = download_buttons(lambda: figure_bytes(curve(0), "png")[0], None, None, None, on_error=errors.append)
     with pytest.raises(BrowserUnavailable):
         png.callback()
-    assert len(errors) == 1 and errors[0].startswith("Could not make the PNG file: PNG export needs a headless Chromium")
+    assert len(errors) == 1 and errors[0].startswith(
+        "Could not make the PNG file: PNG export needs a headless Chromium"
+    )
 
 
 def test_fallback_callable_is_used_without_browser(tmp_path, no_browser):
@@ -184,7 +188,9 @@ def test_fallback_callable_is_used_without_browser(tmp_path, no_browser):
 def test_browser_that_fails_to_start_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(export, "find_browser", lambda: "/nonexistent/chromium")
     out = tmp_path / "x.png"
-    with pytest.raises(BrowserUnavailable, match="PNG export needs a headless Chromium browser: could not start /nonexistent/chromium"):
+    with pytest.raises(
+        BrowserUnavailable, match="PNG export needs a headless Chromium browser: could not start /nonexistent/chromium"
+    ):
         export_figure(curve(0), out)
     assert not out.exists()
 
@@ -208,8 +214,9 @@ def test_no_overwrite_without_flag(tmp_path, no_browser):
         export_ranking_csv(ranking(), csv)
     with pytest.raises(FileExistsError, match="report.html"):
         (tmp_path / "report.html").write_text("x")
-        export_report_html(tmp_path / "report.html", figure=None, ranking_df=ranking(), recording_label="r",
-                           model_description="m")
+        export_report_html(
+            tmp_path / "report.html", figure=None, ranking_df=ranking(), recording_label="r", model_description="m"
+        )
 
 
 def test_bad_format_and_object_are_clear_errors(tmp_path):
@@ -261,8 +268,13 @@ def test_report_html(tmp_path, no_browser):
     assert "data:image/png;base64," in text
     assert "LVFA in &lt;LA1&gt;" in text and "RB3" in text
     assert "sub-pt01 run-01" in text and "Threshold: 0.42 " in text and "Generated 20" in text
-    plain = export_report_html(tmp_path / "plain.html", figure=curve(1), ranking_df=ranking(),
-                               recording_label="r", model_description="a trained model")
+    plain = export_report_html(
+        tmp_path / "plain.html",
+        figure=curve(1),
+        ranking_df=ranking(),
+        recording_label="r",
+        model_description="a trained model",
+    )
     text = plain.read_text()  # no browser to draw the figure: the report is written and says why it has none
     assert DEMO_MODEL_SENTENCE not in text and "data:image/png;base64," not in text
     assert "No figure: PNG export needs a headless Chromium browser" in text and "<td>LA1</td>" in text
@@ -270,8 +282,13 @@ def test_report_html(tmp_path, no_browser):
 
 @needs_browser
 def test_report_draws_its_figure_in_the_browser(tmp_path):
-    out = export_report_html(tmp_path / "report.html", figure=curve(1), ranking_df=ranking(),
-                             recording_label="r", model_description="a trained model")
+    out = export_report_html(
+        tmp_path / "report.html",
+        figure=curve(1),
+        ranking_df=ranking(),
+        recording_label="r",
+        model_description="a trained model",
+    )
     text = out.read_text()
     assert "data:image/png;base64,iVBORw0KGgo" in text and "No figure" not in text
 
@@ -327,7 +344,9 @@ def test_svg_is_drawn_by_the_browser_with_the_colour_bar(tmp_path):
     assert svg.tag.endswith("svg") and float(svg.get("width")) == 500 and float(svg.get("height")) == 200
     again = tmp_path / "again.svg"
     export_figure(curve(1), again)
-    assert again.read_text() != text  # the warm browser draws the new figure (its time: benchmarks/viewer_warm_paths.py)
+    assert (
+        again.read_text() != text
+    )  # the warm browser draws the new figure (its time: benchmarks/viewer_warm_paths.py)
 
 
 @needs_browser

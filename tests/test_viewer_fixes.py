@@ -39,9 +39,14 @@ TIMEOUT_S = 180
 def _write_vhdr(folder, name, seconds, n_channels=6, sfreq=250.0):
     rec = toy_recording(name, 2, n_channels=n_channels, duration_s=seconds, sfreq=sfreq)
     pybv.write_brainvision(
-        data=rec.data, sfreq=sfreq, ch_names=[f"LQ{i + 1}" for i in range(n_channels)], fname_base=name,
-        folder_out=folder, fmt="binary_float32", unit="µV",
-    )  # fmt: skip
+        data=rec.data,
+        sfreq=sfreq,
+        ch_names=[f"LQ{i + 1}" for i in range(n_channels)],
+        fname_base=name,
+        folder_out=folder,
+        fmt="binary_float32",
+        unit="µV",
+    )
     return folder / f"{name}.vhdr"
 
 
@@ -230,9 +235,14 @@ def test_move_starts_at_the_markers_own_time_not_the_views_edge(tmp_path):
 @pytest.mark.parametrize(
     ("text", "stamp"),
     [
-        ("+75.000000", True), ("-0.5", True), ("+0", True),
-        ("EEG SZ START", False), ("75", False), ("+75 s marker", False), ("", False),
-    ],  # fmt: skip
+        ("+75.000000", True),
+        ("-0.5", True),
+        ("+0", True),
+        ("EEG SZ START", False),
+        ("75", False),
+        ("+75 s marker", False),
+        ("", False),
+    ],
 )
 def test_clock_stamps_are_told_from_events(text, stamp):
     assert is_clock_stamp(text) is stamp

@@ -45,9 +45,13 @@ def brainvision_bytes(tmp_path: Path, base: str = "rec", n_channels: int = 3, n_
     folder.mkdir(exist_ok=True)
     data = np.random.default_rng(1).standard_normal((n_channels, n_times)) * 1e-5
     write_brainvision(
-        data=data, sfreq=500.0, ch_names=[f"LA{i + 1}" for i in range(n_channels)], fname_base=base,
-        folder_out=folder, overwrite=True,
-    )  # fmt: skip
+        data=data,
+        sfreq=500.0,
+        ch_names=[f"LA{i + 1}" for i in range(n_channels)],
+        fname_base=base,
+        folder_out=folder,
+        overwrite=True,
+    )
     return {p.name: p.read_bytes() for p in sorted(folder.glob(f"{base}.*"))}
 
 
@@ -262,8 +266,10 @@ def test_brainvision_upload_reads_the_header_as_the_reader_does(tmp_path):
     from sss_viewer.io.readers import brainvision_header_fields, read_recording
 
     files = brainvision_bytes(tmp_path)
-    header = files["rec.vhdr"].replace(b"DataFile=rec.eeg", b"datafile: rec.eeg").replace(
-        b"MarkerFile=rec.vmrk", b"MARKERFILE=rec.vmrk"
+    header = (
+        files["rec.vhdr"]
+        .replace(b"DataFile=rec.eeg", b"datafile: rec.eeg")
+        .replace(b"MarkerFile=rec.vmrk", b"MARKERFILE=rec.vmrk")
     )
     assert brainvision_header_fields(header)["datafile"] == "rec.eeg"
     path = save_upload({**files, "rec.vhdr": header}, tmp_path / "up")

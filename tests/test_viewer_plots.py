@@ -547,9 +547,12 @@ def test_rows_are_clipped_to_their_spacing_unless_turned_off():
     flat[NAMES.index("LA2"), int(45 * rec.sfreq) : int(45 * rec.sfreq) + 10] = 1e5
     for clip, reach in ((True, CLIP_ROWS), (False, None)):
         shaded = TraceView(
-            recording=dataclasses.replace(rec, data=flat), amplitude_uv=50.0, clip_traces=clip, show_overview=False,
+            recording=dataclasses.replace(rec, data=flat),
+            amplitude_uv=50.0,
+            clip_traces=clip,
+            show_overview=False,
             span_s=90.0,
-        )  # fmt: skip
+        )
         image = renderers(main_figure(hv.render(shaded.figure())), ImageRGBA)[0].data_source.data["image"][0]
         alpha = image.view(np.uint8).reshape(*image.shape, 4)[..., 3]
         height, width = alpha.shape
@@ -628,11 +631,18 @@ def test_marker_labels_are_bold_dark_and_short(recording):
     ]
     view = TraceView(recording=recording, markers=markers, show_overview=False)
     plot = main_figure(hv.render(view.figure()))
-    (labels,) = [r for r in plot.renderers if type(getattr(r, "glyph", None)).__name__ == "Text" and "description" in r.data_source.data]
+    (labels,) = [
+        r
+        for r in plot.renderers
+        if type(getattr(r, "glyph", None)).__name__ == "Text" and "description" in r.data_source.data
+    ]
     data = labels.data_source.data
     assert list(data["description"]) == [short_text(long), "end", "artefact"] and short_text(long).endswith("…")
     assert list(data["text_color"]) == [MARKER_COLOURS[k] for k in ("onset", "offset", "note")]
-    assert labels.glyph.text_font_style == "bold" and float(str(getattr(labels.glyph.text_font_size, "value", labels.glyph.text_font_size)).rstrip("pt")) >= 10
+    assert (
+        labels.glyph.text_font_style == "bold"
+        and float(str(getattr(labels.glyph.text_font_size, "value", labels.glyph.text_font_size)).rstrip("pt")) >= 10
+    )
     assert MARKER_COLOURS["onset"].startswith("#c") and MARKER_COLOURS["offset"] == "#212121"
 
 

@@ -166,9 +166,14 @@ def test_interval_column_only_when_the_calibrator_gives_intervals():
 
 def test_one_rounding_rule_for_scores_threshold_and_flag():
     channels = pd.DataFrame(
-        {"channel": ["A1", "A2"], "score": [0.2764, 0.2749], "lower": [0.2764, 0.2749], "upper": [0.2764, 0.2749],
-         "n_windows": [3, 3]}
-    )  # fmt: skip
+        {
+            "channel": ["A1", "A2"],
+            "score": [0.2764, 0.2749],
+            "lower": [0.2764, 0.2749],
+            "upper": [0.2764, 0.2749],
+            "n_windows": [3, 3],
+        }
+    )
     table = RankingTable(threshold=0.276)
     assert table.threshold == 0.28  # the threshold lives on the 0.01 grid the table shows
     table.scores = RecordingScores(pd.DataFrame(columns=["channel", "p_cal"]), channels, pd.DataFrame(), 1.0)
@@ -210,7 +215,9 @@ def test_display_names_give_the_shaft_and_keep_the_original_name():
     names = {c: c.removeprefix("POL ") for c in channels["channel"]}
     df = ranking_frame(channels, 0.5, display_names=names)
     assert set(df["shaft"]) == {"LA", "RB"} and df["channel"].iloc[0] == "POL LA1"
-    table = RankingTable(scores=RecordingScores(pd.DataFrame(columns=["channel", "p_cal"]), channels, pd.DataFrame(), 4.0))
+    table = RankingTable(
+        scores=RecordingScores(pd.DataFrame(columns=["channel", "p_cal"]), channels, pd.DataFrame(), 4.0)
+    )
     table.display_names = names
     assert table._tabulator.formatters["channel"]["POL LA1"] == "LA1"
 

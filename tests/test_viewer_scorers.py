@@ -44,9 +44,15 @@ def _write(folder, name: str, *, seconds: float = 40.0, square: bool = True, nam
     if square:
         data[names.index(SQUARE)] = 25 * 30.0 * np.sign(np.sin(2 * np.pi * 2.0 * t + 0.1))
     pybv.write_brainvision(
-        data=data * 1e-6, sfreq=SFREQ, ch_names=list(names), fname_base=name, folder_out=folder,
-        fmt="binary_float32", unit="µV", overwrite=True,
-    )  # fmt: skip  (pybv takes volts and stores µV)
+        data=data * 1e-6,
+        sfreq=SFREQ,
+        ch_names=list(names),
+        fname_base=name,
+        folder_out=folder,
+        fmt="binary_float32",
+        unit="µV",
+        overwrite=True,
+    )  # (pybv takes volts and stores µV)
     return folder / f"{name}.vhdr"
 
 
@@ -80,7 +86,11 @@ def test_picking_a_marker_rescores_and_the_ranking_says_which_scorer(app, tmp_pa
     assert list(ranking["channel"]) != list(model["channel"])  # the ranking changed with the scorer
     assert list(ranking["channel"][:2]) == ["LA1", "LA2"]  # the faster activity has the longest line
     line = app.ranking._provenance.object
-    assert line.startswith("**Ranking by Line length** (value in µV/s)") and "Esteller" in line and "**Validation:**" in line
+    assert (
+        line.startswith("**Ranking by Line length** (value in µV/s)")
+        and "Esteller" in line
+        and "**Validation:**" in line
+    )
     assert "interval" not in ranking.columns  # a marker has no Venn–Abers interval
     assert app.ranking._tabulator.titles["value"] == "value (µV/s)"
     assert app.ranking.threshold == 0.5  # the marker's threshold, not the model's
@@ -126,7 +136,9 @@ def test_the_comparison_shows_both_rankings_and_their_agreement(app, tmp_path):
     both = first.merge(second, on="channel", suffixes=("_a", "_b")).dropna(subset=["score_a", "score_b"])
     rho = spearmanr(both["score_a"], both["score_b"]).statistic
     metrics = app.comparison.metrics()
-    assert metrics["spearman"] == pytest.approx(rho) and metrics["n_common"] == len(NAMES) - 1  # the square wave: no score
+    assert (
+        metrics["spearman"] == pytest.approx(rho) and metrics["n_common"] == len(NAMES) - 1
+    )  # the square wave: no score
     k = int(first["above"].sum()) or DEFAULT_TOP_K
     assert metrics["k"] == k
     assert metrics["overlap"] == len(set(first["channel"][:k]) & set(second["channel"][:k]))
@@ -142,7 +154,9 @@ def test_the_comparison_shows_both_rankings_and_their_agreement(app, tmp_path):
     metrics = app.comparison.metrics()
     for key, frame in (("auc_first", app.ranking.table()), ("auc_second", app.comparison.rankings()[1])):
         known = frame.loc[frame["label"].isin(["SOZ", "not SOZ"]) & frame["score"].notna()]
-        assert metrics[key] == pytest.approx(binary_auc(known["score"].to_numpy(), (known["label"] == "SOZ").to_numpy()))
+        assert metrics[key] == pytest.approx(
+            binary_auc(known["score"].to_numpy(), (known["label"] == "SOZ").to_numpy())
+        )
     assert f"channel AUC: Line length {metrics['auc_first']:.2f}, Channel variance {metrics['auc_second']:.2f}" in (
         app.comparison._agreement.object
     )
@@ -187,7 +201,9 @@ def test_an_artifact_channel_is_marked_in_the_ranking_traces_and_exports(app, tm
         if np.isnan(ranking.set_index("channel").loc[SQUARE, "score"]):  # no clean window: listed last with its reason
             assert ranking["channel"].iloc[-1] == SQUARE
             assert f"No score (listed last): {SQUARE} ({flagged[SQUARE]})" in app.ranking._excluded.object
-            assert app.ranking._tabulator.value.set_index("channel").loc[SQUARE, "score"] is None  # an empty cell, not NaN
+            assert (
+                app.ranking._tabulator.value.set_index("channel").loc[SQUARE, "score"] is None
+            )  # an empty cell, not NaN
         shown = app.ranking._tabulator.value.set_index("channel")
         badge = shown.loc[SQUARE, "artifact"]
         assert 'class="sss-artifact"' in badge and ">artifact</span>" in badge and "title=" in badge, scorer
@@ -203,8 +219,9 @@ def test_an_artifact_channel_is_marked_in_the_ranking_traces_and_exports(app, tm
     assert [bar.title for bar in plot.right if type(bar).__name__ == "ColorBar"] == ["channel variance ÷ top channel"]
     app.traces.montage = "bipolar"  # LA2-LA3 and LA3-LA4 are made from the flagged contact
     assert sorted(label for label in app.traces.slot_labels() if "[artifact]" in label) == [
-        "LA2-LA3 [artifact]", "LA3-LA4 [artifact]",
-    ]  # fmt: skip
+        "LA2-LA3 [artifact]",
+        "LA3-LA4 [artifact]",
+    ]
     # the exports carry the scorer and the reason
     paths = app.export(tmp_path / "exports")
     csv = pd.read_csv(paths["csv"], keep_default_na=False)
@@ -237,7 +254,10 @@ def test_the_demo_is_scored_by_the_default_scorer_when_it_is_a_marker(tmp_path, 
     assert "ranked here by Line length" in viewer._notice.object  # the demo notice does not claim the model scored it
     viewer.scorers.scorer = "sss"  # the demo's precomputed model scores, at once
     assert viewer.scores is not None and viewer.scores.scorer == "sss" and not viewer.scorer.running
-    assert SYNTHETIC_VALIDATION in viewer.ranking._provenance.object and "scored by a small demo model" in viewer._notice.object
+    assert (
+        SYNTHETIC_VALIDATION in viewer.ranking._provenance.object
+        and "scored by a small demo model" in viewer._notice.object
+    )
 
 
 def test_background_results_are_cached_by_scorer_name_and_parameters(tmp_path):

@@ -23,9 +23,15 @@ TIMEOUT_S = 120
 @pytest.fixture(scope="module")
 def bundle(toy_cohort):
     config = train_preset(
-        "default", window_length=128, train_stride=64, val_stride=64, batch_size=64, epochs=1, device="cpu",
+        "default",
+        window_length=128,
+        train_stride=64,
+        val_stride=64,
+        batch_size=64,
+        epochs=1,
+        device="cpu",
         model_params={"d_model": 16, "d_ff": 32, "n_heads": 2, "n_layers": 1},
-    )  # fmt: skip
+    )
     return train(toy_cohort, config, progress=False)
 
 
@@ -183,4 +189,6 @@ def test_the_visible_channels_are_scored_and_shown_first(bundle):
     # equal to a single pass up to float rounding (PatchTST's stock attention kernels round differently for
     # different batch compositions: about 6e-8)
     pd.testing.assert_frame_equal(scorer.result.windows, alone.result.windows, check_exact=False, rtol=1e-6, atol=1e-6)
-    pd.testing.assert_frame_equal(scorer.result.channels, alone.result.channels, check_exact=False, rtol=1e-6, atol=1e-6)
+    pd.testing.assert_frame_equal(
+        scorer.result.channels, alone.result.channels, check_exact=False, rtol=1e-6, atol=1e-6
+    )

@@ -28,8 +28,14 @@ GRU = {
     "lr": 1e-2,
     "device": "cpu",
 }
-ROCKET = {"backbone": "rocket", "model_params": {"num_kernels": 200}, "window_length": L, "max_length": 2048,
-          "lr": 1e-2, "device": "cpu"}
+ROCKET = {
+    "backbone": "rocket",
+    "model_params": {"num_kernels": 200},
+    "window_length": L,
+    "max_length": 2048,
+    "lr": 1e-2,
+    "device": "cpu",
+}
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +56,17 @@ def toy_split(toy_set):
 def _small_set(lengths, labels, seed=0):
     rng = np.random.default_rng(seed)
     series = [rng.standard_normal(n).astype(np.float32) for n in lengths]
-    meta = pd.DataFrame({
-        "recording": 0, "subject": "s", "centre": "c", "run": "01",
-        "channel": [f"A{i}" for i in range(len(lengths))], "label": labels, "sfreq": 250.0,
-    })
+    meta = pd.DataFrame(
+        {
+            "recording": 0,
+            "subject": "s",
+            "centre": "c",
+            "run": "01",
+            "channel": [f"A{i}" for i in range(len(lengths))],
+            "label": labels,
+            "sfreq": 250.0,
+        }
+    )
     return SeriesSet(SeriesStore.from_series(series), meta, pd.DataFrame())
 
 
@@ -137,8 +150,15 @@ def test_infinite_context_batched_crops_train(toy_set, toy_split):
 
 def test_frozen_front_end_features_are_computed_once_and_match_scoring(toy_set, toy_split):
     """ROCKET/MiniRocket train only their head on cached whole-channel features; scoring the model agrees."""
-    config = WholeChannelConfig(backbone="minirocket", model_params={"num_features": 336}, window_length=L,
-                                epochs=3, lr=1e-2, batch_size=8, device="cpu")
+    config = WholeChannelConfig(
+        backbone="minirocket",
+        model_params={"num_features": 336},
+        window_length=L,
+        epochs=3,
+        lr=1e-2,
+        batch_size=8,
+        device="cpu",
+    )
     result = fit_whole_channel(toy_set, toy_split, config)
     _check_result(result, toy_split)
     rescored = predict_channels(result.model, toy_set, np.flatnonzero(toy_split == "test"), config)
@@ -171,8 +191,15 @@ def test_finite_dlinear_trains(toy_set, toy_split):
 
 
 def test_finite_patchtst_trains_without_mask(toy_set, toy_split):
-    config = WholeChannelConfig(backbone="patchtst", model_params={"d_model": 8, "n_layers": 1, "n_heads": 1},
-                                window_length=L, epochs=2, lr=1e-3, batch_size=16, device="cpu")
+    config = WholeChannelConfig(
+        backbone="patchtst",
+        model_params={"d_model": 8, "n_layers": 1, "n_heads": 1},
+        window_length=L,
+        epochs=2,
+        lr=1e-3,
+        batch_size=16,
+        device="cpu",
+    )
     _check_result(fit_whole_channel(toy_set, toy_split, config), toy_split)
 
 

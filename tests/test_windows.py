@@ -98,12 +98,16 @@ def test_invalid_parameters_are_named():
         next(epoch_batches(10, 0, torch.Generator()))
 
 
-@pytest.mark.parametrize(("n", "batch", "world", "limit"), [(1000, 64, 2, None), (1001, 50, 3, None), (7, 4, 4, None), (500, 32, 2, 333)])
+@pytest.mark.parametrize(
+    ("n", "batch", "world", "limit"), [(1000, 64, 2, None), (1001, 50, 3, None), (7, 4, 4, None), (500, 32, 2, 333)]
+)
 def test_sharded_epoch_is_the_single_process_epoch_split_across_ranks(n, batch, world, limit):
     """Ranks drawing from the same seed: together one epoch at batch B x world, every window once, equal steps."""
     single = list(epoch_batches(n, batch * world, torch.Generator().manual_seed(5), limit=limit))
-    ranks = [list(epoch_batches(n, batch, torch.Generator().manual_seed(5), limit=limit, rank=r, world_size=world))
-             for r in range(world)]  # fmt: skip
+    ranks = [
+        list(epoch_batches(n, batch, torch.Generator().manual_seed(5), limit=limit, rank=r, world_size=world))
+        for r in range(world)
+    ]
     assert len({len(steps) for steps in ranks}) == 1 and len(ranks[0]) == len(single)  # DDP: same number of steps
     for step, global_batch in enumerate(single):
         shards = [ranks[r][step] for r in range(world)]
@@ -121,10 +125,12 @@ def test_a_rank_shard_keeps_the_hypergeometric_composition():
     n_total, batch = counts.sum(), 100
     p = counts / n_total
     gen = torch.Generator().manual_seed(2)
-    draws = np.array([
-        np.bincount(series[next(epoch_batches(n_total, batch, gen, rank=1, world_size=2)).numpy()], minlength=4)
-        for _ in range(2000)
-    ])  # fmt: skip
+    draws = np.array(
+        [
+            np.bincount(series[next(epoch_batches(n_total, batch, gen, rank=1, world_size=2)).numpy()], minlength=4)
+            for _ in range(2000)
+        ]
+    )
     np.testing.assert_allclose(draws.mean(0), batch * p, rtol=0.04)
     np.testing.assert_allclose(draws.var(0), batch * p * (1 - p) * (n_total - batch) / (n_total - 1), rtol=0.15)
 

@@ -54,16 +54,27 @@ DEFAULT_OUT = Path(__file__).resolve().parents[1] / "sss_viewer" / "data" / "dem
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--patients", type=int, default=12, help="synthetic training patients (default 12)")
-    p.add_argument("--preset", default="minirocket", choices=TRAIN_PRESETS,
-                   help="training preset (default minirocket: the real-data recipe; default: PatchTST)")
-    p.add_argument("--calibrator", choices=("isotonic", "venn-abers", "none"), default=None,
-                   help="calibrator (default: the preset's; venn-abers gives each channel score an interval)")
+    p.add_argument(
+        "--preset",
+        default="minirocket",
+        choices=TRAIN_PRESETS,
+        help="training preset (default minirocket: the real-data recipe; default: PatchTST)",
+    )
+    p.add_argument(
+        "--calibrator",
+        choices=("isotonic", "venn-abers", "none"),
+        default=None,
+        help="calibrator (default: the preset's; venn-abers gives each channel score an interval)",
+    )
     p.add_argument("--epochs", type=int, default=0, help="training epochs (default 0: the preset's)")
     p.add_argument("--train-stride", type=int, default=256, help="training window stride in samples (default 256)")
     p.add_argument("--seed", type=int, default=TRAIN_SEED, help=f"cohort seed (default {TRAIN_SEED}; not {DEMO_SEED})")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="writes OUT/model/ and OUT/scores/")
-    p.add_argument("--scores-only", action="store_true",
-                   help="keep OUT/model/ and only re-score the demo recording (after a change to preprocessing or scoring)")  # fmt: skip
+    p.add_argument(
+        "--scores-only",
+        action="store_true",
+        help="keep OUT/model/ and only re-score the demo recording (after a change to preprocessing or scoring)",
+    )
     return p.parse_args(argv)
 
 
@@ -120,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     recordings = synth_cohort(args.patients, args.seed)
     logger.info("synthesised %d patients in %.1f s", len(recordings), time.perf_counter() - started)
     overrides = {
-        k: v for k, v in (("epochs", args.epochs), ("train_stride", args.train_stride), ("calibrator", args.calibrator)) if v
+        k: v
+        for k, v in (("epochs", args.epochs), ("train_stride", args.train_stride), ("calibrator", args.calibrator))
+        if v
     }
     config = train_preset(args.preset, device="cpu", seed=0, split="patient", **overrides)
     t0 = time.perf_counter()
@@ -158,8 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     for name, m in (("held-out test", test_metrics), ("demo recording", demo_metrics)):
         logger.info(
             "%s channels: AUC %.3f, Brier %.4f, interval width mean %.4f / median %.4f",
-            name, m["auc"], m["brier"], m["mean_interval"], m["median_interval"],
-        )  # fmt: skip
+            name,
+            m["auc"],
+            m["brier"],
+            m["mean_interval"],
+            m["median_interval"],
+        )
     logger.info("calibrator %s; total %.1f s", config.calibrator, time.perf_counter() - started)
     return 0
 

@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
-
 from build_demo_model import TRAIN_SEED, TRAIN_SYNTH
+
 from sss_viewer.biomarkers import FLOORS, get_scorer
 from sss_viewer.biomarkers.combined import COMBINED_MARKERS, DEFAULT_CS, CombinedScorer, fit_combined, save_weights
 from sss_viewer.engine.bundle import ModelBundle
@@ -92,8 +92,12 @@ def fit_weight_sets(args: argparse.Namespace, cohort: list, bundle: ModelBundle)
     for stem, with_model in WEIGHT_SETS.items():
         start = time.perf_counter()
         weights = fit_combined(
-            cohort, markers=args.markers, model=args.model if with_model else None, Cs=args.cs, description=description,
-        )  # fmt: skip
+            cohort,
+            markers=args.markers,
+            model=args.model if with_model else None,
+            Cs=args.cs,
+            description=description,
+        )
         save_weights(weights, args.out / f"{stem}.json", overwrite=args.overwrite)
         logger.info("%s: fitted in %.1f s; %s", stem, time.perf_counter() - start, describe_weights(weights))
         out[stem] = weights

@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from build_demo_model import TRAIN_SEED, TRAIN_SYNTH, synth_cohort
+
 from sss_viewer.engine.config import train_preset
 from sss_viewer.engine.training import train
 from sss_viewer.evaluation.held_out import evaluate_bundle
@@ -59,14 +59,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, required=True, help="results folder (models, results.json, results.md)")
     p.add_argument("--scales", nargs="+", choices=SCALES, default=list(SCALES), help="scales to compare (default all)")
-    p.add_argument("--window-lengths", nargs="+", type=int, default=[1024, 512],
-                   help="window lengths L in samples at 250 Hz (default 1024, the recipe's, and 512, which fits pt01's 3 s)")  # fmt: skip
+    p.add_argument(
+        "--window-lengths",
+        nargs="+",
+        type=int,
+        default=[1024, 512],
+        help="window lengths L in samples at 250 Hz (default 1024, the recipe's, and 512, which fits pt01's 3 s)",
+    )
     p.add_argument("--patients", type=int, default=12, help="synthetic training patients (default 12, the demo's)")
     p.add_argument("--train-seed", type=int, default=TRAIN_SEED, help=f"training cohort seed (default {TRAIN_SEED})")
     p.add_argument("--test-patients", type=int, default=12, help="patients of the separate test cohort (default 12)")
     p.add_argument("--test-seed", type=int, default=TEST_SEED, help=f"test cohort seed (default {TEST_SEED})")
     p.add_argument("--pt01", type=Path, default=PT01, help="the pt01 .npz (skipped when missing)")
-    p.add_argument("--bonn", type=Path, default=BONN, help="Bonn data folder for the identity check (skipped when missing)")
+    p.add_argument(
+        "--bonn", type=Path, default=BONN, help="Bonn data folder for the identity check (skipped when missing)"
+    )
     return p.parse_args(argv)
 
 
@@ -100,7 +107,9 @@ def amplitude_auc(recordings: list, config: PreprocessConfig) -> dict:
     """
     sds, labels, per_patient = [], [], []
     for recording in recordings:
-        sd = np.array([filter_block(x, recording.sfreq, config, line_freq=recording.line_freq).std() for x in recording.data])
+        sd = np.array(
+            [filter_block(x, recording.sfreq, config, line_freq=recording.line_freq).std() for x in recording.data]
+        )
         soz = np.asarray(recording.soz, dtype=int)
         sds.append(sd)
         labels.append(soz)
@@ -121,7 +130,9 @@ def bonn_identity(path: Path) -> dict:
     """
     recordings = load_bonn(path, sets=("C", "D"))
     stores = {
-        scale: build_series_set(recordings, preprocess_preset("default", target_sfreq=None, scale=scale), progress=False).store
+        scale: build_series_set(
+            recordings, preprocess_preset("default", target_sfreq=None, scale=scale), progress=False
+        ).store
         for scale in SCALES
     }
     reference = stores["channel"]
@@ -168,7 +179,9 @@ def run_variant(
         "pt01_auc": None,
     }
     if pt01 is not None and config.preprocess.output_length(pt01.n_times, pt01.sfreq) >= length:
-        row["pt01_auc"] = evaluate_bundle(bundle, [pt01], held_out_only=False, device="cpu", progress=False)["pooled"]["auc"]
+        row["pt01_auc"] = evaluate_bundle(bundle, [pt01], held_out_only=False, device="cpu", progress=False)["pooled"][
+            "auc"
+        ]
     logger.info("L=%d scale=%s: %s", length, scale, {k: v for k, v in row.items() if k != "own_test_patients"})
     return row
 
@@ -206,13 +219,16 @@ def main(argv: list[str] | None = None) -> int:
     logger.info("cohorts ready in %.1f s", time.perf_counter() - t0)
     filters = train_preset("minirocket").preprocess
     context: dict = {
-        "train_seed": args.train_seed, "patients": args.patients, "test_seed": args.test_seed,
-        "test_patients": args.test_patients, "synth_config": TRAIN_SYNTH,
+        "train_seed": args.train_seed,
+        "patients": args.patients,
+        "test_seed": args.test_seed,
+        "test_patients": args.test_patients,
+        "synth_config": TRAIN_SYNTH,
         "amplitude_auc": {
             "synthetic test cohort": amplitude_auc(test_set, filters),
             **({"pt01": amplitude_auc([pt01], filters)} if pt01 is not None else {}),
         },
-    }  # fmt: skip
+    }
     if (args.bonn / "bonn_sets_ABCDE_int16.npz").is_file():
         context["bonn_identity"] = bonn_identity(args.bonn)
         logger.info("Bonn identity check: %s", context["bonn_identity"])

@@ -11,7 +11,10 @@ _PUBLIC = {
     # the function global_features shares its module's name: sss_viewer.baselines.global_features.global_features
     "sss_viewer.baselines.global_features": ("FEATURE_NAMES", "GlobalFeatureBaseline", "feature_matrix"),
     "sss_viewer.baselines.whole_channel": (
-        "WholeChannelConfig", "WholeChannelResult", "fit_whole_channel", "predict_channels",
+        "WholeChannelConfig",
+        "WholeChannelResult",
+        "fit_whole_channel",
+        "predict_channels",
     ),
     "sss_viewer.baselines.minirocket_reference": ("ReferenceResult", "fit_minirocket_logistic"),
     "sss_viewer.baselines.hydra_reference": ("PeerResult", "fit_hydra_peer"),

@@ -154,10 +154,17 @@ def fit_hydra_peer(
         result.alpha = float(final.alpha_)
         result.val_probs = expit(on_train.decision_function(train_only["val"]))
         result.test_probs = expit(final.decision_function(scaled["test"]))
-        logger.info("%s + ridge: %d features, alpha=%g by leave-one-out on %s", transform, model.n_features,
-                    result.alpha, fit_on)  # fmt: skip
+        logger.info(
+            "%s + ridge: %d features, alpha=%g by leave-one-out on %s",
+            transform,
+            model.n_features,
+            result.alpha,
+            fit_on,
+        )
     else:
-        C, on_train, val_auc = select_logistic(train_only["train"], labels[train], train_only["val"], labels[val], Cs, seed)
+        C, on_train, val_auc = select_logistic(
+            train_only["train"], labels[train], train_only["val"], labels[val], Cs, seed
+        )
         final = clone(on_train).fit(f_fit, labels[fitted]) if fit_on == "train+val" else on_train
         result.C = C
         result.val_probs = on_train.predict_proba(train_only["val"])[:, 1]

@@ -72,7 +72,6 @@ INFINITE_EVAL_BATCH = 32
 """Infinite-context scoring: whole channels of equal length (those of one recording) per forward pass."""
 
 
-
 @dataclass
 class WholeChannelConfig:
     """Parameters of a whole-channel baseline run.
@@ -240,8 +239,9 @@ def _accepts_mask(model: nn.Module) -> bool:
     return "mask" in inspect.signature(model.forward).parameters
 
 
-def _finite_logits(model: nn.Module, series_set: SeriesSet, members: np.ndarray, length: int,
-                   device: torch.device, use_mask: bool) -> torch.Tensor:
+def _finite_logits(
+    model: nn.Module, series_set: SeriesSet, members: np.ndarray, length: int, device: torch.device, use_mask: bool
+) -> torch.Tensor:
     x, mask = pad_or_truncate([series_set.store.series(int(i)) for i in members], length)
     xt = torch.from_numpy(x).to(device)
     if use_mask:
@@ -273,8 +273,7 @@ def _crop_batch(series: Sequence[np.ndarray], max_length: int | None, rng: np.ra
     return np.stack([_crop(np.asarray(s), length, rng) for s in series]).astype(np.float32, copy=False)
 
 
-def predict_channels(model: nn.Module, series_set: SeriesSet, members: Any,
-                     config: WholeChannelConfig) -> np.ndarray:
+def predict_channels(model: nn.Module, series_set: SeriesSet, members: Any, config: WholeChannelConfig) -> np.ndarray:
     """SOZ probabilities of whole channels (eval mode, no gradients).
 
     Finite-context backbones score channels truncated / zero-padded to ``config.window_length``
@@ -314,8 +313,9 @@ def predict_channels(model: nn.Module, series_set: SeriesSet, members: Any,
                 use_mask = _accepts_mask(model)
                 bs = config.batch_size or DEFAULT_BATCH_SIZE
                 for lo in range(0, len(members), bs):
-                    logits = _finite_logits(model, series_set, members[lo : lo + bs], config.window_length,
-                                            device, use_mask)
+                    logits = _finite_logits(
+                        model, series_set, members[lo : lo + bs], config.window_length, device, use_mask
+                    )
                     out[lo : lo + bs] = torch.sigmoid(logits.float()).cpu().numpy()
             else:
                 for rows in _equal_length_batches(series_set.store.lengths[members], INFINITE_EVAL_BATCH):
@@ -332,8 +332,9 @@ def predict_channels(model: nn.Module, series_set: SeriesSet, members: Any,
 # --------------------------------------------------------------------------------------------
 
 
-def _initialisation_sample(series_set: SeriesSet, train_idx: np.ndarray, config: WholeChannelConfig,
-                           rng: np.random.Generator) -> np.ndarray:
+def _initialisation_sample(
+    series_set: SeriesSet, train_idx: np.ndarray, config: WholeChannelConfig, rng: np.random.Generator
+) -> np.ndarray:
     """Training channels for a model's data-dependent set-up, (N, T): padded/truncated or equal-length crops."""
     pick = train_idx[rng.permutation(len(train_idx))[:INITIALISATION_CHANNELS]]
     series = [series_set.store.series(int(i)) for i in pick]
@@ -376,7 +377,9 @@ def _whole_channel_features(model: nn.Module, series_set: SeriesSet, members: np
     model.eval()
     try:
         device = next(model.buffers()).device
-        return whole_channel_features(model.frozen_features, series_set, members, n_features=model.n_features, device=device)
+        return whole_channel_features(
+            model.frozen_features, series_set, members, n_features=model.n_features, device=device
+        )
     finally:
         model.train(was_training)
 
@@ -410,8 +413,9 @@ def _check_split(series_set: SeriesSet, split: Any) -> tuple[np.ndarray, np.ndar
     return split, labels
 
 
-def fit_whole_channel(series_set: SeriesSet, split: Any, config: WholeChannelConfig, *,
-                      progress: bool = False) -> WholeChannelResult:
+def fit_whole_channel(
+    series_set: SeriesSet, split: Any, config: WholeChannelConfig, *, progress: bool = False
+) -> WholeChannelResult:
     """Train a whole-channel baseline and score its validation and test channels.
 
     Parameters
@@ -448,7 +452,9 @@ def _fit(series_set, config, labels, train_idx, val_idx, test_idx, device, progr
     rng = np.random.default_rng(config.seed)
     model = build_window_model(config.backbone, L, **config.model_params).to(device)
     if hasattr(model, "initialise_from_data"):  # data-dependent set-up (MiniRocket's biases)
-        model.initialise_from_data(torch.from_numpy(_initialisation_sample(series_set, train_idx, config, rng)).to(device))
+        model.initialise_from_data(
+            torch.from_numpy(_initialisation_sample(series_set, train_idx, config, rng)).to(device)
+        )
     y_train = labels[train_idx].astype(np.float32)
     if config.class_balanced_loss:
         w_train = class_balanced_weights(labels, train_idx)[train_idx]
@@ -457,16 +463,23 @@ def _fit(series_set, config, labels, train_idx, val_idx, test_idx, device, progr
     use_mask = config.finite_context and _accepts_mask(model)
     frozen = None
     if not config.finite_context and getattr(model, "has_frozen_front_end", False):
-        frozen = {name: _whole_channel_features(model, series_set, idx) for name, idx in
-                  (("train", train_idx), ("val", val_idx), ("test", test_idx))}  # fmt: skip
+        frozen = {
+            name: _whole_channel_features(model, series_set, idx)
+            for name, idx in (("train", train_idx), ("val", val_idx), ("test", test_idx))
+        }
     if config.finite_context:
         batch_size = min(len(train_idx), config.batch_size or DEFAULT_BATCH_SIZE)
     else:
         batch_size = min(len(train_idx), config.batch_size or 1)
     logger.info(
         "whole-channel %s (%s context): %d train, %d val, %d test channels; lr %.3g, device %s",
-        config.backbone, "finite" if config.finite_context else "infinite",
-        len(train_idx), len(val_idx), len(test_idx), lr, device,
+        config.backbone,
+        "finite" if config.finite_context else "infinite",
+        len(train_idx),
+        len(val_idx),
+        len(test_idx),
+        lr,
+        device,
     )
 
     def logits_of(pick: np.ndarray) -> torch.Tensor:
@@ -492,13 +505,18 @@ def _fit(series_set, config, labels, train_idx, val_idx, test_idx, device, progr
             yield (F.binary_cross_entropy_with_logits(logits.float(), y, reduction="none") * w).mean(), len(pick)
 
     def validate() -> float:
-        val_probs = _frozen_probs(model, frozen, "val") if frozen else predict_channels(model, series_set, val_idx, config)
+        val_probs = (
+            _frozen_probs(model, frozen, "val") if frozen else predict_channels(model, series_set, val_idx, config)
+        )
         return binary_auc(val_probs, labels[val_idx])
 
     plan = EpochPlan(
-        epochs=config.epochs, lr=lr, weight_decay=config.weight_decay, lr_final_factor=config.lr_final_factor,
+        epochs=config.epochs,
+        lr=lr,
+        weight_decay=config.weight_decay,
+        lr_final_factor=config.lr_final_factor,
         patience=config.patience,
-    )  # fmt: skip
+    )
     history, best_epoch = fit_epochs(
         model, plan, batch_losses, validate, unit="channels", progress=progress, desc=f"whole-channel {config.backbone}"
     )

@@ -17,12 +17,23 @@ from sss_viewer._lazy import attach
 
 _PUBLIC = {
     "sss_viewer.biomarkers.registry": (
-        "DEFAULT_SCORER", "DEFAULT_SCORER_EVIDENCE", "FITTED", "FLOORS", "MODEL_SCORER", "SCORERS", "get_scorer",
-        "scorer_class", "scorer_names",
+        "DEFAULT_SCORER",
+        "DEFAULT_SCORER_EVIDENCE",
+        "FITTED",
+        "FLOORS",
+        "MODEL_SCORER",
+        "SCORERS",
+        "get_scorer",
+        "scorer_class",
+        "scorer_names",
     ),
     "sss_viewer.biomarkers.base": ("BiomarkerScorer", "ScorerInfo"),
     "sss_viewer.biomarkers.combined": (
-        "COMBINED_MARKERS", "CombinedScorer", "fit_combined", "load_weights", "save_weights",
+        "COMBINED_MARKERS",
+        "CombinedScorer",
+        "fit_combined",
+        "load_weights",
+        "save_weights",
     ),
     "sss_viewer.biomarkers.hfo": ("detect_hfos",),
     "sss_viewer.biomarkers.spikes": ("detect_spikes",),

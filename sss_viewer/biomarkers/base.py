@@ -169,7 +169,9 @@ class BiomarkerScorer:
         """
         raise NotImplementedError
 
-    def channel_values(self, values: np.ndarray, clean: np.ndarray, data: np.ndarray, grid: WindowGrid, recording: Recording) -> np.ndarray:
+    def channel_values(
+        self, values: np.ndarray, clean: np.ndarray, data: np.ndarray, grid: WindowGrid, recording: Recording
+    ) -> np.ndarray:
         """One value per channel: the mean over its clean windows (NaN where none is clean).
 
         Parameters
@@ -311,9 +313,19 @@ class BiomarkerScorer:
         tie_break = self.tie_break_values(data, grid, recording, clean)
         report(0.9)
         result = scores_from_values(
-            recording, names, grid, values, channel_value, flags, channel_flags, excluded, artifact_table,
-            self.describe(recording), clean, tie_break=tie_break,
-        )  # fmt: skip
+            recording,
+            names,
+            grid,
+            values,
+            channel_value,
+            flags,
+            channel_flags,
+            excluded,
+            artifact_table,
+            self.describe(recording),
+            clean,
+            tie_break=tie_break,
+        )
         report(1.0)
         if progress:
             logger.info("%s: scored %d channels of %s", self.info.name, len(names), recording.label)
@@ -497,7 +509,9 @@ def break_ties(score: np.ndarray, secondary: np.ndarray) -> np.ndarray:
     score = np.asarray(score, dtype=np.float64)
     secondary = np.asarray(secondary, dtype=np.float64)
     if secondary.shape != score.shape:
-        raise ValueError(f"Invalid tie_break: expected one value per channel ({score.shape}), got shape {secondary.shape}.")
+        raise ValueError(
+            f"Invalid tie_break: expected one value per channel ({score.shape}), got shape {secondary.shape}."
+        )
     finite = np.isfinite(score)
     distinct = np.unique(score[finite])
     gap = float(np.diff(distinct).min()) if distinct.size > 1 else 1.0

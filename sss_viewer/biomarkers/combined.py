@@ -319,9 +319,13 @@ class CombinedFeatures:
         with np.errstate(invalid="ignore"):
             window_values = np.mean(window_parts, axis=0)
         features = RecordingFeatures(
-            names=prepared.names, matrix=np.column_stack(columns), window_values=window_values, clean=clean,
-            left_out=left_out, labels=_labels(recording, prepared.names),
-        )  # fmt: skip
+            names=prepared.names,
+            matrix=np.column_stack(columns),
+            window_values=window_values,
+            clean=clean,
+            left_out=left_out,
+            labels=_labels(recording, prepared.names),
+        )
         return prepared, features
 
     def _model_ranks(self, recording: Recording, names: list[str], unsupported: bool) -> np.ndarray:
@@ -379,11 +383,13 @@ class CombinedScorer(BiomarkerScorer):
     """
 
     info = ScorerInfo(
-        name="combined", title="Combined (fitted)", unit="probability",
+        name="combined",
+        title="Combined (fitted)",
+        unit="probability",
         reference="logistic regression over within-recording percentile ranks of markers (and the SSS score)",
         kind="combined",
         validation="fitted: C chosen by leave-one-patient-out channel AUC (see the weights file)",
-    )  # fmt: skip
+    )
 
     def __init__(self, weights: str | Path | dict | None = None, *, model=None, **params):
         if weights is None:
@@ -511,10 +517,18 @@ class CombinedScorer(BiomarkerScorer):
         prepared, features = self._features.compute(recording, on_progress)
         value = self.predict(features.matrix)
         result = scores_from_values(
-            recording, prepared.names, prepared.grid, features.window_values, value, prepared.flags,
-            prepared.channel_flags, prepared.excluded, prepared.artifact_table, self._describe(features.left_out),
+            recording,
+            prepared.names,
+            prepared.grid,
+            features.window_values,
+            value,
+            prepared.flags,
+            prepared.channel_flags,
+            prepared.excluded,
+            prepared.artifact_table,
+            self._describe(features.left_out),
             features.clean,
-        )  # fmt: skip
+        )
         if progress:
             logger.info("combined: scored %d channels of %s", len(prepared.names), recording.label)
         return result
@@ -631,22 +645,34 @@ def fit_combined(
     n_channels = int(sum(len(item.y) for item in items))
     logger.info(
         "combined: C = %g (leave-one-patient-out AUC %s) on %d patients, %d channels",
-        best["C"], _fmt(best["mean_auc"]), len(groups), n_channels,
-    )  # fmt: skip
+        best["C"],
+        _fmt(best["mean_auc"]),
+        len(groups),
+        n_channels,
+    )
     return {
-        "format": WEIGHTS_FORMAT, "format_version": WEIGHTS_VERSION, "sss_viewer_version": __version__,
-        "features": extractor.names, "coefficients": [float(c) for c in final.coef_[0]],
-        "intercept": float(final.intercept_[0]), "C": best["C"], "validation": table,
+        "format": WEIGHTS_FORMAT,
+        "format_version": WEIGHTS_VERSION,
+        "sss_viewer_version": __version__,
+        "features": extractor.names,
+        "coefficients": [float(c) for c in final.coef_[0]],
+        "intercept": float(final.intercept_[0]),
+        "C": best["C"],
+        "validation": table,
         "validation_auc": best["mean_auc"],
-        "n_patients": len(groups), "n_recordings": len(items), "n_channels": n_channels,
+        "n_patients": len(groups),
+        "n_recordings": len(items),
+        "n_channels": n_channels,
         "n_soz": int(sum(item.y.sum() for item in items)),
         "training": {
-            "description": description, "recordings": [item.description for item in items], "skipped": skipped,
+            "description": description,
+            "recordings": [item.description for item in items],
+            "skipped": skipped,
         },
         "markers": list(extractor.markers),
         "model": None if bundle is None else {"path": model_dir, "config_sha256": model_config_sha256(bundle)},
         "params": {"window_s": extractor.window_s, "step_s": extractor.step_s, "artifacts": extractor.artifacts},
-    }  # fmt: skip
+    }
 
 
 def _check_cs(Cs: Sequence[float]) -> list[float]:
@@ -708,10 +734,15 @@ def _item(recording: Recording, patient: str, features: RecordingFeatures) -> _I
     if not keep.all():
         logger.info("fit_combined: %s: %d channels without a clean window left out", recording.label, (~keep).sum())
     description = {
-        "recording": recording.label, "patient": patient, "source": str(recording.source or ""),
-        "sfreq": float(recording.sfreq), "duration_s": float(recording.duration_s), "n_channels": int(keep.sum()),
-        "n_soz": int(features.labels[keep].sum()), "left_out": dict(features.left_out),
-    }  # fmt: skip
+        "recording": recording.label,
+        "patient": patient,
+        "source": str(recording.source or ""),
+        "sfreq": float(recording.sfreq),
+        "duration_s": float(recording.duration_s),
+        "n_channels": int(keep.sum()),
+        "n_soz": int(features.labels[keep].sum()),
+        "left_out": dict(features.left_out),
+    }
     return _Item(patient, recording.label, features.matrix[keep], features.labels[keep], description)
 
 
@@ -884,13 +915,22 @@ def _is_model_record(v) -> bool:
 def _is_params(v) -> bool:
     return (
         isinstance(v, dict)
-        and _is_number(v.get("window_s")) and v["window_s"] > 0
-        and _is_number(v.get("step_s")) and v["step_s"] > 0
+        and _is_number(v.get("window_s"))
+        and v["window_s"] > 0
+        and _is_number(v.get("step_s"))
+        and v["step_s"] > 0
         and isinstance(v.get("artifacts"), bool)
-    )  # fmt: skip
+    )
 
 
 __all__ = [
-    "COMBINED_MARKERS", "CombinedFeatures", "CombinedScorer", "RecordingFeatures", "fit_combined", "load_weights",
-    "model_config_sha256", "save_weights", "validate_weights",
-]  # fmt: skip
+    "COMBINED_MARKERS",
+    "CombinedFeatures",
+    "CombinedScorer",
+    "RecordingFeatures",
+    "fit_combined",
+    "load_weights",
+    "model_config_sha256",
+    "save_weights",
+    "validate_weights",
+]

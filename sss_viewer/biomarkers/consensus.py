@@ -63,11 +63,13 @@ class ConsensusScorer(BiomarkerScorer):
     """
 
     info = ScorerInfo(
-        name="consensus", title="Marker consensus", unit="mean percentile rank",
+        name="consensus",
+        title="Marker consensus",
+        unit="mean percentile rank",
         reference="mean rank of robust amplitude, line length, spike rate (Janča et al. 2015) and ripple rate "
         "(Staba et al. 2002)",
         kind="consensus",
-    )  # fmt: skip
+    )
 
     def __init__(self, components: tuple[str, ...] = CONSENSUS_COMPONENTS, **params):
         super().__init__(**params)
@@ -76,9 +78,13 @@ class ConsensusScorer(BiomarkerScorer):
         markers = [n for n in SCORERS if n != "consensus" and n not in FITTED]
         unknown = [c for c in components if c not in markers]
         if unknown or not components:
-            raise ValueError(f"Invalid components={components!r}: expected registry names of markers, one or more of {markers}.")
+            raise ValueError(
+                f"Invalid components={components!r}: expected registry names of markers, one or more of {markers}."
+            )
         self.components = tuple(components)
-        self._scorers = [get_scorer(c, window_s=self.window_s, step_s=self.step_s, artifacts=self.artifacts) for c in self.components]
+        self._scorers = [
+            get_scorer(c, window_s=self.window_s, step_s=self.step_s, artifacts=self.artifacts) for c in self.components
+        ]
 
     def usable(self, recording: Recording) -> list[BiomarkerScorer]:
         """The components that can score ``recording`` (others are named in the log)."""
@@ -95,13 +101,17 @@ class ConsensusScorer(BiomarkerScorer):
         """:attr:`info` with the components that scored ``recording`` (and those left out) named."""
         used = [s.info.name for s in self.usable(recording)]
         left = [c for c in self.components if c not in used]
-        reference = f"mean percentile rank of {', '.join(used)}" + (f" ({', '.join(left)} left out: sampling rate)" if left else "")
+        reference = f"mean percentile rank of {', '.join(used)}" + (
+            f" ({', '.join(left)} left out: sampling rate)" if left else ""
+        )
         return dataclasses.replace(self.info, reference=reference)
 
     def check_fit(self, recording: Recording) -> str | None:
         reason = super().check_fit(recording)
         if reason is None and not self.usable(recording):
-            reason = f"none of the consensus components ({', '.join(self.components)}) can score recording {recording.label}"
+            reason = (
+                f"none of the consensus components ({', '.join(self.components)}) can score recording {recording.label}"
+            )
         return reason
 
     def evaluate(

@@ -92,9 +92,13 @@ class VarianceScorer(BiomarkerScorer):
     """Floor: each channel's variance, averaged over windows."""
 
     info = ScorerInfo(
-        name="variance", title="Channel variance", unit="µV²", reference="trivial floor", kind="floor",
+        name="variance",
+        title="Channel variance",
+        unit="µV²",
+        reference="trivial floor",
+        kind="floor",
         validation="a trivial floor: every ranking is read beside it",
-    )  # fmt: skip
+    )
 
     def window_values(self, data: np.ndarray, grid: WindowGrid, recording: Recording) -> np.ndarray:
         return window_variance(data, grid)
@@ -104,9 +108,13 @@ class AmplitudeScorer(BiomarkerScorer):
     """Floor: each channel's robust amplitude (1.4826 × MAD), averaged over windows."""
 
     info = ScorerInfo(
-        name="amplitude", title="Robust amplitude", unit="µV", reference="trivial floor (1.4826 × MAD)", kind="floor",
+        name="amplitude",
+        title="Robust amplitude",
+        unit="µV",
+        reference="trivial floor (1.4826 × MAD)",
+        kind="floor",
         validation="a trivial floor: every ranking is read beside it",
-    )  # fmt: skip
+    )
 
     def window_values(self, data: np.ndarray, grid: WindowGrid, recording: Recording) -> np.ndarray:
         return window_robust_amplitude(data, grid)
@@ -116,10 +124,13 @@ class LineLengthScorer(BiomarkerScorer):
     """Line length (Esteller et al. 2001): a floor and a published SOZ marker."""
 
     info = ScorerInfo(
-        name="line_length", title="Line length", unit="µV/s",
+        name="line_length",
+        title="Line length",
+        unit="µV/s",
         reference="Esteller R, et al. Line length: an efficient feature for seizure onset detection. IEEE EMBS 2001",
-        kind="floor", validation="a trivial floor and a published marker: every ranking is read beside it",
-    )  # fmt: skip
+        kind="floor",
+        validation="a trivial floor and a published marker: every ranking is read beside it",
+    )
 
     def window_values(self, data: np.ndarray, grid: WindowGrid, recording: Recording) -> np.ndarray:
         return window_line_length(data, grid)

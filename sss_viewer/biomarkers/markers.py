@@ -34,9 +34,11 @@ class RippleRateScorer(BiomarkerScorer):
     """Ripples (80–250 Hz) per minute, by the RMS detector of Staba et al. 2002."""
 
     info = ScorerInfo(
-        name="ripple_rate", title="Ripple rate", unit="/min",
+        name="ripple_rate",
+        title="Ripple rate",
+        unit="/min",
         reference="RMS detector, 80–250 Hz (Staba RJ, et al. J Neurophysiol 2002;88:1743)",
-    )  # fmt: skip
+    )
     band = RIPPLE_BAND
     min_sfreq = 450.0
     """The band's top is clipped to 0.9 × Nyquist: at 450 Hz the ripples still reach 200 Hz."""
@@ -50,9 +52,11 @@ class FastRippleRateScorer(RippleRateScorer):
     """Fast ripples (250–500 Hz, up to 0.9 × Nyquist) per minute, by the same detector."""
 
     info = ScorerInfo(
-        name="fast_ripple_rate", title="Fast-ripple rate", unit="/min",
+        name="fast_ripple_rate",
+        title="Fast-ripple rate",
+        unit="/min",
         reference="RMS detector, 250–500 Hz up to 0.9 × Nyquist (Staba RJ, et al. J Neurophysiol 2002;88:1743)",
-    )  # fmt: skip
+    )
     band = FAST_RIPPLE_BAND
     min_sfreq = 780.0
     """Fast ripples need the band to reach 350 Hz below 0.9 × Nyquist."""
@@ -62,9 +66,11 @@ class SpikeRateScorer(BiomarkerScorer):
     """Interictal spikes per minute, by the envelope-distribution detector of Janča et al. 2015."""
 
     info = ScorerInfo(
-        name="spike_rate", title="Spike rate", unit="/min",
+        name="spike_rate",
+        title="Spike rate",
+        unit="/min",
         reference="envelope log-normal model, 10–60 Hz, k = 3.65 (Janča R, et al. Brain Topogr 2015;28:172)",
-    )  # fmt: skip
+    )
     min_sfreq = 135.0
     """The 10–60 Hz envelope band must lie below 0.9 × Nyquist."""
 
@@ -82,10 +88,12 @@ class SpikeRateAmplitudeScorer(SpikeRateScorer):
     """
 
     info = ScorerInfo(
-        name="spike_rate_amplitude", title="Spike rate (ties by amplitude)", unit="/min",
+        name="spike_rate_amplitude",
+        title="Spike rate (ties by amplitude)",
+        unit="/min",
         reference="envelope log-normal model, 10–60 Hz, k = 3.65 (Janča R, et al. Brain Topogr 2015;28:172); "
         "equal rates ordered by robust amplitude (1.4826 × MAD)",
-    )  # fmt: skip
+    )
 
     def tie_break_values(
         self, data: np.ndarray, grid: WindowGrid, recording: Recording, clean: np.ndarray
@@ -101,9 +109,11 @@ class EnergyRatioScorer(BiomarkerScorer):
     """The energy ratio (β + γ)/(θ + α) of Bartolomei et al. 2008, averaged over windows."""
 
     info = ScorerInfo(
-        name="energy_ratio", title="Energy ratio (β+γ)/(θ+α)", unit="ratio",
+        name="energy_ratio",
+        title="Energy ratio (β+γ)/(θ+α)",
+        unit="ratio",
         reference="fast-to-slow energy ratio (Bartolomei F, et al. Brain 2008;131:1818)",
-    )  # fmt: skip
+    )
     min_sfreq = 60.0
 
     def window_values(self, data: np.ndarray, grid: WindowGrid, recording: Recording) -> np.ndarray:
@@ -114,10 +124,12 @@ class HighFrequencyActivityScorer(BiomarkerScorer):
     """High-frequency activity: the share of 1–250 Hz power in 80–250 Hz, averaged over windows."""
 
     info = ScorerInfo(
-        name="hfa", title="High-frequency activity", unit="power ratio",
+        name="hfa",
+        title="High-frequency activity",
+        unit="power ratio",
         reference="80–250 Hz power relative to 1–250 Hz (interictal high-frequency activity, e.g. "
         "Arroyo-Romero et al. / Guirgis et al.)",
-    )  # fmt: skip
+    )
     min_sfreq = 450.0
 
     def window_values(self, data: np.ndarray, grid: WindowGrid, recording: Recording) -> np.ndarray:
@@ -143,9 +155,11 @@ class EpileptogenicityScorer(BiomarkerScorer):
     """
 
     info = ScorerInfo(
-        name="epileptogenicity", title="Epileptogenicity Index", unit="EI (0–1)",
+        name="epileptogenicity",
+        title="Epileptogenicity Index",
+        unit="EI (0–1)",
         reference="energy ratio + Page–Hinkley detection (Bartolomei F, et al. Brain 2008;131:1818)",
-    )  # fmt: skip
+    )
     min_sfreq = 60.0
 
     def check_fit(self, recording: Recording) -> str | None:

@@ -79,6 +79,8 @@ def dask_client(scheduler: str | None = None, workers: int | None = None) -> Ite
     ):
         logger.info(
             "started a local Dask cluster of %d worker process(es) at %s (dashboard %s)",
-            n, cluster.scheduler_address, cluster.dashboard_link,
-        )  # fmt: skip
+            n,
+            cluster.scheduler_address,
+            cluster.dashboard_link,
+        )
         yield client

@@ -180,9 +180,14 @@ def write_manifest(out: Path, fingerprint: dict, recordings: list[str], root: Pa
     ``--overwrite`` finds every folder a run may have written.
     """
     manifest = {
-        "command": "score", "mode": COHORT_MODE, "sss_viewer_version": __version__, "source": str(root),
-        "fingerprint": fingerprint, "recordings": sorted(set(recordings)), "files": files,
-    }  # fmt: skip
+        "command": "score",
+        "mode": COHORT_MODE,
+        "sss_viewer_version": __version__,
+        "source": str(root),
+        "fingerprint": fingerprint,
+        "recordings": sorted(set(recordings)),
+        "files": files,
+    }
     write_json(manifest, out / MANIFEST)
 
 

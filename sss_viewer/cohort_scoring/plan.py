@@ -105,9 +105,14 @@ class CohortSource:
         """
         if self.kind == "cohort":
             recording = read_cohort_run(
-                self.root, task.path, subject=task.subject, run=task.run, centre=task.centre,
-                listed_duration=task.listed_duration, labels=self.cohort_labels,
-            )  # fmt: skip
+                self.root,
+                task.path,
+                subject=task.subject,
+                run=task.run,
+                centre=task.centre,
+                listed_duration=task.listed_duration,
+                labels=self.cohort_labels,
+            )
         else:
             recording = read_bids_run(task.path, root=self.root, participants=self.participants, soz=self.soz)
         if self.labels is not None:
@@ -145,10 +150,15 @@ def _cohort_tasks(root: Path) -> list[RecordingTask]:
     for row, path, recording_id in zip(table.itertuples(index=False), paths, ids):
         listed = getattr(row, "duration_s", None)
         task = RecordingTask(
-            recording_id=recording_id, path=path, source=str(row.path), subject=str(row.subject), run=str(row.run),
-            session=bids_entities(path).get("session", ""), centre=str(getattr(row, "centre", "") or ""),
+            recording_id=recording_id,
+            path=path,
+            source=str(row.path),
+            subject=str(row.subject),
+            run=str(row.run),
+            session=bids_entities(path).get("session", ""),
+            centre=str(getattr(row, "centre", "") or ""),
             listed_duration=None if listed is None or pd.isna(listed) else listed,
-        )  # fmt: skip
+        )
         tasks.append(task)
     return tasks
 
@@ -164,9 +174,14 @@ def _bids_tasks(root: Path, participants: pd.DataFrame) -> list[RecordingTask]:
         subject = entities.get("subject", "")
         site = participants["site"].get(subject, "") if "site" in participants.columns else ""
         task = RecordingTask(
-            recording_id=recording_id, path=path, source=path.relative_to(root).as_posix(), subject=subject,
-            session=entities.get("session", ""), run=entities.get("run", ""), centre="" if pd.isna(site) else str(site),
-        )  # fmt: skip
+            recording_id=recording_id,
+            path=path,
+            source=path.relative_to(root).as_posix(),
+            subject=subject,
+            session=entities.get("session", ""),
+            run=entities.get("run", ""),
+            centre="" if pd.isna(site) else str(site),
+        )
         tasks.append(task)
     return tasks
 

@@ -207,9 +207,10 @@ def prepare_cohort(
     bundle = ModelBundle.load(model_dir)
     source, tasks = find_recordings(root, labels=options.labels, labels_fallback=options.labels_fallback)
     fingerprint = Fingerprint(
-        model=model_digest(model_dir), stride=int(options.stride or bundle.inference_stride),
+        model=model_digest(model_dir),
+        stride=int(options.stride or bundle.inference_stride),
         labels=labels_digest(source.label_files, options.labels_fallback),
-    )  # fmt: skip
+    )
     cache_dir = Path(options.cache_dir).absolute() if options.cache_dir is not None else None
     cache = SeriesCache(cache_dir) if cache_dir is not None else None
     skipped: dict[str, dict] = {}
@@ -288,9 +289,12 @@ def run_cohort(plan: CohortPlan, client=None, *, progress: bool = True) -> Cohor
     write_csv(patients, plan.out / PATIENTS_CSV)
     manifest = read_manifest(plan.out) or {}
     write_manifest(
-        plan.out, plan.settings.fingerprint.to_dict(), manifest.get("recordings", []), plan.source.root,
+        plan.out,
+        plan.settings.fingerprint.to_dict(),
+        manifest.get("recordings", []),
+        plan.source.root,
         [COHORT_CSV, PATIENTS_CSV],
-    )  # fmt: skip
+    )
     return CohortReport(
         cohort, patients, results, [plan.out / COHORT_CSV, plan.out / PATIENTS_CSV, plan.out / MANIFEST]
     )
@@ -305,9 +309,11 @@ def _submit_and_follow(plan: CohortPlan, client, rows: dict, progress: bool) -> 
     source = client.scatter(plan.source, broadcast=True, hash=False)
     run = uuid.uuid4().hex[:8]
     futures = {
-        client.submit(score_task, bundle, source, task, plan.settings, key=f"score-{task.recording_id}-{run}", pure=False): task
+        client.submit(
+            score_task, bundle, source, task, plan.settings, key=f"score-{task.recording_id}-{run}", pure=False
+        ): task
         for task in plan.to_score
-    }  # fmt: skip
+    }
     results = []
     bar = tqdm(total=len(futures), desc="recordings", unit="rec", disable=not progress)
     try:

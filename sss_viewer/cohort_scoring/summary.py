@@ -20,9 +20,21 @@ from sss_viewer.metrics import binary_auc, unscored_last
 logger = logging.getLogger(__name__)
 
 COHORT_COLUMNS = (
-    "recording", "subject", "session", "run", "centre", "source", "duration_s", "channels_scored", "excluded", "n_soz",
-    "auc", "top_channels", "status", "error",
-)  # fmt: skip
+    "recording",
+    "subject",
+    "session",
+    "run",
+    "centre",
+    "source",
+    "duration_s",
+    "channels_scored",
+    "excluded",
+    "n_soz",
+    "auc",
+    "top_channels",
+    "status",
+    "error",
+)
 """``cohort.csv``'s columns, one row per recording of the cohort."""
 TOP_CHANNELS = 5
 """Channels named in a row's ``top_channels``."""
@@ -51,21 +63,36 @@ def recording_row(task: RecordingTask, recording, channels: pd.DataFrame, exclud
     """The ``cohort.csv`` row of a scored recording (metadata as the opened recording states it)."""
     n_soz = int(np.count_nonzero(channels["label"] == 1)) if "label" in channels else None
     return {
-        "recording": task.recording_id, "subject": recording.subject or task.subject,
-        "session": recording.session or task.session, "run": recording.run or task.run,
-        "centre": recording.centre or task.centre, "source": task.source, "duration_s": float(recording.duration_s),
-        "channels_scored": len(channels), "excluded": len(excluded), "n_soz": n_soz,
-        "auc": _json_float(channel_auc(channels)), "top_channels": top_channels(channels), "status": OK, "error": "",
-    }  # fmt: skip
+        "recording": task.recording_id,
+        "subject": recording.subject or task.subject,
+        "session": recording.session or task.session,
+        "run": recording.run or task.run,
+        "centre": recording.centre or task.centre,
+        "source": task.source,
+        "duration_s": float(recording.duration_s),
+        "channels_scored": len(channels),
+        "excluded": len(excluded),
+        "n_soz": n_soz,
+        "auc": _json_float(channel_auc(channels)),
+        "top_channels": top_channels(channels),
+        "status": OK,
+        "error": "",
+    }
 
 
 def failed_row(task: RecordingTask, error: str) -> dict:
     """The ``cohort.csv`` row of a recording that could not be scored."""
     row = dict.fromkeys(COHORT_COLUMNS)
     row.update(
-        recording=task.recording_id, subject=task.subject, session=task.session, run=task.run, centre=task.centre,
-        source=task.source, status=FAILED, error=error,
-    )  # fmt: skip
+        recording=task.recording_id,
+        subject=task.subject,
+        session=task.session,
+        run=task.run,
+        centre=task.centre,
+        source=task.source,
+        status=FAILED,
+        error=error,
+    )
     return row
 
 
@@ -127,7 +154,9 @@ def run_channels(out: Path, cohort: pd.DataFrame) -> pd.DataFrame:
     table = pd.concat(tables, ignore_index=True)
     unscored = ~np.isfinite(table["score"].to_numpy(float))
     if unscored.any():  # no artifact-free window in that run: the patient's mean is over the runs that scored it
-        logger.info("patients.csv: %d run channel(s) without a score (artifacts) left out of the means", int(unscored.sum()))
+        logger.info(
+            "patients.csv: %d run channel(s) without a score (artifacts) left out of the means", int(unscored.sum())
+        )
     columns = ["subject", "run", "channel", "score", *(["label"] if "label" in table else [])]
     return table.loc[~unscored, columns]
 

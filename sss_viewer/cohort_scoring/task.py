@@ -119,16 +119,26 @@ def score_task(bundle, source: CohortSource, task: RecordingTask, settings: Scor
         recording = source.open(task)
         cache = SeriesCache(settings.cache_dir) if settings.cache_dir is not None else None
         scores = score_recording(
-            bundle, recording, stride=settings.fingerprint.stride, batch_size=settings.batch_size,
-            device=settings.device, progress=False, cache=cache,
-        )  # fmt: skip
+            bundle,
+            recording,
+            stride=settings.fingerprint.stride,
+            batch_size=settings.batch_size,
+            device=settings.device,
+            progress=False,
+            cache=cache,
+        )
         row = recording_row(task, recording, scores.channels, scores.excluded)
         done = {
-            "command": "score", "recording": task.recording_id, "source": task.source,
-            "sss_viewer_version": __version__, **settings.fingerprint.to_dict(),
+            "command": "score",
+            "recording": task.recording_id,
+            "source": task.source,
+            "sss_viewer_version": __version__,
+            **settings.fingerprint.to_dict(),
             "sources": source_digests(task.path, source.root, cache, recording.info.get("source_files", ())),
-            "summary": row, "worker": worker, "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }  # fmt: skip
+            "summary": row,
+            "worker": worker,
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
         write_recording(settings.out / task.recording_id, scores.windows, scores.channels, scores.excluded, done)
     except EXPECTED_ERRORS as exc:
         logger.warning("%s not scored: %s", task.recording_id, exc)

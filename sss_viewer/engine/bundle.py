@@ -185,8 +185,9 @@ class ModelBundle:
         if values["preprocess"].target_sfreq is None and values["preprocess"].native_sfreqs is None:
             logger.warning(
                 "%s keeps native rates but records no training rate (saved before rates were recorded): "
-                "recordings at any rate are scored, as they were.", config_path,
-            )  # fmt: skip
+                "recordings at any rate are scored, as they were.",
+                config_path,
+            )
         return cls(model=model, **values)
 
 
@@ -229,7 +230,10 @@ def check_model_destination(directory: str | Path) -> Path:
 
 def _remove_stale_siblings(directory: Path) -> None:
     """Remove temporary folders of earlier saves to ``directory`` whose process died (killed mid-save)."""
-    siblings = [*directory.parent.glob(f".{directory.name}.tmp-*-*"), *directory.parent.glob(f".{directory.name}.old-*-*")]
+    siblings = [
+        *directory.parent.glob(f".{directory.name}.tmp-*-*"),
+        *directory.parent.glob(f".{directory.name}.old-*-*"),
+    ]
     for sibling in siblings:
         pid = sibling.name[len(directory.name) + 2 :].split("-")[1]
         if sibling.is_dir() and pid.isdigit() and not pid_alive(int(pid)):
@@ -321,8 +325,11 @@ def _check_config_hash(config: dict, directory: Path) -> None:
         logger.log(
             level,
             "%s records no %s (saved by an older sss-viewer): edits to it cannot be detected. Record its current "
-            "values with `sss-viewer model-accept %s`.", path, CONFIG_HASH_KEY, directory,
-        )  # fmt: skip
+            "values with `sss-viewer model-accept %s`.",
+            path,
+            CONFIG_HASH_KEY,
+            directory,
+        )
         return
     if not (isinstance(recorded, str) and len(recorded) == 64 and _is_hex(recorded)):
         raise _invalid(path, CONFIG_HASH_KEY, "the SHA-256 of the config (64 hex digits)", recorded)
@@ -428,8 +435,10 @@ def _check_weights_hash(recorded, weights: bytes, directory: Path) -> None:
     if recorded is None:
         logger.warning(
             "%s records no %s (saved by an older sss-viewer): the weights cannot be checked. Re-save the model "
-            "(ModelBundle.load(d).save(d)) to add it.", directory / CONFIG_FILE, HASH_KEY,
-        )  # fmt: skip
+            "(ModelBundle.load(d).save(d)) to add it.",
+            directory / CONFIG_FILE,
+            HASH_KEY,
+        )
         return
     actual = hashlib.sha256(weights).hexdigest()
     if actual != recorded:
@@ -469,7 +478,9 @@ def _check_model_size(params: dict, shapes: dict[str, tuple[int, ...]], path: Pa
     limit = max(10**7, 100 * stored)
     for key, value in params.items():
         if key not in _NOT_SIZES and _is_number(value) and abs(value) > limit:
-            raise _invalid(path, f"model.{key}", f"a size consistent with {weights.name} ({stored:,} values in all)", value)
+            raise _invalid(
+                path, f"model.{key}", f"a size consistent with {weights.name} ({stored:,} values in all)", value
+            )
     try:
         with torch.device("meta"):
             skeleton = model_from_config(params)
@@ -484,7 +495,11 @@ def _check_model_size(params: dict, shapes: dict[str, tuple[int, ...]], path: Pa
 
     def blamed(name: str) -> list[str]:  # the size keys whose value the config's shape has and the file's lacks
         ours, theirs = expected.get(name, ()), shapes.get(name, ())
-        return [f"model.{k}" for k, v in params.items() if k not in _NOT_SIZES and _is_number(v) and v in ours and v not in theirs]
+        return [
+            f"model.{k}"
+            for k, v in params.items()
+            if k not in _NOT_SIZES and _is_number(v) and v in ours and v not in theirs
+        ]
 
     name = next((n for n in wrong if blamed(n)), wrong[0])
     keys = blamed(name)

@@ -66,9 +66,7 @@ def _check_fit_inputs(p: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     p = as_float_1d("p", p)
     y = as_binary_labels("y", y)
     if p.shape[0] != y.shape[0]:
-        raise ValueError(
-            f"p and y must have the same length: got len(p)={p.shape[0]} and len(y)={y.shape[0]}."
-        )
+        raise ValueError(f"p and y must have the same length: got len(p)={p.shape[0]} and len(y)={y.shape[0]}.")
     if p.shape[0] == 0:
         raise ValueError("p and y are empty: expected at least one window of each class to fit a calibrator.")
     if np.any((p < 0.0) | (p > 1.0)):

@@ -171,7 +171,15 @@ class TrainConfig:
                 f"calibrator='none' (no held-out windows are left to calibrate on); got head_solver={self.head_solver!r}, "
                 f"calibrator={self.calibrator!r}."
             )
-        for name in ("window_length", "train_stride", "val_stride", "batch_size", "epochs", "patience", "head_max_iter"):
+        for name in (
+            "window_length",
+            "train_stride",
+            "val_stride",
+            "batch_size",
+            "epochs",
+            "patience",
+            "head_max_iter",
+        ):
             check_positive_int(name, getattr(self, name))
         if self.windows_per_epoch is not None:
             check_positive_int("windows_per_epoch", self.windows_per_epoch)

@@ -14,5 +14,7 @@ def resolve_device(device: str = "auto") -> torch.device:
     if base == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if base == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"Invalid device={device!r}: torch reports no CUDA device on this machine; use 'cpu' or 'auto'.")
+        raise ValueError(
+            f"Invalid device={device!r}: torch reports no CUDA device on this machine; use 'cpu' or 'auto'."
+        )
     return torch.device(device)

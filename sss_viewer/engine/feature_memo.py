@@ -80,7 +80,9 @@ class FeatureMemo:
             return entries[key]
         return None
 
-    def remember(self, store, digest: str, starts: np.ndarray, length: int, device: torch.device, features: torch.Tensor) -> None:
+    def remember(
+        self, store, digest: str, starts: np.ndarray, length: int, device: torch.device, features: torch.Tensor
+    ) -> None:
         """Keep ``features`` ``(len(starts), F)`` for later runs; forget the oldest beyond the budget."""
         if features.numel() * features.element_size() > self.max_bytes:
             return

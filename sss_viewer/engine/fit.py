@@ -225,8 +225,12 @@ def fit_epochs(
         history.append(record)
         logger.info(
             "epoch %d: loss %.4f, val channel AUC %.3f, %.0f %s/s",
-            epoch + 1, record["train_loss"], val_auc, record[f"train_{unit}_per_s"], unit,
-        )  # fmt: skip
+            epoch + 1,
+            record["train_loss"],
+            val_auc,
+            record[f"train_{unit}_per_s"],
+            unit,
+        )
         stopped = stopper.update(val_auc, epoch + 1, model)
         if checkpoint is not None:
             checkpoint.save(_epoch_state(epoch + 1, stopped, model, optimiser, scheduler, stopper, history, rng))

@@ -84,9 +84,14 @@ def fit_head_lbfgs(
             for p in params:
                 p.zero_()
         optimiser = torch.optim.LBFGS(
-            params, lr=1.0, max_iter=max_iter, history_size=20, line_search_fn="strong_wolfe",
-            tolerance_grad=1e-7, tolerance_change=1e-10,
-        )  # fmt: skip
+            params,
+            lr=1.0,
+            max_iter=max_iter,
+            history_size=20,
+            line_search_fn="strong_wolfe",
+            tolerance_grad=1e-7,
+            tolerance_change=1e-10,
+        )
 
         def closure() -> torch.Tensor:
             optimiser.zero_grad(set_to_none=True)
@@ -102,7 +107,13 @@ def fit_head_lbfgs(
         score = score_val_probs(p_val)
         iterations = int(optimiser.state[params[0]].get("n_iter", 0))
         history.append({"l2": float(l2), "train_loss": train_loss, "val_auc": score, "iterations": iterations})
-        logger.info("L-BFGS head, l2 %.0e: loss %.4f after %d iterations, val channel AUC %.3f", l2, train_loss, iterations, score)
+        logger.info(
+            "L-BFGS head, l2 %.0e: loss %.4f after %d iterations, val channel AUC %.3f",
+            l2,
+            train_loss,
+            iterations,
+            score,
+        )
         stopper.update(score, i + 1, model)
     stopper.restore_best(model)
     best_l2 = float(l2_grid[max(stopper.best_epoch, 1) - 1])

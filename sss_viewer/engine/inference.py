@@ -95,7 +95,9 @@ def predict_window_probs(
     out = np.empty(len(starts), dtype=np.float32)
     try:
         for lo in tqdm(range(0, len(starts), batch_size), desc=desc, unit="batch", disable=not progress or None):
-            x = torch.from_numpy(store.windows(starts[lo : lo + batch_size], window_length)).to(device, non_blocking=True)
+            x = torch.from_numpy(store.windows(starts[lo : lo + batch_size], window_length)).to(
+                device, non_blocking=True
+            )
             out[lo : lo + len(x)] = torch.sigmoid(model(x).float()).cpu().numpy()
             if on_progress is not None:
                 on_progress((lo + len(x)) / len(starts))
@@ -409,25 +411,37 @@ def score_recording(
     heat_stride = _usable_heat_stride(bundle, recording, stride or bundle.inference_stride, heat_stride)
     report = detect_recording_artifacts(recording) if artifacts else None
     options = {
-        "stride": stride, "batch_size": batch_size, "device": device, "progress": progress, "cache": cache,
+        "stride": stride,
+        "batch_size": batch_size,
+        "device": device,
+        "progress": progress,
+        "cache": cache,
         "heat_stride": heat_stride,
-    }  # fmt: skip
+    }
     wanted = set(first_channels or ())
     first = [i for i, name in enumerate(recording.ch_names) if name in wanted]
     rest = [i for i in range(recording.n_channels) if recording.ch_names[i] not in wanted]
     if first and rest:
         share = len(first) / recording.n_channels
         try:
-            part = _score_windows(bundle, recording.pick(first), on_progress=_scaled(on_progress, 0.0, share), **options)
+            part = _score_windows(
+                bundle, recording.pick(first), on_progress=_scaled(on_progress, 0.0, share), **options
+            )
         except ValueError:  # nothing scorable among them: one pass gives the recording's own message
             part = None
         if part is not None:
             if on_partial is not None:
                 on_partial(_recording_scores(*part, recording, pending=len(rest), report=report))
             try:
-                more = _score_windows(bundle, recording.pick(rest), on_progress=_scaled(on_progress, share, 1.0), **options)
+                more = _score_windows(
+                    bundle, recording.pick(rest), on_progress=_scaled(on_progress, share, 1.0), **options
+                )
             except ValueError:  # none of the others is scorable: say why for each
-                more = (part[0].iloc[:0], None if part[1] is None else part[1].iloc[:0], _unscorable(bundle, recording.pick(rest), options))
+                more = (
+                    part[0].iloc[:0],
+                    None if part[1] is None else part[1].iloc[:0],
+                    _unscorable(bundle, recording.pick(rest), options),
+                )
             order = {name: i for i, name in enumerate(recording.ch_names)}
             tables = [_in_channel_order(a, b, order) for a, b in zip(part, more, strict=True)]
             return _recording_scores(*tables, recording, report=report)
@@ -435,7 +449,9 @@ def score_recording(
     return _recording_scores(*tables, recording, report=report)
 
 
-def _in_channel_order(first: pd.DataFrame | None, second: pd.DataFrame | None, order: dict[str, int]) -> pd.DataFrame | None:
+def _in_channel_order(
+    first: pd.DataFrame | None, second: pd.DataFrame | None, order: dict[str, int]
+) -> pd.DataFrame | None:
     """Two tables with a ``channel`` column as one, in the recording's channel order (then ``start_s``)."""
     if first is None or second is None:
         return first if second is None else second
@@ -452,7 +468,12 @@ def _usable_heat_stride(bundle, recording: Recording, stride: int, heat_stride: 
 
     Decided once for the recording, so that both parts of a page-first scoring agree.
     """
-    if not heat_stride or heat_stride >= stride or stride % heat_stride or not getattr(bundle.model, "reads_series", False):
+    if (
+        not heat_stride
+        or heat_stride >= stride
+        or stride % heat_stride
+        or not getattr(bundle.model, "reads_series", False)
+    ):
         return None
     samples = bundle.preprocess.output_length(recording.n_times, recording.sfreq)
     per_channel = max(0, samples - bundle.window_length) // heat_stride + 2  # + the first and the end-covering window
@@ -468,7 +489,9 @@ def _scaled(on_progress, lo: float, hi: float):
 
 def _unscorable(bundle, recording: Recording, options: dict) -> pd.DataFrame:
     """``channel, reason`` of channels that cannot be scored (preprocessing only)."""
-    series = build_series_set([recording], bundle.preprocess, min_length=bundle.window_length, progress=False, cache=options["cache"])
+    series = build_series_set(
+        [recording], bundle.preprocess, min_length=bundle.window_length, progress=False, cache=options["cache"]
+    )
     return series.excluded[["channel", "reason"]].reset_index(drop=True)
 
 
@@ -500,9 +523,14 @@ def _recording_scores(
         here = set(channels["channel"]) | set(excluded["channel"] if "channel" in excluded else ())
         flagged = report.channels[report.channels["channel"].isin(here)].reset_index(drop=True)
     return RecordingScores(
-        windows=windows, channels=channels, excluded=excluded, duration_s=recording.duration_s, pending=pending,
-        heat_windows=heat_windows, artifacts=flagged,
-    )  # fmt: skip
+        windows=windows,
+        channels=channels,
+        excluded=excluded,
+        duration_s=recording.duration_s,
+        pending=pending,
+        heat_windows=heat_windows,
+        artifacts=flagged,
+    )
 
 
 def _with_artifacts(windows: pd.DataFrame, report: ArtifactReport | None) -> pd.DataFrame:

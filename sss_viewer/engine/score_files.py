@@ -32,15 +32,26 @@ if TYPE_CHECKING:  # pandas is imported where a table is read: the CLI imports t
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SCORE_MANIFEST", "SCORE_TABLES", "ranking_columns", "ranking_table", "read_scores", "save_scores", "write_csv"]
+__all__ = [
+    "SCORE_MANIFEST",
+    "SCORE_TABLES",
+    "ranking_columns",
+    "ranking_table",
+    "read_scores",
+    "save_scores",
+    "write_csv",
+]
 
 SCORE_MANIFEST = "sss-viewer-score.json"
 """What a ``score`` run (one file or a cohort) wrote into its output folder: paths relative to it."""
 
 SCORE_TABLES = {
-    "windows": "windows.csv.gz", "channels": "channels.csv", "excluded": "excluded.csv",
-    "heat_windows": "heat_windows.csv.gz", "artifacts": "artifacts.csv",
-}  # fmt: skip
+    "windows": "windows.csv.gz",
+    "channels": "channels.csv",
+    "excluded": "excluded.csv",
+    "heat_windows": "heat_windows.csv.gz",
+    "artifacts": "artifacts.csv",
+}
 """File of each ``RecordingScores`` table in the full-precision form (the window tables gzipped)."""
 _OPTIONAL_TABLES = ("heat_windows", "artifacts")
 """Tables a result may lack (then not written, and None when read back)."""
@@ -76,7 +87,9 @@ def ranking_columns(channels: pd.DataFrame, scorer: str = _MODEL) -> pd.DataFram
     middle = ["lower", "upper"] if scorer == _MODEL else ["value"]
     missing = [c for c in ("channel", "score", *middle, "rank") if c not in channels]
     if missing:
-        raise ValueError(f"A channel table scored by {scorer!r} lacks column(s) {missing}: got {list(channels.columns)}.")
+        raise ValueError(
+            f"A channel table scored by {scorer!r} lacks column(s) {missing}: got {list(channels.columns)}."
+        )
     extra = [c for c in ("label", "artifact") if c in channels]
     return channels[["channel", "score", *middle, "rank", *extra]].assign(scorer=scorer)
 
@@ -113,9 +126,13 @@ def save_scores(scores, folder: str | Path, key: str | None = None) -> None:
             table.to_csv(tmp / file, index=False, lineterminator="\n", compression=compression)
             dtypes[name] = {c: str(t) for c, t in table.dtypes.items()}
         meta = {
-            "key": key, "duration_s": scores.duration_s, "dtypes": dtypes, "sss_viewer_version": __version__,
-            "scorer": scores.scorer, "scorer_info": scores.scorer_info,
-        }  # fmt: skip
+            "key": key,
+            "duration_s": scores.duration_s,
+            "dtypes": dtypes,
+            "sss_viewer_version": __version__,
+            "scorer": scores.scorer,
+            "scorer_info": scores.scorer_info,
+        }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
         os.chmod(tmp, 0o755)
         if folder.exists():

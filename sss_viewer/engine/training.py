@@ -204,9 +204,18 @@ def train(
         device = torch.device("cuda", ranks.local_rank)
     with seeded_torch(config.seed, config.num_threads, device) as generator:
         return _train(
-            recordings, config, device, generator, progress=progress, series_set=series_set, cache=cache, split=split,
-            feature_memo=feature_memo, checkpoint=checkpoint, resume=resume,
-        )  # fmt: skip
+            recordings,
+            config,
+            device,
+            generator,
+            progress=progress,
+            series_set=series_set,
+            cache=cache,
+            split=split,
+            feature_memo=feature_memo,
+            checkpoint=checkpoint,
+            resume=resume,
+        )
 
 
 def _train(
@@ -286,11 +295,14 @@ def _train(
             )
         train_series = torch.from_numpy(train_set.series).to(device)
         history, extra_info["head_l2"] = fit_head_lbfgs(
-            model, frozen[0], frozen[1],
+            model,
+            frozen[0],
+            frozen[1],
             lambda logits: channel_loss(logits, train_series, labels_t, series_weight, config.window_loss_weight),
             lambda p: _selection_auc(p, val_set, labels_np, config.calibrator),
-            config.head_l2, config.head_max_iter,
-        )  # fmt: skip
+            config.head_l2,
+            config.head_max_iter,
+        )
         best_epoch = 0
         if config.refit_on_train_val:
             extra_info["refit_history"] = _refit_head_on_train_val(
@@ -298,9 +310,20 @@ def _train(
             )
     else:
         history, best_epoch = _train_epochs(
-            model, config, series_set, train_set, val_set, labels_np, labels_t, series_weight, frozen, generator, device, progress,
+            model,
+            config,
+            series_set,
+            train_set,
+            val_set,
+            labels_np,
+            labels_t,
+            series_weight,
+            frozen,
+            generator,
+            device,
+            progress,
             checkpoint,
-        )  # fmt: skip
+        )
     model.eval()
     if not distributed.current().is_main:  # rank 0 calibrates and returns the model
         return None
@@ -393,11 +416,14 @@ def _refit_head_on_train_val(model, frozen, train_set, val_set, labels_np, label
     both_series = torch.from_numpy(np.concatenate([train_set.series, val_set.series])).to(device)
     weight = _series_weights(config, labels_np, members, device)
     history, _ = fit_head_lbfgs(
-        model, torch.cat([frozen[0], frozen[1]]), frozen[1],
+        model,
+        torch.cat([frozen[0], frozen[1]]),
+        frozen[1],
         lambda logits: channel_loss(logits, both_series, labels_t, weight, config.window_loss_weight),
         lambda p: _selection_auc(p, val_set, labels_np, config.calibrator),
-        (l2,), config.head_max_iter,
-    )  # fmt: skip
+        (l2,),
+        config.head_max_iter,
+    )
     logger.info("refitted the head on %d training + validation series at l2 %.0e", len(members), l2)
     return history
 
@@ -427,9 +453,14 @@ def _train_epochs(
     n_epoch_windows = min(len(train_set), config.windows_per_epoch or len(train_set))
     n_batches = -(-n_epoch_windows // (config.batch_size * ranks.world_size))  # steps per rank
     plan = EpochPlan(
-        epochs=config.epochs, lr=config.lr, weight_decay=config.weight_decay, lr_final_factor=config.lr_final_factor,
-        patience=config.patience, scheduler_step=config.scheduler_step, batches_per_epoch=n_batches,
-    )  # fmt: skip
+        epochs=config.epochs,
+        lr=config.lr,
+        weight_decay=config.weight_decay,
+        lr_final_factor=config.lr_final_factor,
+        patience=config.patience,
+        scheduler_step=config.scheduler_step,
+        batches_per_epoch=n_batches,
+    )
     train_starts = train_set.starts
     train_series = torch.from_numpy(train_set.series)
     logits_of = _WindowLogits(model)
@@ -449,8 +480,13 @@ def _train_epochs(
             rank=ranks.rank,
             world_size=ranks.world_size,
         )
-        bar = tqdm(batches, total=n_batches, desc=f"epoch {epoch + 1}/{config.epochs}", unit="batch",
-                   disable=not (progress and ranks.is_main) or None)  # fmt: skip
+        bar = tqdm(
+            batches,
+            total=n_batches,
+            desc=f"epoch {epoch + 1}/{config.epochs}",
+            unit="batch",
+            disable=not (progress and ranks.is_main) or None,
+        )
         for idx in bar:
             if frozen is not None:
                 logits = logits_of(frozen[0][idx.to(device)], True)

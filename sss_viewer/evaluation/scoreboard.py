@@ -40,9 +40,19 @@ SYNTHETIC_CONFIG = {"duration_scale": 0.3, "max_channels": 40}
 UNSCORED_AUC = 0.5
 """What a recording a scorer cannot rank counts as in the summary (chance): a default must rank what it is given."""
 SCOREBOARD_COLUMNS = (
-    "recording", "group", "scorer", "kind", "n_channels", "n_soz", "auc", "auprc", "top_channel", "top_flag", "seconds",
+    "recording",
+    "group",
+    "scorer",
+    "kind",
+    "n_channels",
+    "n_soz",
+    "auc",
+    "auprc",
+    "top_channel",
+    "top_flag",
+    "seconds",
     "note",
-)  # fmt: skip
+)
 
 
 @dataclass
@@ -90,7 +100,9 @@ def pt01_recording(path: str | Path) -> LabelledRecording:
         recording = replace(recording, seizure_onset_s=float(-times[0]))
     if recording.soz is None:
         raise ValueError(f"{path} has no 'soz' labels; the scoreboard needs labelled recordings.")
-    return LabelledRecording("pt01", "real", recording, "ds003029 pt01 (NIH), 84 ECoG, 3 s around seizure onset, 10 SOZ")
+    return LabelledRecording(
+        "pt01", "real", recording, "ds003029 pt01 (NIH), 84 ECoG, 3 s around seizure onset, 10 SOZ"
+    )
 
 
 def bonn_recording(path: str | Path) -> LabelledRecording:
@@ -115,10 +127,16 @@ def bonn_recording(path: str | Path) -> LabelledRecording:
     data = np.concatenate([r.data for r in segments]).astype(np.float32)
     names = [r.subject for r in segments]
     recording = Recording(
-        data=data, sfreq=segments[0].sfreq, ch_names=names, ch_types=["seeg"] * len(names),
-        soz=np.array([bool(r.soz[0]) for r in segments]), subject="bonn", centre="Bonn", line_freq=50.0,
+        data=data,
+        sfreq=segments[0].sfreq,
+        ch_names=names,
+        ch_types=["seeg"] * len(names),
+        soz=np.array([bool(r.soz[0]) for r in segments]),
+        subject="bonn",
+        centre="Bonn",
+        line_freq=50.0,
         source=segments[0].source,
-    )  # fmt: skip
+    )
     return LabelledRecording("bonn-DvsC", "real", recording, "Bonn D (SOZ, 100) vs C (100), 173.61 Hz, 23.6 s each")
 
 
@@ -226,13 +244,28 @@ def run_scoreboard(
             try:
                 scores = score_with(scorer, item.recording, progress=False)
             except ValueError as exc:
-                row.update(kind=_static_kind(name, scorer), auc=np.nan, auprc=np.nan, n_channels=0, n_soz=0,
-                           top_channel="", top_flag="", note=f"not scored: {exc}")  # fmt: skip
+                row.update(
+                    kind=_static_kind(name, scorer),
+                    auc=np.nan,
+                    auprc=np.nan,
+                    n_channels=0,
+                    n_soz=0,
+                    top_channel="",
+                    top_flag="",
+                    note=f"not scored: {exc}",
+                )
             else:
                 auc, auprc, n, n_soz = ranking_metrics(scores.channels)
                 top = scores.channels.iloc[0]
-                row.update(kind=_kind(scorer, scores), auc=auc, auprc=auprc, n_channels=n, n_soz=n_soz,
-                           top_channel=str(top["channel"]), top_flag=str(top.get("artifact", "") or ""))  # fmt: skip
+                row.update(
+                    kind=_kind(scorer, scores),
+                    auc=auc,
+                    auprc=auprc,
+                    n_channels=n,
+                    n_soz=n_soz,
+                    top_channel=str(top["channel"]),
+                    top_flag=str(top.get("artifact", "") or ""),
+                )
             row["seconds"] = time.perf_counter() - start
             rows.append(row)
             logger.info("scoreboard %s / %s: AUC %s (%.1f s)", item.name, name, row["auc"], row["seconds"])
@@ -268,13 +301,16 @@ def summarise(table: pd.DataFrame) -> pd.DataFrame:
         r = real[real["scorer"] == name]["auc"].to_numpy(dtype=np.float64)
         s = synthetic[synthetic["scorer"] == name]["auc"].to_numpy(dtype=np.float64)
         filled = np.where(np.isfinite(r), r, UNSCORED_AUC)
-        rows.append({
-            "scorer": name, "kind": group["kind"].iloc[0],
-            "real_auc": float(filled.mean()) if len(r) else np.nan,
-            "real_min": float(filled.min()) if len(r) else np.nan,
-            "real_scored": int(np.isfinite(r).sum()),
-            "synthetic_auc": float(np.nanmean(s)) if np.isfinite(s).any() else np.nan,
-        })  # fmt: skip
+        rows.append(
+            {
+                "scorer": name,
+                "kind": group["kind"].iloc[0],
+                "real_auc": float(filled.mean()) if len(r) else np.nan,
+                "real_min": float(filled.min()) if len(r) else np.nan,
+                "real_scored": int(np.isfinite(r).sum()),
+                "synthetic_auc": float(np.nanmean(s)) if np.isfinite(s).any() else np.nan,
+            }
+        )
     summary = pd.DataFrame(rows)
     floors = summary[summary["kind"] == "floor"]["real_auc"]
     best_floor = float(floors.max()) if len(floors) else np.nan
@@ -309,7 +345,9 @@ def choose_default(summary: pd.DataFrame, *, guard: float = 0.90, tie: float = 0
     tied["trained"] = tied["kind"] == "model"
     tied = tied.sort_values(["trained", "real_min", "real_auc"], ascending=[True, False, False], kind="stable")
     chosen = tied.iloc[0]
-    notes = [f"real AUC {chosen['real_auc']:.3f} (min {chosen['real_min']:.3f}), synthetic {chosen['synthetic_auc']:.3f}"]
+    notes = [
+        f"real AUC {chosen['real_auc']:.3f} (min {chosen['real_min']:.3f}), synthetic {chosen['synthetic_auc']:.3f}"
+    ]
     if not len(eligible):
         notes.append(f"no candidate reaches the synthetic guard {guard:.2f}: taken on real data alone")
     if not chosen["vs_best_floor"] > 0:
@@ -331,13 +369,16 @@ def format_table(table: pd.DataFrame, summary: pd.DataFrame) -> str:
     -------
     str
     """
+
     def cell(x: float) -> str:
         return "—" if not np.isfinite(x) else f"{x:.3f}"
 
     recordings = list(dict.fromkeys(table["recording"]))
     scorers = list(dict.fromkeys(table["scorer"]))
-    lines = ["| scorer | kind | " + " | ".join(f"{r} AUC / AUPRC" for r in recordings) + " |",
-             "|---|---|" + "---:|" * len(recordings)]  # fmt: skip
+    lines = [
+        "| scorer | kind | " + " | ".join(f"{r} AUC / AUPRC" for r in recordings) + " |",
+        "|---|---|" + "---:|" * len(recordings),
+    ]
     for name in scorers:
         sub = table[table["scorer"] == name].set_index("recording")
         cells = []
@@ -345,8 +386,11 @@ def format_table(table: pd.DataFrame, summary: pd.DataFrame) -> str:
             row = sub.loc[r]
             cells.append("n/a" if not np.isfinite(row["auc"]) else f"{cell(row['auc'])} / {cell(row['auprc'])}")
         lines.append(f"| {name} | {sub['kind'].iloc[0]} | " + " | ".join(cells) + " |")
-    lines += ["", "| scorer | kind | real AUC (mean, unscored = 0.5) | real min | real ranked | synthetic AUC | vs best floor |",
-              "|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines += [
+        "",
+        "| scorer | kind | real AUC (mean, unscored = 0.5) | real min | real ranked | synthetic AUC | vs best floor |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for row in summary.itertuples(index=False):
         lines.append(
             f"| {row.scorer} | {row.kind} | {cell(row.real_auc)} | {cell(row.real_min)} | {row.real_scored} | "

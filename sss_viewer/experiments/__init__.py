@@ -4,10 +4,20 @@ from sss_viewer._lazy import attach
 
 _PUBLIC = {
     "sss_viewer.experiments.protocols": (
-        "MODELS", "PROTOCOLS", "RunSpec", "check_models", "ensemble_members", "plan_runs", "split_for_run",
+        "MODELS",
+        "PROTOCOLS",
+        "RunSpec",
+        "check_models",
+        "ensemble_members",
+        "plan_runs",
+        "split_for_run",
     ),
     "sss_viewer.experiments.runner": (
-        "PRESETS", "ExperimentPreset", "collect_results", "run_experiment", "sss_run_config",
+        "PRESETS",
+        "ExperimentPreset",
+        "collect_results",
+        "run_experiment",
+        "sss_run_config",
     ),
     "sss_viewer.experiments.tables": ("markdown_tables",),
     "sss_viewer.experiments.paired": ("cost_summary", "load_many", "markdown_comparison", "paired_differences"),

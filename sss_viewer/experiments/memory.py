@@ -86,8 +86,9 @@ def estimate_run_bytes(recordings: Sequence[Recording], preprocess: PreprocessCo
     return parts
 
 
-def check_fits_in_memory(recordings: Sequence[Recording], preprocess: PreprocessConfig, config, *,
-                         preset: str, available: int | None = None) -> dict[str, int]:
+def check_fits_in_memory(
+    recordings: Sequence[Recording], preprocess: PreprocessConfig, config, *, preset: str, available: int | None = None
+) -> dict[str, int]:
     """Raise a ValueError naming the preset and the numbers when a run cannot fit in memory.
 
     Parameters

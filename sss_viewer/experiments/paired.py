@@ -57,7 +57,9 @@ def load_runs(folder: str | Path) -> pd.DataFrame:
     folder = Path(folder)
     plan_file = folder / "plan.json"
     if not plan_file.is_file():
-        raise ValueError(f"{folder} is not an experiment folder: no plan.json (an --out folder of sss-viewer experiment).")
+        raise ValueError(
+            f"{folder} is not an experiment folder: no plan.json (an --out folder of sss-viewer experiment)."
+        )
     plan = json.loads(plan_file.read_text())
     rows = read_run_records(folder, plan["runs"])
     if not rows:
@@ -87,13 +89,17 @@ def load_many(folders: Sequence[str | Path]) -> pd.DataFrame:
     tables = [load_runs(f) for f in folders]
     protocols = [t["protocol"].iloc[0] for t in tables]
     if len(set(protocols)) != len(protocols):
-        raise ValueError(f"two folders hold the same protocol ({protocols}); compare runs of one protocol from one folder")
+        raise ValueError(
+            f"two folders hold the same protocol ({protocols}); compare runs of one protocol from one folder"
+        )
     owners: dict[str, int] = {}
     for table in tables:
         for label in set(table["label"]):
             owners[label] = owners.get(label, 0) + 1
     for table in tables:
-        table["label"] = [f"{p}:{label}" if owners[label] > 1 else label for p, label in zip(table["protocol"], table["label"])]
+        table["label"] = [
+            f"{p}:{label}" if owners[label] > 1 else label for p, label in zip(table["protocol"], table["label"])
+        ]
     return pd.concat(tables, ignore_index=True)
 
 
@@ -112,7 +118,9 @@ def _resolve_label(runs: pd.DataFrame, name: str) -> str:
     return label if held.any() else name
 
 
-def paired_differences(runs: pd.DataFrame, candidate: str, references: Sequence[str], metric: str = "auc") -> pd.DataFrame:
+def paired_differences(
+    runs: pd.DataFrame, candidate: str, references: Sequence[str], metric: str = "auc"
+) -> pd.DataFrame:
     """``candidate − reference`` on the folds both finished, for each reference.
 
     Parameters
@@ -149,7 +157,9 @@ def paired_differences(runs: pd.DataFrame, candidate: str, references: Sequence[
         a, b = (_per_fold(runs, label, metric) for label in (candidate, reference))
         pairs = a.add_suffix("_a").join(b.add_suffix("_b"), how="inner")
         if len(pairs) < 2:
-            raise ValueError(f"{candidate!r} and {reference!r} share {len(pairs)} fold(s); a paired comparison needs 2 or more")
+            raise ValueError(
+                f"{candidate!r} and {reference!r} share {len(pairs)} fold(s); a paired comparison needs 2 or more"
+            )
         d = (pairs[f"{metric}_a"] - pairs[f"{metric}_b"]).to_numpy(dtype=float)
         n = len(d)
         ratio = float(np.median(pairs["n_test_a"] / pairs["n_fit_a"]))
@@ -157,14 +167,24 @@ def paired_differences(runs: pd.DataFrame, candidate: str, references: Sequence[
         se = np.sqrt((1.0 / n + ratio) * var)
         t = float(np.mean(d) / se) if se > 0 else (0.0 if np.mean(d) == 0 else np.sign(np.mean(d)) * np.inf)
         half = float(stats.t.ppf(0.975, n - 1) * se)
-        rows.append({
-            "candidate": candidate, "reference": reference, "n": n,
-            "candidate_mean": float(pairs[f"{metric}_a"].mean()), "reference_mean": float(pairs[f"{metric}_b"].mean()),
-            "mean_diff": float(np.mean(d)), "std_diff": float(np.sqrt(var)),
-            "ci_low": float(np.mean(d)) - half, "ci_high": float(np.mean(d)) + half,
-            "t": t, "p": float(2 * stats.t.sf(abs(t), n - 1)),
-            "wins": int((d > 0).sum()), "ties": int((d == 0).sum()), "losses": int((d < 0).sum()),
-        })  # fmt: skip
+        rows.append(
+            {
+                "candidate": candidate,
+                "reference": reference,
+                "n": n,
+                "candidate_mean": float(pairs[f"{metric}_a"].mean()),
+                "reference_mean": float(pairs[f"{metric}_b"].mean()),
+                "mean_diff": float(np.mean(d)),
+                "std_diff": float(np.sqrt(var)),
+                "ci_low": float(np.mean(d)) - half,
+                "ci_high": float(np.mean(d)) + half,
+                "t": t,
+                "p": float(2 * stats.t.sf(abs(t), n - 1)),
+                "wins": int((d > 0).sum()),
+                "ties": int((d == 0).sum()),
+                "losses": int((d < 0).sum()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -188,7 +208,14 @@ def cost_summary(runs: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
             per_fold = own.groupby(list(PAIR_KEYS))["seconds"].sum()
         else:
             per_fold = runs.loc[runs["label"] == label, "seconds"]
-        rows.append({"label": label, "runs": len(per_fold), "median_s": float(per_fold.median()), "total_s": float(per_fold.sum())})
+        rows.append(
+            {
+                "label": label,
+                "runs": len(per_fold),
+                "median_s": float(per_fold.median()),
+                "total_s": float(per_fold.sum()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -198,8 +225,10 @@ def _protocol_of(runs: pd.DataFrame, label: str) -> str:
 
 def markdown_comparison(diffs: pd.DataFrame, costs: pd.DataFrame | None = None, metric: str = "auc") -> str:
     """The paired differences as a Markdown table, then the wall time of each model when ``costs`` is given."""
-    lines = [f"| {metric}: candidate − reference | n | candidate | reference | mean diff [95 % CI] | std | t | p | W/T/L |",
-             "|---|---:|---:|---:|---|---:|---:|---:|---|"]  # fmt: skip
+    lines = [
+        f"| {metric}: candidate − reference | n | candidate | reference | mean diff [95 % CI] | std | t | p | W/T/L |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---|",
+    ]
     for r in diffs.itertuples():
         lines.append(
             f"| {r.candidate} − {r.reference} | {r.n} | {r.candidate_mean:.4f} | {r.reference_mean:.4f} | "

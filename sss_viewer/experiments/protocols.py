@@ -73,15 +73,21 @@ class Protocol:
 
 BONN_ABLATION = (
     (),
-    (("window_length", 512),), (("window_length", 2048),),
+    (("window_length", 512),),
+    (("window_length", 2048),),
     (("model.revin", True),),
-    (("backbone", "patchtst"),), (("backbone", "rocket"),), (("backbone", "dlinear"),),
+    (("backbone", "patchtst"),),
+    (("backbone", "rocket"),),
+    (("backbone", "dlinear"),),
     (("model.num_features", 2520),),
-    (("calibrator", "isotonic"),), (("calibrator", "venn-abers"),),
-    (("epochs", 1),), (("epochs", 5),),
+    (("calibrator", "isotonic"),),
+    (("calibrator", "venn-abers"),),
+    (("epochs", 1),),
+    (("epochs", 5),),
     (("head_solver", "lbfgs"),),
-    (("inference_stride", 512),), (("inference_stride", 1024),),
-)  # fmt: skip
+    (("inference_stride", 512),),
+    (("inference_stride", 1024),),
+)
 """Variants of the ``bonn`` SSS preset, one change each (the empty tuple is the preset itself).
 
 The scoring strides (test windows every 512 / 1024 samples instead of 256) measure what a cheaper
@@ -96,7 +102,7 @@ BONN_CANDIDATES = (
     (("backbone", "hydra_minirocket"), ("window_length", 2048)),
     ((WINDOW_ENSEMBLE, "1024+2048"),),
     (("backbone", "hydra_minirocket"), (WINDOW_ENSEMBLE, "1024+2048")),
-)  # fmt: skip
+)
 """Issue 18's candidates for SSS on Bonn, one row each (the empty tuple is the ``bonn`` preset, MiniRocket at
 L = 1024; ``window_lengths=1024+2048`` averages the probabilities of the two single-window models); the
 protocol's tables add the nested choice among them by inner-validation AUC."""
@@ -105,9 +111,13 @@ BONN_REFIT = (
     (("head_solver", "lbfgs"),),
     (("head_solver", "lbfgs"), ("refit_on_train_val", True)),
     (("backbone", "hydra_minirocket"), (WINDOW_ENSEMBLE, "1024+2048"), ("head_solver", "lbfgs")),
-    (("backbone", "hydra_minirocket"), (WINDOW_ENSEMBLE, "1024+2048"), ("head_solver", "lbfgs"),
-     ("refit_on_train_val", True)),
-)  # fmt: skip
+    (
+        ("backbone", "hydra_minirocket"),
+        (WINDOW_ENSEMBLE, "1024+2048"),
+        ("head_solver", "lbfgs"),
+        ("refit_on_train_val", True),
+    ),
+)
 """Issue 18's pre-registered last Bonn candidates (docs/results.md §7): the recipe and the best candidate with the
 L-BFGS head (penalty chosen on inner validation), each as it is and refitted on the whole training fold at the chosen
 penalty — the counterpart of the references' ``-full`` rows. Refitted rows take no part in a nested choice: their
@@ -117,22 +127,54 @@ PROTOCOLS = {
     p.name: p
     for p in (
         Protocol("paper-table1", "Table 1: train and test within each centre, and all centres pooled", "table1"),
-        Protocol("paper-table2", "Table 2: leave one centre out; train on the others, test on the unseen centre", "table2"),
+        Protocol(
+            "paper-table2", "Table 2: leave one centre out; train on the others, test on the unseen centre", "table2"
+        ),
         Protocol("ablation-batch", "App. A: SSS batch size", "ablation", "batch_size", (128, 512, 2048, 4096, 8192)),
         Protocol("ablation-window", "App. A: SSS window length L", "ablation", "window_length", (512, 1024, 2048)),
-        Protocol("ablation-calibration", "App. A: SSS calibration", "ablation", "calibrator", ("isotonic", "venn-abers", "none")),
-        Protocol("bonn", "Bonn D vs C: stratified 5-fold CV x the seeds (repeats), inner validation in the training folds",
-                 "cv", default_preset="bonn", models=(SSS_MODEL, *REFERENCES, *BASELINES)),
-        Protocol("bonn-candidates", "Bonn: SSS local models and windows of issue 18 (MiniRocket, ROCKET, Hydra, "
-                 "Hydra + MiniRocket; L = 1024 / 2048), chosen per fold on inner validation",
-                 "cv", variants=BONN_CANDIDATES, default_preset="bonn", models=(SSS_MODEL,)),
-        Protocol("bonn-refit", "Bonn: the recipe and the best candidate with an L-BFGS head, as chosen on inner validation "
-                 "and refitted on the whole training fold", "cv", variants=BONN_REFIT, default_preset="bonn",
-                 models=(SSS_MODEL,), nested_choice=False),
-        Protocol("bonn-ablation", "Bonn: which SSS choices matter (window, normalisation, backbone, calibration, epochs)",
-                 "cv", variants=BONN_ABLATION, default_preset="bonn", models=(SSS_MODEL,)),
+        Protocol(
+            "ablation-calibration",
+            "App. A: SSS calibration",
+            "ablation",
+            "calibrator",
+            ("isotonic", "venn-abers", "none"),
+        ),
+        Protocol(
+            "bonn",
+            "Bonn D vs C: stratified 5-fold CV x the seeds (repeats), inner validation in the training folds",
+            "cv",
+            default_preset="bonn",
+            models=(SSS_MODEL, *REFERENCES, *BASELINES),
+        ),
+        Protocol(
+            "bonn-candidates",
+            "Bonn: SSS local models and windows of issue 18 (MiniRocket, ROCKET, Hydra, "
+            "Hydra + MiniRocket; L = 1024 / 2048), chosen per fold on inner validation",
+            "cv",
+            variants=BONN_CANDIDATES,
+            default_preset="bonn",
+            models=(SSS_MODEL,),
+        ),
+        Protocol(
+            "bonn-refit",
+            "Bonn: the recipe and the best candidate with an L-BFGS head, as chosen on inner validation "
+            "and refitted on the whole training fold",
+            "cv",
+            variants=BONN_REFIT,
+            default_preset="bonn",
+            models=(SSS_MODEL,),
+            nested_choice=False,
+        ),
+        Protocol(
+            "bonn-ablation",
+            "Bonn: which SSS choices matter (window, normalisation, backbone, calibration, epochs)",
+            "cv",
+            variants=BONN_ABLATION,
+            default_preset="bonn",
+            models=(SSS_MODEL,),
+        ),
     )
-}  # fmt: skip
+}
 """Every protocol by name (``sss-viewer experiment --list``)."""
 
 
@@ -186,8 +228,10 @@ def ensemble_members(run: RunSpec) -> list[RunSpec]:
         return [run]
     parts = str(value).split("+")
     if len(parts) < 2 or not all(p.isdigit() and int(p) > 0 for p in parts) or len(set(parts)) != len(parts):
-        raise ValueError(f"{WINDOW_ENSEMBLE}={value!r}: expected two or more different window lengths joined by '+', "
-                         "e.g. '1024+2048'")  # fmt: skip
+        raise ValueError(
+            f"{WINDOW_ENSEMBLE}={value!r}: expected two or more different window lengths joined by '+', "
+            "e.g. '1024+2048'"
+        )
     others = tuple(o for o in run.overrides if o[0] not in (WINDOW_ENSEMBLE, "window_length"))
     return [replace(run, overrides=(*others, ("window_length", int(p)))) for p in parts]
 
@@ -276,9 +320,13 @@ def split_for_run(meta: pd.DataFrame, run: RunSpec) -> np.ndarray:
     fractions = (0.1, 0.2) if run.test_centre is None else (0.125, 0.0)
     try:
         split[in_train] = assign_splits(
-            meta[in_train], run.split_mode, val_fraction=fractions[0], test_fraction=fractions[1], balance=balance,
+            meta[in_train],
+            run.split_mode,
+            val_fraction=fractions[0],
+            test_fraction=fractions[1],
+            balance=balance,
             seed=run.seed,
-        )  # fmt: skip
+        )
     except ValueError as exc:
         raise ValueError(
             f"{where}: centre(s) {', '.join(run.train_centres)} have too few SOZ channels or patients to split: {exc}"

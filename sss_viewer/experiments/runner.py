@@ -78,17 +78,37 @@ class ExperimentPreset:
 PRESETS = {
     "cpu": ExperimentPreset(
         "cpu",
-        sss={"preset": "default", "epochs": 8, "window_length": 256, "train_stride": 128, "val_stride": 256,
-             "windows_per_epoch": 2048, "batch_size": 64,
-             "model_params": {"d_model": 32, "d_ff": 64, "n_heads": 4, "n_layers": 2}},
-        baseline={"epochs": 5, "window_length": 1024, "max_length": 4096, "batch_size": 16, "patience": 15,
-                  "small": True},
+        sss={
+            "preset": "default",
+            "epochs": 8,
+            "window_length": 256,
+            "train_stride": 128,
+            "val_stride": 256,
+            "windows_per_epoch": 2048,
+            "batch_size": 64,
+            "model_params": {"d_model": 32, "d_ff": 64, "n_heads": 4, "n_layers": 2},
+        },
+        baseline={
+            "epochs": 5,
+            "window_length": 1024,
+            "max_length": 4096,
+            "batch_size": 16,
+            "patience": 15,
+            "small": True,
+        },
     ),
     "smoke": ExperimentPreset(
         "smoke",
-        sss={"preset": "default", "epochs": 1, "window_length": 256, "train_stride": 256, "val_stride": 1024,
-             "windows_per_epoch": 128, "batch_size": 64,
-             "model_params": {"d_model": 8, "d_ff": 16, "n_heads": 2, "n_layers": 1}},
+        sss={
+            "preset": "default",
+            "epochs": 1,
+            "window_length": 256,
+            "train_stride": 256,
+            "val_stride": 1024,
+            "windows_per_epoch": 128,
+            "batch_size": 64,
+            "model_params": {"d_model": 8, "d_ff": 16, "n_heads": 2, "n_layers": 1},
+        },
         baseline={"epochs": 1, "window_length": 1024, "max_length": 1024, "small": True},
         seeds=(0,),
     ),
@@ -99,19 +119,25 @@ PRESETS = {
     ),
     "bonn": ExperimentPreset(
         "bonn",
-        sss={"preset": "minirocket", "calibrator": "none"},  # the recipe; 32 validation segments are too few for isotonic
+        sss={
+            "preset": "minirocket",
+            "calibrator": "none",
+        },  # the recipe; 32 validation segments are too few for isotonic
         baseline={"epochs": 30, "window_length": 4096, "patience": 10, "batch_size": 16, "small": True},
         seeds=(0, 1, 2),
         split_modes=("cv",),
         preprocess={"target_sfreq": None},
-        backbone_params={"patchtst": {"d_model": 64, "d_ff": 128, "n_heads": 4, "n_layers": 2},
-                         "minirocket": {"num_features": 9996, "revin": False},
-                         "rocket": {"num_kernels": 2000}, "dlinear": {},
-                         "hydra": {"kernels_per_group": 8, "groups": 64},
-                         "hydra_minirocket": {"kernels_per_group": 8, "groups": 64, "num_features": 9996}},
+        backbone_params={
+            "patchtst": {"d_model": 64, "d_ff": 128, "n_heads": 4, "n_layers": 2},
+            "minirocket": {"num_features": 9996, "revin": False},
+            "rocket": {"num_kernels": 2000},
+            "dlinear": {},
+            "hydra": {"kernels_per_group": 8, "groups": 64},
+            "hydra_minirocket": {"kernels_per_group": 8, "groups": 64, "num_features": 9996},
+        },
         strides_follow_window=False,
     ),
-}  # fmt: skip
+}
 """``cpu``: minutes on 2 cores with small models; ``smoke``: one epoch, one seed, tiny models — a minute-long check that an
 installation or a new protocol runs end to end (the tests use it too); ``paper``: App. C sizes,
 for a GPU and a real ds003029 copy."""
@@ -155,7 +181,7 @@ def sss_run_config(preset: ExperimentPreset, run: RunSpec):
         else:
             params["model_params"] = dict(preset.backbone_params.get(backbone, {}))
     for key in [k for k in overrides if k.startswith("model.")]:
-        params["model_params"][key[len("model."):]] = overrides.pop(key)
+        params["model_params"][key[len("model.") :]] = overrides.pop(key)
     params.update(overrides)
     if params.get("windows_per_epoch") and params.get("batch_size", 0) > params["windows_per_epoch"]:
         params["windows_per_epoch"] = params["batch_size"]  # one full batch per epoch at least (batch ablation)
@@ -221,7 +247,9 @@ def _sss_test_probs(bundle, series_set: SeriesSet, members: np.ndarray) -> np.nd
     """Mean calibrated window probability of each member series (SSS inference)."""
     lengths = np.where(np.isin(np.arange(series_set.store.n_series), members), series_set.store.lengths, 0)
     index = WindowIndex.build(lengths, bundle.window_length, bundle.inference_stride, cover_end=True)
-    p = predict_window_probs(bundle.model, series_set.store, index.absolute_starts(series_set.store), bundle.window_length)
+    p = predict_window_probs(
+        bundle.model, series_set.store, index.absolute_starts(series_set.store), bundle.window_length
+    )
     p_cal = bundle.calibrator.transform(p)[0]
     return channel_means(p_cal, index.series, series_set.store.n_series)[members]
 
@@ -336,8 +364,15 @@ def run_experiment(
                 f"{out_dir} holds runs of protocol {previous.get('protocol')!r}, not {protocol!r}; "
                 f"use another --out or delete that folder."
             )
-    atomic_write(plan_file, lambda p: Path(p).write_text(json.dumps(
-        {"protocol": protocol, "preset": preset, "preset_digest": digest, "runs": [r.key for r in runs]}, indent=1)))  # fmt: skip
+    atomic_write(
+        plan_file,
+        lambda p: Path(p).write_text(
+            json.dumps(
+                {"protocol": protocol, "preset": preset, "preset_digest": digest, "runs": [r.key for r in runs]},
+                indent=1,
+            )
+        ),
+    )
     sss_configs = {}
     for config in (sss_run_config(spec, m) for r in runs if r.model.startswith(SSS_MODEL) for m in ensemble_members(r)):
         sss_configs.setdefault(json.dumps(config.to_dict(), sort_keys=True, default=str), config)
@@ -354,10 +389,14 @@ def run_experiment(
             if max_new_runs is not None and n >= max_new_runs:
                 break
             record = _execute(run, series_set, spec, memo)
-            atomic_write(out_dir / "runs" / f"{run.key}.json", lambda p, r=record: Path(p).write_text(json.dumps(r, indent=1)))
+            atomic_write(
+                out_dir / "runs" / f"{run.key}.json", lambda p, r=record: Path(p).write_text(json.dumps(r, indent=1))
+            )
     results = collect_results(out_dir, runs)
     atomic_write(out_dir / "results.csv", lambda p: results.to_csv(p, index=False, float_format="%.6g"))
-    atomic_write(out_dir / "tables.md", lambda p: Path(p).write_text(markdown_tables(results, protocol), encoding="utf-8"))
+    atomic_write(
+        out_dir / "tables.md", lambda p: Path(p).write_text(markdown_tables(results, protocol), encoding="utf-8")
+    )
     return results
 
 
@@ -374,7 +413,9 @@ def _finished(out_dir: Path, run: RunSpec, spec: ExperimentPreset, unchanged_pre
     if stored is None and unchanged_preset:
         return True
     if stored != run_settings_digest(spec, run):
-        logger.warning("%s (%s) was made with other settings than preset %r's now: running it again", path, run.label, spec.name)
+        logger.warning(
+            "%s (%s) was made with other settings than preset %r's now: running it again", path, run.label, spec.name
+        )
         return False
     return True
 

@@ -55,7 +55,9 @@ def _table(summary: pd.DataFrame, mode: str, metrics) -> str:
             for metric, _ in metrics:
                 if (setting, label) in part.index:
                     row = part.loc[(setting, label)]
-                    cells.append(_cell(row[f"{metric}_mean"], row[f"{metric}_std"], ranks.get((setting, metric, label))))
+                    cells.append(
+                        _cell(row[f"{metric}_mean"], row[f"{metric}_std"], ranks.get((setting, metric, label)))
+                    )
                 else:
                     cells.append("–")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
@@ -108,23 +110,32 @@ def markdown_tables(results: pd.DataFrame, protocol: str) -> str:
     if set(results["split_mode"]) == {"cv"}:
         folds = results["setting"].nunique()
         repeats = results["seed"].nunique()
-        parts = [f"# {protocol}\n", f"Test metrics, mean ± std over {folds} folds x {repeats} repeat(s) (the same folds for "
-                 "every model); thresholds chosen on each fold's inner validation split; best in bold, second underlined.\n",
-                 cv_table(results) + "\n"]  # fmt: skip
+        parts = [
+            f"# {protocol}\n",
+            f"Test metrics, mean ± std over {folds} folds x {repeats} repeat(s) (the same folds for "
+            "every model); thresholds chosen on each fold's inner validation split; best in bold, second underlined.\n",
+            cv_table(results) + "\n",
+        ]
         spec = PROTOCOLS[protocol]
         if spec.variants and spec.nested_choice and results["label"].nunique() > 1 and "val_auc" in results:
             chosen = select_on_validation(results)
             counts = chosen["chosen"].value_counts()
-            parts += ["## Choosing on inner validation\n",
-                      "Per fold, the row with the best inner-validation AUC (no test data involved):\n",
-                      cv_table(chosen) + "\n",
-                      "Chosen: " + ", ".join(f"{label} ({n}x)" for label, n in counts.items()) + "\n"]  # fmt: skip
+            parts += [
+                "## Choosing on inner validation\n",
+                "Per fold, the row with the best inner-validation AUC (no test data involved):\n",
+                cv_table(chosen) + "\n",
+                "Chosen: " + ", ".join(f"{label} ({n}x)" for label, n in counts.items()) + "\n",
+            ]
         return "\n".join(parts)
     summary = summarise(results)
     seeds = int(summary["n_seeds"].max())
     parts = [f"# {protocol}\n", f"Mean ± std over {seeds} seed(s); best in bold, second underlined.\n"]
     for mode in dict.fromkeys(results["split_mode"]):
-        split_text = "channel-level, 1:1 balanced, 70/10/20 as the paper" if mode == "channel" else "patient-level, no patient in two splits"
+        split_text = (
+            "channel-level, 1:1 balanced, 70/10/20 as the paper"
+            if mode == "channel"
+            else "patient-level, no patient in two splits"
+        )
         parts.append(f"## {mode} split ({split_text})\n")
         parts.append(_table(summary, mode, MAIN_METRICS) + "\n")
         parts.append(_table(summary, mode, EXTRA_METRICS) + "\n")

@@ -167,10 +167,13 @@ def _migrate(legacy: Path, stem: str, folder: Path, own: str, identity: Recordin
         _claim_path(legacy, stem).parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(_claim_path(legacy, stem), (json.dumps(claim, indent=1, sort_keys=True) + "\n").encode())
         entry = {
-            "time": utc_now(), "author": author, "before": None, "after": None,
+            "time": utc_now(),
+            "author": author,
+            "before": None,
+            "after": None,
             "action": f"migrate: copied {', '.join(copied)} from {legacy} (named by the file name only) for "
             f"{identity.source}; the old files are kept",
-        }  # fmt: skip
+        }
         append_log(folder, own, [entry])
     logger.info("Copied the old annotation sidecars %s of %s to %s (the old files are kept)", copied, stem, folder)
     return True
@@ -245,9 +248,12 @@ def locate_sidecars(
                 )
                 return SidecarLocation(folder, own, identity, note)
             return _elsewhere(
-                root, stem, identity, f"⚠ The annotations in {folder} were made on another file at {identity.source} "
+                root,
+                stem,
+                identity,
+                f"⚠ The annotations in {folder} were made on another file at {identity.source} "
                 f"({reason}): left untouched.",
-            )  # fmt: skip
+            )
         # the old naming, in this very folder (a recording at the top of the data root)
         content = _elsewhere(root, stem, identity, "")
         if has_sidecars(root, content.stem):
@@ -256,10 +262,19 @@ def locate_sidecars(
         if reason is None:
             with file_lock(sidecar_lock_path(folder, own)):
                 write_manifest(folder, own, identity)
-            append_log(folder, own, [{
-                "time": utc_now(), "author": author, "before": None, "after": None,
-                "action": f"migrate: these sidecars (named by the file name only) recorded as {identity.source}'s",
-            }])  # fmt: skip
+            append_log(
+                folder,
+                own,
+                [
+                    {
+                        "time": utc_now(),
+                        "author": author,
+                        "before": None,
+                        "after": None,
+                        "action": f"migrate: these sidecars (named by the file name only) recorded as {identity.source}'s",
+                    }
+                ],
+            )
             return SidecarLocation(folder, own, identity, "Annotations of the old naming adopted as this recording's.")
         note = f"⚠ The old annotations {own} in {folder} were not used: {reason}. They are kept untouched."
         logger.warning("%s", note)

@@ -201,9 +201,11 @@ def merge_annotations(
     """
     markers, c1 = _merge_markers(base.markers, local.markers, disk.markers)
     bads, c2 = _merge_items(
-        dict.fromkeys(base.bad_channels, True), dict.fromkeys(local.bad_channels, True),
-        dict.fromkeys(disk.bad_channels, True), "bad",
-    )  # fmt: skip
+        dict.fromkeys(base.bad_channels, True),
+        dict.fromkeys(local.bad_channels, True),
+        dict.fromkeys(disk.bad_channels, True),
+        "bad",
+    )
     soz, c3 = _merge_labels(base.soz_labels, local.soz_labels, disk.soz_labels, "soz")
     types, c4 = _merge_labels(base.type_overrides, local.type_overrides, disk.type_overrides, "type")
     merged = AnnotationSet(markers=markers, bad_channels=list(bads), soz_labels=soz, type_overrides=types)

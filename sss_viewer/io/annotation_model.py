@@ -121,9 +121,14 @@ def make_marker(
 
 def _copy_marker(m: dict) -> dict:
     marker = make_marker(
-        m["onset_s"], m["kind"], m.get("text", ""), m.get("duration_s", 0.0),
-        author=m.get("author", ""), modified=m.get("modified", ""), marker_id=m.get("id", ""),
-    )  # fmt: skip
+        m["onset_s"],
+        m["kind"],
+        m.get("text", ""),
+        m.get("duration_s", 0.0),
+        author=m.get("author", ""),
+        modified=m.get("modified", ""),
+        marker_id=m.get("id", ""),
+    )
     if not m.get("id"):
         marker["id"] = content_marker_id(marker)
     return marker
@@ -257,9 +262,11 @@ class AnnotationSet:
 def annotation_fields(a: AnnotationSet) -> dict:
     """``a``'s markers, bad channels, SOZ labels and types as :class:`AnnotationSet` keyword arguments (copies)."""
     return {
-        "markers": list(a.markers), "bad_channels": list(a.bad_channels),
-        "soz_labels": dict(a.soz_labels), "type_overrides": dict(a.type_overrides),
-    }  # fmt: skip
+        "markers": list(a.markers),
+        "bad_channels": list(a.bad_channels),
+        "soz_labels": dict(a.soz_labels),
+        "type_overrides": dict(a.type_overrides),
+    }
 
 
 # ---------------------------------------------------------------------------------------------- edits
@@ -267,8 +274,11 @@ def annotation_fields(a: AnnotationSet) -> dict:
 
 def _part(markers=(), bad_channels=(), soz=None, types=None) -> dict:
     return {
-        "markers": list(markers), "bad_channels": list(bad_channels), "soz": dict(soz or {}), "type": dict(types or {}),
-    }  # fmt: skip
+        "markers": list(markers),
+        "bad_channels": list(bad_channels),
+        "soz": dict(soz or {}),
+        "type": dict(types or {}),
+    }
 
 
 @dataclass
@@ -362,12 +372,20 @@ def diff_annotations(old: AnnotationSet, new: AnnotationSet, action: str | None 
     type_before, type_after = _label_diff(old.type_overrides, new.type_overrides)
     edit = Edit(
         action or "",
-        _part([m for k, m in old_keys.items() if k not in new_keys],
-              [c for c in old.bad_channels if c not in set(new.bad_channels)], soz_before, type_before),
-        _part([m for k, m in new_keys.items() if k not in old_keys],
-              [c for c in new.bad_channels if c not in set(old.bad_channels)], soz_after, type_after),
+        _part(
+            [m for k, m in old_keys.items() if k not in new_keys],
+            [c for c in old.bad_channels if c not in set(new.bad_channels)],
+            soz_before,
+            type_before,
+        ),
+        _part(
+            [m for k, m in new_keys.items() if k not in old_keys],
+            [c for c in new.bad_channels if c not in set(old.bad_channels)],
+            soz_after,
+            type_after,
+        ),
         author,
-    )  # fmt: skip
+    )
     edit.action = action or describe_edit(edit)
     return edit
 

@@ -311,9 +311,13 @@ def read_markers(path: Path) -> list[dict]:
         try:
             duration = 0.0 if row.duration in ("", NA) else float(row.duration)
             marker = make_marker(
-                float(row.onset), row.trial_type, _cell(row, "description"), duration,
-                author=_cell(row, "author"), modified=_cell(row, "modified"),
-            )  # fmt: skip
+                float(row.onset),
+                row.trial_type,
+                _cell(row, "description"),
+                duration,
+                author=_cell(row, "author"),
+                modified=_cell(row, "modified"),
+            )
         except ValueError as err:
             raise AnnotationFileError(f"Annotation file {path}, line {line}: {err}") from None
         # no id (a file written before ids) or a repeated one (edited by hand): one every session derives alike
@@ -374,9 +378,13 @@ def _read_sidecars(out_dir, stem: str, channel_names: list[str] | None) -> Annot
                 "%s labels channels not in the recording, ignored: %s", channels_path, ", ".join(unknown_labels)
             )
     return AnnotationSet(
-        markers=markers, bad_channels=bad, unknown_bad_channels=unknown, soz_labels=soz, type_overrides=types,
+        markers=markers,
+        bad_channels=bad,
+        unknown_bad_channels=unknown,
+        soz_labels=soz,
+        type_overrides=types,
         unknown_label_channels=unknown_labels,
-    )  # fmt: skip
+    )
 
 
 def sidecar_fingerprints(paths) -> dict:

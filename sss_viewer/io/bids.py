@@ -206,11 +206,16 @@ class SozLabels:
         recording.info["unmatched_soz"] = unmatched
         if unmatched:
             logger.warning(
-                "%s: SOZ names from %s that match no channel: %s", recording.label, Path(self.source).name, ", ".join(unmatched)
+                "%s: SOZ names from %s that match no channel: %s",
+                recording.label,
+                Path(self.source).name,
+                ", ".join(unmatched),
             )
 
 
-def read_soz_labels(root: Path | None, labels: str | Path | None = None, subjects: Sequence[str] | None = None) -> SozLabels:
+def read_soz_labels(
+    root: Path | None, labels: str | Path | None = None, subjects: Sequence[str] | None = None
+) -> SozLabels:
     """SOZ names per subject from a user table, else the dataset's clinical spreadsheet, else none.
 
     Parameters
@@ -385,7 +390,17 @@ def summarise_bids(root: str | Path, *, labels: str | Path | None = None) -> dic
         n_soz = int(rec.soz[picks].sum()) if rec.soz is not None else None
         if rec.info.get("unmatched_soz"):
             unmatched[rec.subject] = sorted(set(unmatched.get(rec.subject, [])) | set(rec.info["unmatched_soz"]))
-        rows.append((rec.centre or "unknown", rec.subject, len(picks), rec.duration_s / 3600, rec.sfreq, n_soz, rec.seizure_onset_s is None))
+        rows.append(
+            (
+                rec.centre or "unknown",
+                rec.subject,
+                len(picks),
+                rec.duration_s / 3600,
+                rec.sfreq,
+                n_soz,
+                rec.seizure_onset_s is None,
+            )
+        )
     table = pd.DataFrame(rows, columns=["centre", "subject", "channels", "hours", "sfreq", "n_soz", "no_onset"])
 
     def describe(group: pd.DataFrame, centre: str) -> dict:
@@ -398,7 +413,9 @@ def summarise_bids(root: str | Path, *, labels: str | Path | None = None) -> dic
             "hours": round(float(group["hours"].sum()), 3),
             "sampling_rates_hz": sorted({round(float(r), 2) for r in group["sfreq"]}),
             "labelled_subjects": int(labelled["subject"].nunique()),
-            "soz_fraction": round(float(labelled["n_soz"].sum() / labelled["channels"].sum()), 4) if len(labelled) else None,
+            "soz_fraction": round(float(labelled["n_soz"].sum() / labelled["channels"].sum()), 4)
+            if len(labelled)
+            else None,
             "runs_without_onset": int(group["no_onset"].sum()),
         }
 

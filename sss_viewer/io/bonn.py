@@ -108,9 +108,14 @@ def load_bonn(
                     centre="Bonn",
                     line_freq=50.0,
                     source=file,
-                    info={"bonn_set": name, "description": description,
-                          "clipped_samples": int((np.abs(segment) >= 2047).sum())},
-                )  # fmt: skip
+                    info={
+                        "bonn_set": name,
+                        "description": description,
+                        "clipped_samples": int((np.abs(segment) >= 2047).sum()),
+                    },
+                )
             )
-    logger.info("read %d Bonn segments (sets %s; SOZ = %s) from %s", len(recordings), ",".join(sets), ",".join(soz_sets), file)
+    logger.info(
+        "read %d Bonn segments (sets %s; SOZ = %s) from %s", len(recordings), ",".join(sets), ",".join(soz_sets), file
+    )
     return recordings

@@ -67,13 +67,24 @@ GENERIC_TYPES = ("eeg", "misc")
 """MNE types that do not state what a channel records: EDF and BrainVision channels are all ``eeg``."""
 
 CHANNEL_TYPES = (
-    "seeg", "ecog", "dbs", "eeg", "ecg", "eog", "emg", "misc", "stim", "resp", "bio", "temperature", "gsr",
-)  # fmt: skip
+    "seeg",
+    "ecog",
+    "dbs",
+    "eeg",
+    "ecg",
+    "eog",
+    "emg",
+    "misc",
+    "stim",
+    "resp",
+    "bio",
+    "temperature",
+    "gsr",
+)
 """Lower-case MNE channel types a recording may carry (and :func:`apply_type_overrides` accepts)."""
 
 TYPE_ALIASES = {"ekg": "ecg", "trig": "stim", "ref": "misc", "other": "misc", "audio": "misc", "pupil": "misc"}
 """BIDS channel types (lower-cased) whose MNE name differs."""
-
 
 
 class NameRule(NamedTuple):
@@ -119,9 +130,15 @@ _COMPILED = tuple((rule, re.compile(rule.pattern)) for rule in NAME_RULES)
 SCALP_MIDLINE = frozenset({"FPZ", "FZ", "CZ", "PZ", "OZ"})
 """10-20 midline electrodes: never the name of an intracranial contact."""
 SCALP_LATERAL = {
-    "FP": {1, 2}, "F": {3, 4, 7, 8}, "C": {3, 4}, "T": {3, 4, 5, 6, 7, 8}, "P": {3, 4, 7, 8}, "O": {1, 2},
-    "A": {1, 2}, "M": {1, 2},
-}  # fmt: skip
+    "FP": {1, 2},
+    "F": {3, 4, 7, 8},
+    "C": {3, 4},
+    "T": {3, 4, 5, 6, 7, 8},
+    "P": {3, 4, 7, 8},
+    "O": {1, 2},
+    "A": {1, 2},
+    "M": {1, 2},
+}
 """10-20 lateral electrodes by letters (T7/T8, P7/P8 are the 10-10 names of T3/T4, T5/T6; A/M: ears, mastoids)."""
 _SCALP_REGION = {"FP": "FP", "F": "F", "C": "C", "T": "T", "P": "P", "O": "O", "A": "EAR", "M": "EAR"}
 _CONTACT = re.compile(r"^([A-Z']+?)(\d+)$")

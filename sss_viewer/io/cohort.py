@@ -215,9 +215,15 @@ def load_cohort(root: str | Path, *, preload: bool = False) -> list[Recording]:
         path = root / str(row.path)
         try:
             recording = read_cohort_run(
-                root, row.path, subject=row.subject, run=row.run, centre=getattr(row, "centre", ""),
-                listed_duration=getattr(row, "duration_s", None), labels=labels, preload=preload,
-            )  # fmt: skip
+                root,
+                row.path,
+                subject=row.subject,
+                run=row.run,
+                centre=getattr(row, "centre", ""),
+                listed_duration=getattr(row, "duration_s", None),
+                labels=labels,
+                preload=preload,
+            )
         except (OSError, ValueError) as exc:
             logger.warning("Skipping sub-%s run-%s (%s): %s", row.subject, row.run, path, exc)
             failures.append(str(path))
@@ -298,9 +304,13 @@ def apply_labels(recordings: list[Recording], path: str | Path, *, fallback: boo
             recording.info["soz_source"] = None
             recording.info["labels_excluded"] = str(path)
     if unnamed:
-        what = "they keep the data's own labels (--labels-fallback)" if fallback else (
-            "they are left unlabelled: not trained or evaluated on (--labels-fallback uses the data's own labels)"
-        )  # fmt: skip
+        what = (
+            "they keep the data's own labels (--labels-fallback)"
+            if fallback
+            else (
+                "they are left unlabelled: not trained or evaluated on (--labels-fallback uses the data's own labels)"
+            )
+        )
         logger.warning(
             "%s names no label for %d subject(s) of the data: %s; %s.", path, len(unnamed), ", ".join(unnamed), what
         )

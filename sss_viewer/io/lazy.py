@@ -162,7 +162,9 @@ class LazySignals:
         stop = n_times if stop is None else int(stop)
         start = int(start)
         if not 0 <= start <= stop <= n_times:
-            raise IndexError(f"Sample range [{start}, {stop}) is outside 0…{n_times} of {self.source or 'the recording'}.")
+            raise IndexError(
+                f"Sample range [{start}, {stop}) is outside 0…{n_times} of {self.source or 'the recording'}."
+            )
         out = np.empty((len(idx), stop - start), dtype=np.float32)
         if len(idx) == 0 or stop == start:
             return out
@@ -183,7 +185,11 @@ class LazySignals:
                 raise IndexError(f"LazySignals takes [channels] or [channels, samples]; got {len(key)} indices.")
             rows, times = key
             if isinstance(times, int | np.integer):
-                times = slice(int(times), int(times) + 1) if times >= 0 else slice(self.shape[1] + int(times), self.shape[1] + int(times) + 1)
+                times = (
+                    slice(int(times), int(times) + 1)
+                    if times >= 0
+                    else slice(self.shape[1] + int(times), self.shape[1] + int(times) + 1)
+                )
                 squeeze_time = True
             else:
                 squeeze_time = False

@@ -447,8 +447,14 @@ def _edf_header(path: Path) -> dict | None:
     except (OSError, ValueError, UnicodeDecodeError):
         return None  # MNE says what is wrong
     width = 3 if head[:1] == b"\xff" else 2
-    return {"header_bytes": header_bytes, "n_records": n_records, "record_s": record_s, "labels": labels,
-            "samples": samples, "width": width}  # fmt: skip
+    return {
+        "header_bytes": header_bytes,
+        "n_records": n_records,
+        "record_s": record_s,
+        "labels": labels,
+        "samples": samples,
+        "width": width,
+    }
 
 
 def _check_rate(path: Path, fmt: str, sfreq: float, how: str = "") -> None:
@@ -492,7 +498,12 @@ def _check_edf_header(path: Path, fmt: str) -> dict:
         )
     if header["record_s"] > 0 and signals:
         rate = max(header["samples"][i] for i in signals) / header["record_s"]
-        _check_rate(path, fmt, rate, f" ({max(header['samples'][i] for i in signals)} samples per {header['record_s']:g} s record)")
+        _check_rate(
+            path,
+            fmt,
+            rate,
+            f" ({max(header['samples'][i] for i in signals)} samples per {header['record_s']:g} s record)",
+        )
     record_bytes = sum(header["samples"]) * header["width"]
     if record_bytes <= 0:
         return notes
@@ -508,8 +519,10 @@ def _check_edf_header(path: Path, fmt: str) -> dict:
         notes["size_checked"] = True
         logger.info(
             "%s: the header states -1 data records (unknown: written while recording); reading the %d whole "
-            "records the file holds.", path.name, found,
-        )  # fmt: skip
+            "records the file holds.",
+            path.name,
+            found,
+        )
     elif stated < found:
         notes["size_checked"] = True
         notes["crop_records"] = stated
@@ -706,8 +719,10 @@ def _channel_info(
     if blank_names:
         logger.info(
             "%s: %d channel(s) have a blank label in the file (named %s by MNE): typed misc, not scored.",
-            path.name, len(blank_names), ", ".join(sorted(blank_names)),
-        )  # fmt: skip
+            path.name,
+            len(blank_names),
+            ", ".join(sorted(blank_names)),
+        )
     return names, resolved.types, [n for n in names if n in bads], inferred
 
 
@@ -738,8 +753,10 @@ def _drop_duplicates(names: list[str], path: Path, sidecar: pd.DataFrame | None 
     if duplicates:
         logger.info(
             "%s: dropped %d '$'-prefixed duplicate channels: %s.",
-            path.name, len(duplicates), ", ".join(n for n in names if n in duplicates),
-        )  # fmt: skip
+            path.name,
+            len(duplicates),
+            ", ".join(n for n in names if n in duplicates),
+        )
     return np.array([i for i, n in enumerate(names) if n not in duplicates], dtype=int)
 
 
@@ -766,8 +783,12 @@ def _log_offsets(names: list[str], offsets: np.ndarray, path: Path) -> dict[str,
         shown = ", ".join(f"{n} ({o:.6g} µV)" for n, o in removed.items())
         logger.warning(
             "%s: %d channel(s) sit on a level above %g µV, removed in float64 before float32 conversion so "
-            "their signal keeps its resolution: %s.", path.name, len(removed), OFFSET_LIMIT_UV, shown,
-        )  # fmt: skip
+            "their signal keeps its resolution: %s.",
+            path.name,
+            len(removed),
+            OFFSET_LIMIT_UV,
+            shown,
+        )
     return removed
 
 
@@ -822,8 +843,11 @@ def _events(raw, fmt: str, path: Path | None = None) -> list[Event]:
     if stamps:
         logger.info(
             "%s: %d annotation(s) that are only a time stamp (e.g. '+75.000000', an EDF export's time-keeping) "
-            "dropped; %d event(s) kept.", path or fmt, stamps, len(events),
-        )  # fmt: skip
+            "dropped; %d event(s) kept.",
+            path or fmt,
+            stamps,
+            len(events),
+        )
     return events
 
 
@@ -922,8 +946,10 @@ def read_recording(path: str | Path, *, preload: bool = False, require_ieeg: boo
         logger.warning(
             "%s keeps its samples inside the .set file, which MNE can only read whole: all %d channels "
             "(%.1f MB) are in memory. Save it as .set + .fdt to read it lazily.",
-            path, len(names), data.nbytes / 1e6,
-        )  # fmt: skip
+            path,
+            len(names),
+            data.nbytes / 1e6,
+        )
     recording = Recording(
         data=data,
         sfreq=float(raw.info["sfreq"]),
@@ -945,9 +971,13 @@ def read_recording(path: str | Path, *, preload: bool = False, require_ieeg: boo
     recording.info["warnings"] = notes["warnings"] + plausibility_warnings(recording)
     logger.info(
         "Read %s: %d channels (%d iEEG, %d bad), %.1f s at %g Hz.",
-        path.name, recording.n_channels, len(recording.ieeg_picks()), len(recording.bads),
-        recording.duration_s, recording.sfreq,
-    )  # fmt: skip
+        path.name,
+        recording.n_channels,
+        len(recording.ieeg_picks()),
+        len(recording.bads),
+        recording.duration_s,
+        recording.sfreq,
+    )
     return recording
 
 
@@ -1008,7 +1038,9 @@ def read_npz_recording(path: str | Path) -> Recording:
         raise RecordingReadError(f"{path} lacks {missing}; a recording archive needs {need}. It has {sorted(arrays)}.")
     data = arrays["data"]
     if data.ndim != 2 or not np.issubdtype(data.dtype, np.number):
-        raise RecordingReadError(f"{path}: 'data' must be a numeric (n_channels, n_times) array; got {data.dtype} {data.shape}.")
+        raise RecordingReadError(
+            f"{path}: 'data' must be a numeric (n_channels, n_times) array; got {data.dtype} {data.shape}."
+        )
     all_names = [str(n) for n in arrays["ch_names"]]
     for key in ("ch_names", "ch_types", "soz"):
         if key in arrays and np.shape(arrays[key]) != (data.shape[0],):

@@ -440,7 +440,13 @@ def read_soz_table(path: str | Path) -> pd.DataFrame:
     from sss_viewer.io.tables import read_table
 
     table = read_table(
-        path, SOZ_TABLE_COLUMNS, what="SOZ table", sep=separator, na_values=None, strip_headers=True, allow_no_rows=False
+        path,
+        SOZ_TABLE_COLUMNS,
+        what="SOZ table",
+        sep=separator,
+        na_values=None,
+        strip_headers=True,
+        allow_no_rows=False,
     )
     table = table[list(SOZ_TABLE_COLUMNS)].apply(lambda column: column.str.strip())
     empty = (table["subject"] == "") | (table["channel"] == "")

@@ -212,15 +212,19 @@ def find_channels_sidecar(source: str | Path, data_root: str | Path, viewer_out:
         if manifest is None:
             logger.warning(
                 "%s has no manifest naming its recording (the old naming, by file name only): not used as labels of "
-                "%s. Open the recording in the viewer once to adopt it.", sidecar, rel.as_posix(),
-            )  # fmt: skip
+                "%s. Open the recording in the viewer once to adopt it.",
+                sidecar,
+                rel.as_posix(),
+            )
         elif manifest.get("source") == rel.as_posix() and manifest.get("key") == "path":
             if manifest.get("digest") == digest and manifest.get("size") == size:
                 return sidecar
             logger.warning(
                 "%s was made on another file at %s (its size or content changed since): not used as labels; open the "
-                "recording in the viewer to check them and save them again.", sidecar, rel.as_posix(),
-            )  # fmt: skip
+                "recording in the viewer to check them and save them again.",
+                sidecar,
+                rel.as_posix(),
+            )
     by_content = out / f"{stem}{content_suffix(digest)}{CHANNELS_SUFFIX}"
     return by_content if by_content.is_file() else None
 
@@ -294,18 +298,29 @@ def apply_viewer_labels(
         summary["n_bad"] += len([n for n in bad if n not in recording.bads])
         recording.bads = list(dict.fromkeys([*recording.bads, *bad, *unlabelled]))
         recording.info["viewer_labels"] = {
-            "sidecar": None if sidecar is None else str(sidecar), "bad": bad, "unlabelled": unlabelled,
-        }  # fmt: skip
+            "sidecar": None if sidecar is None else str(sidecar),
+            "bad": bad,
+            "unlabelled": unlabelled,
+        }
     if summary["unlabelled"]:
         what = "they keep the data's own labels" if fallback else "they are left out of training"
         shown = ", ".join(summary["unlabelled"][:10]) + (" …" if len(summary["unlabelled"]) > 10 else "")
         logger.warning(
             "%d of %d recordings have no channel marked SOZ or not SOZ in the viewer folder %s (%s); %s.",
-            len(summary["unlabelled"]), len(recordings), out, shown, what,
-        )  # fmt: skip
+            len(summary["unlabelled"]),
+            len(recordings),
+            out,
+            shown,
+            what,
+        )
     logger.info(
         "Viewer labels from %s: %d recording(s), %d SOZ and %d not-SOZ channels; %d unlabelled and %d bad channels "
-        "left out.", out, len(summary["labelled"]), summary["n_soz"], summary["n_not_soz"], summary["n_unknown"],
+        "left out.",
+        out,
+        len(summary["labelled"]),
+        summary["n_soz"],
+        summary["n_not_soz"],
+        summary["n_unknown"],
         summary["n_bad"],
-    )  # fmt: skip
+    )
     return summary

@@ -4,7 +4,12 @@ from sss_viewer._lazy import attach
 
 _PUBLIC = {
     "sss_viewer.models.registry": (
-        "FINITE_CONTEXT", "INFINITE_CONTEXT", "MODEL_REGISTRY", "app_c_best", "build_model", "build_window_model",
+        "FINITE_CONTEXT",
+        "INFINITE_CONTEXT",
+        "MODEL_REGISTRY",
+        "app_c_best",
+        "build_model",
+        "build_window_model",
         "model_from_config",
     ),
     "sss_viewer.models.base": ("WindowModel",),

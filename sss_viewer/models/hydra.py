@@ -82,7 +82,7 @@ APP_C_BEST: dict[str, Any] = {
         "groups": 64,
         "lr": 1e-3,
         "note": "Not in the SSS paper. Dempster et al. (2023) defaults k = 8, g = 64; lr of the logistic head "
-                "as MiniRocket's.",
+        "as MiniRocket's.",
     },
     "hydra_minirocket": {
         "kernels_per_group": 8,
@@ -91,7 +91,7 @@ APP_C_BEST: dict[str, Any] = {
         "lr": 1e-3,
         "note": "Not in the SSS paper. Hydra defaults + MiniRocket defaults; lr as MiniRocket's.",
     },
-}  # fmt: skip
+}
 """Default configurations (the published defaults; the SSS paper has no Hydra table)."""
 
 
@@ -191,7 +191,11 @@ class _HydraWindowModel(StandardisedLogisticHead, SeriesReading, WindowModel):
         for channel, hi in zip(used, bounds):
             picked = order[lo:hi]
             lo = hi
-            yield picked, np.array(store.series(int(channel)), dtype=np.float32), local[picked]  # a copy: memmaps are read-only
+            yield (
+                picked,
+                np.array(store.series(int(channel)), dtype=np.float32),
+                local[picked],
+            )  # a copy: memmaps are read-only
 
     def store_window_features(self, store: WindowSource, starts: np.ndarray, window_length: int) -> Tensor:
         """Counts (and PPV) by segment sums (:meth:`SeriesReading.store_window_features`), on the model's device."""
@@ -204,9 +208,14 @@ class _HydraWindowModel(StandardisedLogisticHead, SeriesReading, WindowModel):
 
     @torch.no_grad()
     def store_window_logits(
-        self, store: WindowSource, starts: np.ndarray, window_length: int, *, device: torch.device | str = "cpu",
+        self,
+        store: WindowSource,
+        starts: np.ndarray,
+        window_length: int,
+        *,
+        device: torch.device | str = "cpu",
         on_progress=None,
-    ) -> np.ndarray:  # fmt: skip
+    ) -> np.ndarray:
         """Logits of the head on the series features (:meth:`SeriesReading.store_window_logits`).
 
         A channel's windows are featurised :data:`~sss_viewer.models.hydra_series.GROUP_WINDOWS` at a
@@ -264,9 +273,15 @@ class HydraClassifier(_HydraWindowModel):
     non_negative_ints = ("seed",)
 
     def __init__(
-        self, input_length: int = 1024, kernels_per_group: int = 8, groups: int = 64, seed: int = 0,
-        revin: bool = False, revin_eps: float = 1e-5, feature_context: str | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        input_length: int = 1024,
+        kernels_per_group: int = 8,
+        groups: int = 64,
+        seed: int = 0,
+        revin: bool = False,
+        revin_eps: float = 1e-5,
+        feature_context: str | None = None,
+    ) -> None:
         super().__init__()
         self.set_feature_context(feature_context, revin)
         self.features = HydraFeatures(input_length, kernels_per_group, groups, seed)
@@ -319,10 +334,17 @@ class HydraMiniRocketClassifier(_HydraWindowModel):
     non_negative_ints = ("seed",)
 
     def __init__(
-        self, input_length: int = 1024, kernels_per_group: int = 8, groups: int = 64, num_features: int = 9_996,
-        seed: int = 0, revin: bool = False, revin_eps: float = 1e-5, feature_context: str | None = None,
+        self,
+        input_length: int = 1024,
+        kernels_per_group: int = 8,
+        groups: int = 64,
+        num_features: int = 9_996,
+        seed: int = 0,
+        revin: bool = False,
+        revin_eps: float = 1e-5,
+        feature_context: str | None = None,
         dilation_split: str = "reference",
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__()
         self.set_feature_context(feature_context, revin)
         self.hydra = HydraFeatures(input_length, kernels_per_group, groups, seed)

@@ -52,6 +52,7 @@ of positions) are processed in chunks of this size, so memory stays bounded what
 _DEVICE_CHUNK_ELEMENTS = 1 << 26
 """The same bound on an accelerator (256 MB of float32)."""
 
+
 def hydra_dilations(input_length: int) -> list[int]:
     """Dilations ``2 ** 0 ... 2 ** E``: the largest ``E`` with ``8 * 2 ** E <= input_length - 1``.
 

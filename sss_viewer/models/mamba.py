@@ -45,7 +45,7 @@ APP_C_BEST: dict[str, Any] = {
     "patch_stride": 16,
     "d_model": None,
     "note": "App. C table 'Mamba': lr {1e-4,1e-5,1e-6} best 1e-6; layers {1,2,3} best 2; "
-            "d_model {16,32,64} with no best marked (32 used as default); patching 64/16.",
+    "d_model {16,32,64} with no best marked (32 used as default); patching 64/16.",
 }
 """Best configuration from the paper's appendix C (learning rate and sizes)."""
 
@@ -109,11 +109,17 @@ class MambaClassifier(WindowModel):
         self.revin = RevIN(revin_eps, revin_affine) if revin else nn.Identity()
         self.patch_embed = nn.Linear(patch_size, d_model)
         mambapy = require("mambapy.mamba", extra="mamba", feature="The Mamba backbone")  # not needed to list models
-        self.mamba = mambapy.Mamba(mambapy.MambaConfig(
-            d_model=d_model, n_layers=n_layers, d_state=d_state,
-            expand_factor=expand_factor, d_conv=d_conv,
-            pscan=True, use_cuda=False,
-        ))
+        self.mamba = mambapy.Mamba(
+            mambapy.MambaConfig(
+                d_model=d_model,
+                n_layers=n_layers,
+                d_state=d_state,
+                expand_factor=expand_factor,
+                d_conv=d_conv,
+                pscan=True,
+                use_cuda=False,
+            )
+        )
         self.norm = mambapy.RMSNorm(d_model)
         self.head_dropout = nn.Dropout(head_dropout)
         self.head = nn.Linear(d_model, 1)

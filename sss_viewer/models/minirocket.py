@@ -56,15 +56,23 @@ logger = logging.getLogger(__name__)
 GPU_CHANNELS_PER_CALL = 16
 """Channels scored together off the CPU: at 2**16 positions a block, ~2 GB of intermediates on the device."""
 
-__all__ = ["APP_C_BEST", "FEATURE_CONTEXTS", "MiniRocketClassifier", "MiniRocketFeatures", "kernel_taps", "minirocket_dilations"]
+__all__ = [
+    "APP_C_BEST",
+    "FEATURE_CONTEXTS",
+    "MiniRocketClassifier",
+    "MiniRocketFeatures",
+    "kernel_taps",
+    "minirocket_dilations",
+]
 
 APP_C_BEST: dict[str, Any] = {
     "num_features": 9_996,
     "lr": 1e-3,
     "note": "Not in the SSS paper. Dempster et al. (2021) defaults: 84 kernels, ~10,000 features, at most "
-            "32 dilations; lr of the logistic head chosen here (Bonn inner validation).",
-}  # fmt: skip
+    "32 dilations; lr of the logistic head chosen here (Bonn inner validation).",
+}
 """Default configuration (MiniRocket's published defaults; the SSS paper has no MiniRocket table)."""
+
 
 class MiniRocketClassifier(StandardisedLogisticHead, SeriesReading, WindowModel):
     """MiniRocket features with a standardised logistic head: ``(B, T)`` → ``(B,)`` logits.
@@ -98,9 +106,15 @@ class MiniRocketClassifier(StandardisedLogisticHead, SeriesReading, WindowModel)
     non_negative_ints = ("seed",)
 
     def __init__(
-        self, input_length: int = 1024, num_features: int = 9_996, seed: int = 0, revin: bool = False,
-        revin_eps: float = 1e-5, feature_context: str | None = None, dilation_split: str = "reference",
-    ) -> None:  # fmt: skip
+        self,
+        input_length: int = 1024,
+        num_features: int = 9_996,
+        seed: int = 0,
+        revin: bool = False,
+        revin_eps: float = 1e-5,
+        feature_context: str | None = None,
+        dilation_split: str = "reference",
+    ) -> None:
         super().__init__()
         self.set_feature_context(feature_context, revin)
         self.features = MiniRocketFeatures(input_length, num_features, seed, dilation_split)
@@ -154,9 +168,14 @@ class MiniRocketClassifier(StandardisedLogisticHead, SeriesReading, WindowModel)
 
     @torch.no_grad()
     def store_window_logits(
-        self, store: WindowSource, starts: np.ndarray, window_length: int, *, device: torch.device | str = "cpu",
+        self,
+        store: WindowSource,
+        starts: np.ndarray,
+        window_length: int,
+        *,
+        device: torch.device | str = "cpu",
         on_progress=None,
-    ) -> np.ndarray:  # fmt: skip
+    ) -> np.ndarray:
         """Logits by the evidence series (:meth:`SeriesReading.store_window_logits`).
 
         On the CPU numba kernels run, a group of channels at a time (``on_progress`` after each group);
@@ -186,9 +205,13 @@ class MiniRocketClassifier(StandardisedLogisticHead, SeriesReading, WindowModel)
                 x = torch.zeros(len(rows), max(len(r) for r in rows), dtype=torch.float32, device=device)
                 for i, r in enumerate(rows):  # np.array copies: memmap views are read-only
                     x[i, : len(r)] = torch.from_numpy(np.array(r, dtype=np.float32)).to(device)
-                out[picked] = series_features.torch_window_logits(
-                    self.features, weights, constant, x, local[picked], window_length, rows=position
-                ).cpu().numpy()
+                out[picked] = (
+                    series_features.torch_window_logits(
+                        self.features, weights, constant, x, local[picked], window_length, rows=position
+                    )
+                    .cpu()
+                    .numpy()
+                )
             done += len(picked)
             if on_progress is not None:
                 on_progress(done / max(len(starts), 1))
@@ -203,4 +226,3 @@ class MiniRocketClassifier(StandardisedLogisticHead, SeriesReading, WindowModel)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.classify(self.frozen_features(x))
-

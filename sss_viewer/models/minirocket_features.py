@@ -47,7 +47,15 @@ from sss_viewer.models.base import check_sequence
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DILATION_SPLITS", "KERNEL_LENGTH", "MAX_DILATIONS", "N_KERNELS", "MiniRocketFeatures", "kernel_taps", "minirocket_dilations"]
+__all__ = [
+    "DILATION_SPLITS",
+    "KERNEL_LENGTH",
+    "MAX_DILATIONS",
+    "N_KERNELS",
+    "MiniRocketFeatures",
+    "kernel_taps",
+    "minirocket_dilations",
+]
 
 KERNEL_LENGTH = 9
 N_KERNELS = 84
@@ -79,9 +87,7 @@ DILATION_SPLITS = ("reference", "legacy")
 """How the features per kernel are split over the dilations (see the module docstring)."""
 
 
-def minirocket_dilations(
-    input_length: int, num_features: int, split: str = "reference"
-) -> tuple[list[int], list[int]]:
+def minirocket_dilations(input_length: int, num_features: int, split: str = "reference") -> tuple[list[int], list[int]]:
     """Dilations and the number of features (biases per kernel) at each.
 
     Parameters

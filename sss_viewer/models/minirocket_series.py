@@ -154,7 +154,9 @@ class SeriesLayout:
         """
         weights = np.asarray(weights, dtype=np.float64)
         counts = -(-self.n_biases // 4) * 4
-        offsets = (np.concatenate([[0], np.cumsum(N_KERNELS * counts)[:-1]])[:, None] + np.arange(N_KERNELS) * counts[:, None])
+        offsets = (
+            np.concatenate([[0], np.cumsum(N_KERNELS * counts)[:-1]])[:, None] + np.arange(N_KERNELS) * counts[:, None]
+        )
         total = int(N_KERNELS * counts.sum())
         step_b = np.full(total, np.inf, dtype=np.float32)
         step_w = np.zeros(total, dtype=np.float64)
@@ -244,7 +246,9 @@ def _base_block(xp: np.ndarray, at: int, d: int, n: int, base: np.ndarray) -> No
 
 
 @njit(cache=True, inline="always")
-def _kernel_block(xp: np.ndarray, at: int, d: int, taps: np.ndarray, k: int, n: int, base: np.ndarray, c: np.ndarray) -> None:
+def _kernel_block(
+    xp: np.ndarray, at: int, d: int, taps: np.ndarray, k: int, n: int, base: np.ndarray, c: np.ndarray
+) -> None:
     """c[t] = 3 * (x[t+a] + x[t+b] + x[t+c]) - base[t], the output of kernel k."""
     three = np.float32(3.0)
     o0 = at + (taps[k, 0] - 4) * d
@@ -256,7 +260,9 @@ def _kernel_block(xp: np.ndarray, at: int, d: int, taps: np.ndarray, k: int, n: 
 
 
 @njit(cache=True, inline="always")
-def _add_steps(c: np.ndarray, e: np.ndarray, n: int, step_biases: np.ndarray, step_weights: np.ndarray, s0: int, ns: int) -> None:
+def _add_steps(
+    c: np.ndarray, e: np.ndarray, n: int, step_biases: np.ndarray, step_weights: np.ndarray, s0: int, ns: int
+) -> None:
     """e[t] += the step function of one kernel at c[t], four sorted biases per pass.
 
     ``step_biases[s0:s0+ns]`` are the kernel's biases sorted in groups of four (``+inf`` fills the
@@ -277,9 +283,7 @@ def _add_steps(c: np.ndarray, e: np.ndarray, n: int, step_biases: np.ndarray, st
 
 
 @njit(cache=True, inline="always")
-def _kernel_steps(
-    xp, at, d, taps, k, n, base, c, e, step_biases, step_weights, s0, ns
-):  # fmt: skip
+def _kernel_steps(xp, at, d, taps, k, n, base, c, e, step_biases, step_weights, s0, ns):
     """:func:`_kernel_block` then :func:`_add_steps`, the first four steps in the same pass.
 
     The output stays in a register for the first group (most kernels have four biases or fewer);
@@ -341,9 +345,23 @@ def _count_steps(c: np.ndarray, lo: int, hi: int, biases: np.ndarray, f0: int, n
 
 @njit(cache=True, parallel=True)
 def _evidence_logits(
-    data, offsets, lengths, margin, win_start, win_first, win_stop, dilations, step_offsets, step_counts, padded, taps,
-    step_biases, step_weights, window_length, out,
-):  # fmt: skip
+    data,
+    offsets,
+    lengths,
+    margin,
+    win_start,
+    win_first,
+    win_stop,
+    dilations,
+    step_offsets,
+    step_counts,
+    padded,
+    taps,
+    step_biases,
+    step_weights,
+    window_length,
+    out,
+):
     """Every window's evidence into ``out`` (float64, n_windows), one series per thread.
 
     Windows ``win_first[i]:win_stop[i]`` (sorted by start) belong to series ``i``.
@@ -378,7 +396,19 @@ def _evidence_logits(
                 for k in range(84):
                     e = e_pad if padded[di, k] else e_unp
                     _kernel_steps(
-                        xp, at, d, taps, k, n, base, c, e, step_biases, step_weights, step_offsets[di, k], step_counts[di]
+                        xp,
+                        at,
+                        d,
+                        taps,
+                        k,
+                        n,
+                        base,
+                        c,
+                        e,
+                        step_biases,
+                        step_weights,
+                        step_offsets[di, k],
+                        step_counts[di],
                     )
                 if inner:
                     for t in range(n):
@@ -405,9 +435,22 @@ def _evidence_logits(
 
 @njit(cache=True, parallel=True)
 def _segment_features(
-    data, offsets, lengths, margin, win_start, win_first, win_stop, dilations, n_biases, feature_offsets, padded, taps,
-    biases, window_length, out,
-):  # fmt: skip
+    data,
+    offsets,
+    lengths,
+    margin,
+    win_start,
+    win_first,
+    win_stop,
+    dilations,
+    n_biases,
+    feature_offsets,
+    padded,
+    taps,
+    biases,
+    window_length,
+    out,
+):
     """PPV of every feature in every window, ``out`` (n_windows, F) float32, one series per thread."""
     n_series = len(offsets)
     for i in prange(n_series):
@@ -513,8 +556,9 @@ def _run_per_series(series_list, series, start, window_length: int, margin: int,
         call(np.concatenate(pieces), offsets, sizes.astype(np.int64), idx, g_stop - counts, g_stop, local)
 
 
-def window_logits(features: MiniRocketFeatures, weights: np.ndarray, constant: float, series_list, series, start,
-                  window_length: int) -> np.ndarray:  # fmt: skip
+def window_logits(
+    features: MiniRocketFeatures, weights: np.ndarray, constant: float, series_list, series, start, window_length: int
+) -> np.ndarray:
     """Window logits of a MiniRocket classifier through the evidence series, on the CPU (numba).
 
     Parameters
@@ -553,9 +597,23 @@ def window_logits(features: MiniRocketFeatures, weights: np.ndarray, constant: f
         part = np.zeros(len(idx), dtype=np.float64)
         with _KERNEL_LOCK:
             _evidence_logits(
-                data, offsets, lengths, layout.margin, local, first, stop, layout.dilations, step_offsets, step_counts,
-                layout.padded, layout.taps, step_biases, step_weights, window_length, part,
-            )  # fmt: skip
+                data,
+                offsets,
+                lengths,
+                layout.margin,
+                local,
+                first,
+                stop,
+                layout.dilations,
+                step_offsets,
+                step_counts,
+                layout.padded,
+                layout.taps,
+                step_biases,
+                step_weights,
+                window_length,
+                part,
+            )
         out[idx] = part
 
     _run_per_series(series_list, series, start, window_length, layout.margin, call)
@@ -597,9 +655,22 @@ def window_features(features: MiniRocketFeatures, series_list, series, start, wi
         block = np.empty((len(idx), features.n_features), dtype=np.float32)
         with _KERNEL_LOCK:
             _segment_features(
-                data, offsets, lengths, layout.margin, local, first, stop, layout.dilations, layout.n_biases,
-                layout.feature_offsets, layout.padded, layout.taps, layout.biases, window_length, block,
-            )  # fmt: skip
+                data,
+                offsets,
+                lengths,
+                layout.margin,
+                local,
+                first,
+                stop,
+                layout.dilations,
+                layout.n_biases,
+                layout.feature_offsets,
+                layout.padded,
+                layout.taps,
+                layout.biases,
+                window_length,
+                block,
+            )
         out[idx] = block
 
     _run_per_series(series_list, series, start, window_length, layout.margin, call)
@@ -622,9 +693,16 @@ def _conv_outputs(xp: torch.Tensor, at: int, n: int, d: int, taps: torch.Tensor)
     return three * 3.0 - base[:, None, :]
 
 
-def torch_window_logits(features: MiniRocketFeatures, weights: np.ndarray, constant: float, x: torch.Tensor,
-                        starts: np.ndarray, window_length: int, rows: np.ndarray | None = None,
-                        evidence: str | None = None) -> torch.Tensor:  # fmt: skip
+def torch_window_logits(
+    features: MiniRocketFeatures,
+    weights: np.ndarray,
+    constant: float,
+    x: torch.Tensor,
+    starts: np.ndarray,
+    window_length: int,
+    rows: np.ndarray | None = None,
+    evidence: str | None = None,
+) -> torch.Tensor:
     """Window logits through the evidence series in torch, for one or more channels of equal length.
 
     Channels of different lengths may be zero-padded at the end to one length: a window lies inside
@@ -693,8 +771,9 @@ def torch_window_logits(features: MiniRocketFeatures, weights: np.ndarray, const
     return out + constant
 
 
-def _evidence_tables(layout: SeriesLayout, weights: np.ndarray, dilation_index: int, b_rows: int,
-                     device: torch.device, sorted_: bool) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+def _evidence_tables(
+    layout: SeriesLayout, weights: np.ndarray, dilation_index: int, b_rows: int, device: torch.device, sorted_: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One dilation's biases and weights for :func:`_evidence_by_search` or :func:`_evidence_by_comparison`.
 
     Returns
@@ -768,4 +847,3 @@ def explicit_window_features(features: MiniRocketFeatures, windows: torch.Tensor
 def numba_threads() -> int:
     """Threads the numba kernels use (torch's threads without numba)."""
     return int(numba.get_num_threads()) if numba is not None else torch.get_num_threads()
-

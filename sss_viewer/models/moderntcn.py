@@ -68,14 +68,13 @@ APP_C_BEST: dict[str, Any] = {
 class _Block(nn.Module):
     """One ModernTCN block, ``(B, d_model, N) → (B, d_model, N)`` (see the module notes)."""
 
-    def __init__(self, d_model: int, dw_dims: int, large_size: int, small_size: int,
-                 ffn_ratio: int, dropout: float) -> None:
+    def __init__(
+        self, d_model: int, dw_dims: int, large_size: int, small_size: int, ffn_ratio: int, dropout: float
+    ) -> None:
         super().__init__()
         self.proj = nn.Conv1d(d_model, dw_dims, 1) if dw_dims != d_model else nn.Identity()
-        self.dw_large = nn.Conv1d(dw_dims, dw_dims, large_size, padding=large_size // 2,
-                                  groups=dw_dims, bias=False)
-        self.dw_small = nn.Conv1d(dw_dims, dw_dims, small_size, padding=small_size // 2,
-                                  groups=dw_dims, bias=False)
+        self.dw_large = nn.Conv1d(dw_dims, dw_dims, large_size, padding=large_size // 2, groups=dw_dims, bias=False)
+        self.dw_small = nn.Conv1d(dw_dims, dw_dims, small_size, padding=small_size // 2, groups=dw_dims, bias=False)
         self.norm = nn.BatchNorm1d(dw_dims)
         hidden = ffn_ratio * d_model
         self.ffn = nn.Sequential(
@@ -133,8 +132,17 @@ class ModernTCN(WindowModel):
     """
 
     name: ClassVar[str] = "moderntcn"
-    positive_ints = ("window_length", "patch_size", "patch_stride", "d_model", "n_layers", "large_size", "small_size",
-                     "dw_dims", "ffn_ratio")
+    positive_ints = (
+        "window_length",
+        "patch_size",
+        "patch_stride",
+        "d_model",
+        "n_layers",
+        "large_size",
+        "small_size",
+        "dw_dims",
+        "ffn_ratio",
+    )
     fractions = ("dropout",)
 
     def __init__(
@@ -169,8 +177,7 @@ class ModernTCN(WindowModel):
         self.revin = MaskedRevIN(revin_eps, revin_affine) if revin else None
         self.embed = nn.Conv1d(1, d_model, patch_size, stride=patch_stride)
         self.blocks = nn.ModuleList(
-            _Block(d_model, dw_dims, large_size, small_size, ffn_ratio, dropout)
-            for _ in range(n_layers)
+            _Block(d_model, dw_dims, large_size, small_size, ffn_ratio, dropout) for _ in range(n_layers)
         )
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(d_model, 1)
@@ -191,8 +198,7 @@ class ModernTCN(WindowModel):
         Tensor, shape (B, 1, n_tokens), float
         """
         # The zero extension of the last patch is not padding: it inherits the last sample's flag.
-        m = F.pad(mask.unsqueeze(1).float(), (0, self.patch_size - self.patch_stride),
-                  mode="replicate")
+        m = F.pad(mask.unsqueeze(1).float(), (0, self.patch_size - self.patch_stride), mode="replicate")
         return F.avg_pool1d(m, self.patch_size, self.patch_stride)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:

@@ -67,10 +67,14 @@ logger = logging.getLogger(__name__)
 __all__ = ["APP_C_BEST", "CPU_KERNELS", "PatchTST"]
 
 APP_C_BEST = {
-    "d_model": 32, "d_ff": 32, "n_heads": 4, "lr": 1e-5, "window_length": 10000,
+    "d_model": 32,
+    "d_ff": 32,
+    "n_heads": 4,
+    "lr": 1e-5,
+    "window_length": 10000,
     "note": "App. C table 'PatchTST' (red entries); num_enc_layers {1,2,3} has none marked. The defaults "
-            "here follow the authors' code (d_ff 128, 2 layers, L 1024 pooled samples), see DESIGN.md.",
-}  # fmt: skip
+    "here follow the authors' code (d_ff 128, 2 layers, L 1024 pooled samples), see DESIGN.md.",
+}
 """The paper's best PatchTST configuration (appendix C)."""
 
 CPU_KERNELS = ("stock", "custom")
@@ -159,8 +163,9 @@ class _CPUDropoutFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor, p: float) -> Tensor:
         threshold, scale = _keep_threshold(p)
-        mask = _fill_keep_mask(torch.empty_like(x, memory_format=torch.contiguous_format),
-                               threshold, _new_seed()).mul_(scale)
+        mask = _fill_keep_mask(torch.empty_like(x, memory_format=torch.contiguous_format), threshold, _new_seed()).mul_(
+            scale
+        )
         ctx.save_for_backward(mask)
         return x * mask
 

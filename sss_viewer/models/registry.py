@@ -39,10 +39,19 @@ __all__ = [
 MODEL_REGISTRY: dict[str, type[WindowModel]] = {
     cls.name: cls
     for cls in (
-        PatchTST, TimesNet, ModernTCN, DLinear, RocketClassifier, MambaClassifier, GRUClassifier, LSTMClassifier,
-        MiniRocketClassifier, HydraClassifier, HydraMiniRocketClassifier,
+        PatchTST,
+        TimesNet,
+        ModernTCN,
+        DLinear,
+        RocketClassifier,
+        MambaClassifier,
+        GRUClassifier,
+        LSTMClassifier,
+        MiniRocketClassifier,
+        HydraClassifier,
+        HydraMiniRocketClassifier,
     )
-}  # fmt: skip
+}
 """Known backbones by name."""
 
 FINITE_CONTEXT = ("patchtst", "timesnet", "moderntcn", "dlinear")
@@ -54,11 +63,7 @@ INFINITE_CONTEXT = ("rocket", "mamba", "gru", "lstm", "minirocket", "hydra", "hy
 def _accepted_params(cls: type[WindowModel]) -> list[str]:
     """Keyword parameters of ``cls.__init__`` (without ``self``)."""
     sig = inspect.signature(cls.__init__)
-    return [
-        p.name
-        for p in list(sig.parameters.values())[1:]
-        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    ]
+    return [p.name for p in list(sig.parameters.values())[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
 
 def build_model(name: str, **params: Any) -> WindowModel:

@@ -110,6 +110,5 @@ class MaskedRevIN(RevIN):
             var = torch.where(mask, x - mean, zero).square().sum(-1, keepdim=True) / count
             scale = torch.rsqrt(var + self.eps)
         centred = x - mean
-        out = torch.addcmul(self.bias, centred, scale * self.weight) if self.affine \
-            else centred * scale
+        out = torch.addcmul(self.bias, centred, scale * self.weight) if self.affine else centred * scale
         return torch.where(mask, out, zero)

@@ -45,11 +45,21 @@ logger = logging.getLogger(__name__)
 __all__ = ["APP_C_BEST", "GRUClassifier", "LSTMClassifier"]
 
 APP_C_BEST: dict[str, dict[str, Any]] = {
-    "gru": {"lr": 1e-4, "d_model": 32, "n_layers": 3, "bidirectional": True,
-            "note": "App. C table 'GRUs' (red entries); search: lr {1e-4,1e-5,1e-6}, "
-                    "d_model {16,32,64}, layers {1,2,3}, bidirectional {True,False}."},
-    "lstm": {"lr": 1e-4, "d_model": 32, "n_layers": 3, "bidirectional": True,
-             "note": "No table in App. C; GRU's used."},
+    "gru": {
+        "lr": 1e-4,
+        "d_model": 32,
+        "n_layers": 3,
+        "bidirectional": True,
+        "note": "App. C table 'GRUs' (red entries); search: lr {1e-4,1e-5,1e-6}, "
+        "d_model {16,32,64}, layers {1,2,3}, bidirectional {True,False}.",
+    },
+    "lstm": {
+        "lr": 1e-4,
+        "d_model": 32,
+        "n_layers": 3,
+        "bidirectional": True,
+        "note": "No table in App. C; GRU's used.",
+    },
 }
 """Best configurations from the paper's appendix C (learning rate and sizes)."""
 

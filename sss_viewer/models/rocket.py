@@ -75,9 +75,7 @@ _CHUNK_ELEMENTS = 1 << 22
 """Convolution outputs computed at once (16 MiB of float32), to bound memory on long input."""
 
 
-def generate_kernels(
-    num_kernels: int, input_length: int, seed: int
-) -> dict[str, Tensor]:
+def generate_kernels(num_kernels: int, input_length: int, seed: int) -> dict[str, Tensor]:
     """Draw ROCKET kernels, sorted by (dilation, padded or not, length).
 
     Parameters
@@ -112,8 +110,7 @@ def generate_kernels(
     dilations = torch.floor(2.0**exponents).long()
     padded = torch.randint(2, (num_kernels,), generator=gen).bool()
     paddings = torch.where(padded, (lengths - 1) * dilations // 2, 0)
-    order = sorted(range(num_kernels), key=lambda i: (int(dilations[i]), int(paddings[i] > 0),
-                                                      int(lengths[i]), i))
+    order = sorted(range(num_kernels), key=lambda i: (int(dilations[i]), int(paddings[i] > 0), int(lengths[i]), i))
     idx = torch.tensor(order)
     return {
         "weights": weights[idx].float().contiguous(),
@@ -235,9 +232,7 @@ class RocketClassifier(StandardisedLogisticHead, WindowModel):
     ) -> None:
         super().__init__()
         if input_length < _MAX_LEN:
-            raise ValueError(
-                f"Invalid input_length={input_length}: expected at least {_MAX_LEN}."
-            )
+            raise ValueError(f"Invalid input_length={input_length}: expected at least {_MAX_LEN}.")
         self.revin_affine = bool(revin_affine)
         self.n_features = 2 * num_kernels
         self.min_length = 2
@@ -256,8 +251,7 @@ class RocketClassifier(StandardisedLogisticHead, WindowModel):
 
     def _make_groups(self) -> dict[int, list[tuple[int, int, int, int]]]:
         """Contiguous ``(start, stop, length, padding)`` runs of the sorted kernels, per dilation."""
-        keys = list(zip(self.dilations.tolist(), self.lengths.tolist(), self.paddings.tolist(),
-                        strict=True))
+        keys = list(zip(self.dilations.tolist(), self.lengths.tolist(), self.paddings.tolist(), strict=True))
         groups: dict[int, list[tuple[int, int, int, int]]] = {}
         start = 0
         for i in range(1, len(keys) + 1):
@@ -288,9 +282,7 @@ class RocketClassifier(StandardisedLogisticHead, WindowModel):
             # The 11 dilated taps of every kernel of this dilation over "same" output positions:
             # taps[:, j, i] = x[i + (j - 5) * dilation], zero outside the series.
             xp = F.pad(x, (half * dilation, half * dilation))
-            taps = torch.stack(
-                [xp[:, j * dilation : j * dilation + t] for j in range(_MAX_LEN)], dim=1
-            )  # (B, 11, T)
+            taps = torch.stack([xp[:, j * dilation : j * dilation + t] for j in range(_MAX_LEN)], dim=1)  # (B, 11, T)
             for start, stop, length, padding in groups:
                 lo, hi = 0, t
                 if padding == 0:  # valid positions only: the kernel's span inside the series

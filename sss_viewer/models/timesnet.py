@@ -74,8 +74,7 @@ APP_C_BEST: dict[str, Any] = {
 def _sinusoidal_encoding(length: int, d_model: int) -> Tensor:
     """Fixed sin/cos positional encoding, shape ``(length, d_model)``."""
     pos = torch.arange(length, dtype=torch.float32).unsqueeze(1)
-    freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32)
-                     * (-math.log(10000.0) / d_model))
+    freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
     pe = torch.zeros(length, d_model)
     pe[:, 0::2] = torch.sin(pos * freq)
     pe[:, 1::2] = torch.cos(pos * freq[: d_model // 2])
@@ -97,8 +96,7 @@ class _Inception(nn.Module):
         super().__init__()
         self.num_kernels = num_kernels
         self.weights = nn.ParameterList(
-            nn.Parameter(torch.empty(c_out, c_in, 2 * i + 1, 2 * i + 1))
-            for i in range(num_kernels)
+            nn.Parameter(torch.empty(c_out, c_in, 2 * i + 1, 2 * i + 1)) for i in range(num_kernels)
         )
         self.biases = nn.Parameter(torch.zeros(num_kernels, c_out))
         for w in self.weights:
@@ -199,14 +197,10 @@ class TimesNet(WindowModel):
             raise ValueError(f"Invalid window_length={window_length}: TimesNet needs at least 4.")
         self.window_length = window_length
         self.revin = MaskedRevIN(revin_eps, revin_affine) if revin else None
-        self.value_embed = nn.Conv1d(1, d_model, 3, padding=1, padding_mode="circular",
-                                     bias=False)
+        self.value_embed = nn.Conv1d(1, d_model, 3, padding=1, padding_mode="circular", bias=False)
         nn.init.kaiming_normal_(self.value_embed.weight, mode="fan_in", nonlinearity="leaky_relu")
-        self.register_buffer("pos_embed", _sinusoidal_encoding(window_length, d_model),
-                             persistent=False)
-        self.blocks = nn.ModuleList(
-            _TimesBlock(d_model, d_ff, num_kernels, top_k) for _ in range(n_layers)
-        )
+        self.register_buffer("pos_embed", _sinusoidal_encoding(window_length, d_model), persistent=False)
+        self.blocks = nn.ModuleList(_TimesBlock(d_model, d_ff, num_kernels, top_k) for _ in range(n_layers))
         self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(n_layers))
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(d_model, 1)

@@ -12,7 +12,10 @@ _PUBLIC = {
     "sss_viewer.preprocessing.filters": ("filter_block", "preprocess_channels"),
     "sss_viewer.preprocessing.cache": ("SeriesCache", "default_cache_dir"),
     "sss_viewer.preprocessing.artifacts": (
-        "ArtifactConfig", "ArtifactReport", "detect_artifacts", "detect_recording_artifacts",
+        "ArtifactConfig",
+        "ArtifactReport",
+        "detect_artifacts",
+        "detect_recording_artifacts",
     ),
 }
 """The public names, by the module that defines them; each is imported on first use (:mod:`sss_viewer._lazy`)."""

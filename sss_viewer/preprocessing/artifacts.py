@@ -386,7 +386,7 @@ def _block_stats(
         frames = (x[:, : n_frames * frame] - centre).reshape(n * n_frames, frame)
         coef = frames @ matrix
         n_freq = matrix.shape[1] // 2
-        power = (coef[:, :n_freq].astype(np.float64) ** 2 + coef[:, n_freq:].astype(np.float64) ** 2)
+        power = coef[:, :n_freq].astype(np.float64) ** 2 + coef[:, n_freq:].astype(np.float64) ** 2
         power = power.reshape(n, n_frames, n_line, n_off).mean(axis=1)
         n_band = len(_LINE_BAND_HZ)
         line_band = power[..., :n_band].sum(axis=-1)
@@ -403,8 +403,9 @@ def _usable_line_freqs(sfreq: float, line_freq: float | None) -> list[float]:
     if len(usable) < len(candidates):
         logger.info(
             "line-noise check skips %s Hz: above what %.6g Hz sampling shows",
-            ", ".join(f"{f:g}" for f in candidates if f not in usable), sfreq,
-        )  # fmt: skip
+            ", ".join(f"{f:g}" for f in candidates if f not in usable),
+            sfreq,
+        )
     return usable
 
 
@@ -420,9 +421,14 @@ def _times(ratio: float) -> str:
 
 
 def _analyse(
-    stats: _BlockStats, bounds: np.ndarray, n_times: int, sfreq: float, ch_names: list[str],
-    line_freqs: list[float], config: ArtifactConfig,
-) -> ArtifactReport:  # fmt: skip
+    stats: _BlockStats,
+    bounds: np.ndarray,
+    n_times: int,
+    sfreq: float,
+    ch_names: list[str],
+    line_freqs: list[float],
+    config: ArtifactConfig,
+) -> ArtifactReport:
     """Relative criteria on the statistics of every channel: the report."""
     n = len(ch_names)
     amplitude = np.quantile(stats.seg_sd, _CHANNEL_QUANTILE, axis=1)

@@ -52,6 +52,7 @@ def _owner() -> str:
     """``<pid>@<host>``: who builds a temporary folder (a pid alone is ambiguous in a cache shared by machines)."""
     return f"{os.getpid()}@{_HOST}"
 
+
 CACHE_VERSION = 3
 """Bump when the preprocessing code changes what it writes for the same config (2: entries carry a checksum; 3: notches and high-pass filtered as one cascade)."""
 _DIGESTS_FILE = "file_digests.json"
@@ -237,7 +238,11 @@ class SeriesCache:
             os.replace(tmp, self._digests_path)
         except OSError as exc:  # only a speed-up: a full disk costs a re-hash next time
             tmp.unlink(missing_ok=True)
-            logger.warning("Could not update %s (%s); file digests will be computed again.", self._digests_path, exc.strerror or exc)
+            logger.warning(
+                "Could not update %s (%s); file digests will be computed again.",
+                self._digests_path,
+                exc.strerror or exc,
+            )
 
     def key(self, recording: Recording, picks: np.ndarray, config: PreprocessConfig) -> str:
         """Cache key of ``recording``'s ``picks`` under ``config``."""
@@ -339,7 +344,9 @@ class SeriesCache:
         except OSError as exc:
             if str(self.root) in str(exc):
                 raise
-            raise OSError(exc.errno, f"Cannot write the cache entry for {recording.label} in {self.root}: {exc.strerror or exc}") from None
+            raise OSError(
+                exc.errno, f"Cannot write the cache entry for {recording.label} in {self.root}: {exc.strerror or exc}"
+            ) from None
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return self._open(entry, key)
@@ -376,12 +383,16 @@ class SeriesCache:
         try:
             index = json.loads((entry / "index.json").read_text(encoding="utf-8"))
         except ValueError as exc:
-            raise OSError(f"Cache entry {entry} is damaged: {entry / 'index.json'} is not valid JSON ({exc}).") from None
+            raise OSError(
+                f"Cache entry {entry} is damaged: {entry / 'index.json'} is not valid JSON ({exc})."
+            ) from None
         lengths = np.asarray(index["lengths"], dtype=np.int64)
         total = int(lengths.sum())
         path = entry / "series.f32"
         if path.stat().st_size != 4 * total:
-            raise OSError(f"Cache entry {entry} is damaged: {path.name} has {path.stat().st_size} bytes, expected {4 * total}.")
+            raise OSError(
+                f"Cache entry {entry} is damaged: {path.name} has {path.stat().st_size} bytes, expected {4 * total}."
+            )
         data = np.memmap(path, dtype=np.float32, mode="r", shape=(total,)) if total else np.zeros(0, np.float32)
         return CachedSeries(
             data=data,

@@ -230,7 +230,9 @@ def native_rates(rates, *, allow_mixed: bool = False, what: str = "training reco
                 f"{listing}: windows of one length in samples would span {max(counts) / min(counts):.3g}x different "
                 "durations. Resample them to one rate (sss-viewer train --target-sfreq R) or train on one rate."
             )
-        logger.warning("The %s keep their native rates, which differ: %s; windows span different durations.", what, listing)
+        logger.warning(
+            "The %s keep their native rates, which differ: %s; windows span different durations.", what, listing
+        )
     return tuple(counts)
 
 

@@ -181,8 +181,14 @@ def preprocess_into(
     means = np.zeros(len(picks))  # of each pick's filtered (and pooled) series
     stds = np.zeros(len(picks))
     n_chunks = -(-n_times // step)
-    bar = tqdm(total=len(picks) * n_chunks, desc=f"preprocess {recording.label}", unit="chunk", disable=not progress or None)
-    pool = ThreadPoolExecutor(FILTER_THREADS, thread_name_prefix="sss-preprocess") if FILTER_THREADS > 1 and len(picks) > 1 else None
+    bar = tqdm(
+        total=len(picks) * n_chunks, desc=f"preprocess {recording.label}", unit="chunk", disable=not progress or None
+    )
+    pool = (
+        ThreadPoolExecutor(FILTER_THREADS, thread_name_prefix="sss-preprocess")
+        if FILTER_THREADS > 1 and len(picks) > 1
+        else None
+    )
     reader = ThreadPoolExecutor(1, thread_name_prefix="sss-read-ahead")
     try:
         for g0 in range(0, len(picks), group):
@@ -245,7 +251,9 @@ def preprocess_into(
     return unusable
 
 
-def _read_block(recording: Recording, picks: np.ndarray, start: int, step: int, margin: int) -> tuple[np.ndarray, int, int]:
+def _read_block(
+    recording: Recording, picks: np.ndarray, start: int, step: int, margin: int
+) -> tuple[np.ndarray, int, int]:
     """Samples ``[start - margin, start + step + margin)`` (clipped to the recording) of channels ``picks``.
 
     Returns

@@ -16,7 +16,6 @@ from sss_viewer.synth.config import ABNORMAL_COLUMNS, SynthConfig
 logger = logging.getLogger(__name__)
 
 
-
 # --------------------------------------------------------------------------------------------
 # Writing (BIDS-like)
 # --------------------------------------------------------------------------------------------

@@ -22,7 +22,6 @@ from sss_viewer.synth.run import synthesise_recording
 logger = logging.getLogger(__name__)
 
 
-
 def generate_cohort(
     out_dir: str | Path, n_patients: int, seed: int = 0, config: SynthConfig | None = None, *, progress: bool = True
 ) -> Path:
@@ -70,9 +69,14 @@ def generate_cohort(
                 ]
             logger.info(
                 "sub-%s run-%s (%s): %d channels (%d SOZ), %.1f s at %g Hz",
-                recording.subject, recording.run, recording.centre, recording.n_channels,
-                int(recording.soz.sum()), recording.duration_s, recording.sfreq,
-            )  # fmt: skip
+                recording.subject,
+                recording.run,
+                recording.centre,
+                recording.n_channels,
+                int(recording.soz.sum()),
+                recording.duration_s,
+                recording.sfreq,
+            )
     write_cohort_tables(out, pd.DataFrame(cohort_rows), pd.DataFrame(label_rows), abnormal)
     description = dataset_description(seed, n_patients, config)
     (out / "dataset_description.json").write_text(json.dumps(description, indent=2) + "\n")

@@ -14,7 +14,6 @@ from sss_viewer._validate import check_positive_int, check_range
 logger = logging.getLogger(__name__)
 
 
-
 CENTRES = ("JHH", "NIH", "UMMC", "UMF")
 """The four ds003029 centres, in the round-robin order patients are assigned to."""
 

@@ -15,7 +15,6 @@ from sss_viewer.synth.config import CENTRES, SynthConfig, centre_table
 logger = logging.getLogger(__name__)
 
 
-
 # --------------------------------------------------------------------------------------------
 # Patient (montage) level
 # --------------------------------------------------------------------------------------------

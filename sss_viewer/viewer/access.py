@@ -186,7 +186,11 @@ def refusal() -> str | None:
 
     In Jupyter or a script (no served session) there is no request and nothing to refuse.
     """
-    if os.environ.get(ALLOW_ENV) == "1" or pn.state.curdoc is None or getattr(pn.state.curdoc, "session_context", None) is None:
+    if (
+        os.environ.get(ALLOW_ENV) == "1"
+        or pn.state.curdoc is None
+        or getattr(pn.state.curdoc, "session_context", None) is None
+    ):
         return None
     request = _request()
     if request is None or pn.state.user:
@@ -199,6 +203,7 @@ def refusal() -> str | None:
         return None
     logger.warning(
         "Refused an unauthenticated session from %s (connection from %s; not loopback); see sss_viewer.viewer.access",
-        address, peer,
-    )  # fmt: skip
+        address,
+        peer,
+    )
     return SAFE_SERVING.format(address=address, env=ALLOW_ENV, proxies_env=TRUSTED_PROXIES_ENV)

@@ -171,14 +171,18 @@ class AnnotationPanel(pn.viewable.Viewer):
     goto_s = param.Number(default=None, allow_None=True, doc="Set (and triggered) by Go to: centre the view here.")
     out_dir = param.Path(default=None, allow_None=True, check_exists=False, doc="The output folder.")
     sidecar_dir = param.Path(
-        default=None, allow_None=True, check_exists=False,
+        default=None,
+        allow_None=True,
+        check_exists=False,
         doc="Folder of this recording's sidecars inside out_dir (keyed by the recording: locate_sidecars); "
         "None: out_dir itself.",
-    )  # fmt: skip
+    )
     data_root = param.Path(
-        default=None, allow_None=True, check_exists=False,
+        default=None,
+        allow_None=True,
+        check_exists=False,
         doc="Folder recordings are browsed in: a file inside it keys its sidecars by its path relative to it.",
-    )  # fmt: skip
+    )
     stem = param.String(default="recording", doc="Sidecar name stem (the recording source's name).")
     source = param.Path(default=None, allow_None=True, check_exists=False, doc="The recording's file, if any.")
     autosave = param.Boolean(default=True, doc="Save on every change when an output folder is set.")
@@ -234,9 +238,11 @@ class AnnotationPanel(pn.viewable.Viewer):
         self._apply = pn.widgets.Button(label="Apply", color="primary", width=80)
         self._cancel = pn.widgets.Button(label="Cancel", width=80)
         self._move_row = pn.Column(
-            self._move_text, pn.Row(self._move_time, self._apply, self._cancel), visible=False,
+            self._move_text,
+            pn.Row(self._move_time, self._apply, self._cancel),
+            visible=False,
             sizing_mode="stretch_width",
-        )  # fmt: skip
+        )
         self._bad = pn.widgets.MultiChoice(
             label="Bad channels", options=list(self.channels), value=list(self.bad_channels)
         )
@@ -350,10 +356,15 @@ class AnnotationPanel(pn.viewable.Viewer):
         self._recorded_types = list(getattr(recording, "ch_types", []) or []) or None
         self._recorded = _recorded_labels(recording)
         self._adopt(
-            annotations, channels=names, out_dir=None if out_dir is None else str(out_dir), stem=stem,
+            annotations,
+            channels=names,
+            out_dir=None if out_dir is None else str(out_dir),
+            stem=stem,
             sidecar_dir=None if folder is None else str(folder),
-            source=None if recording.source is None else str(recording.source), status=status, conflicts=[],
-        )  # fmt: skip
+            source=None if recording.source is None else str(recording.source),
+            status=status,
+            conflicts=[],
+        )
         self._base, self._seen, self._autosave_blocked = annotations, seen, blocked
         self._undo_stack, self._unsaved = [], []
         self._refresh_undo()
@@ -366,9 +377,12 @@ class AnnotationPanel(pn.viewable.Viewer):
         self._loading = True
         try:
             self.param.update(
-                markers=list(annotations.markers), bad_channels=list(annotations.bad_channels),
-                soz_labels=dict(annotations.soz_labels), type_overrides=dict(annotations.type_overrides), **params,
-            )  # fmt: skip
+                markers=list(annotations.markers),
+                bad_channels=list(annotations.bad_channels),
+                soz_labels=dict(annotations.soz_labels),
+                type_overrides=dict(annotations.type_overrides),
+                **params,
+            )
         finally:
             self._loading = False
 
@@ -378,9 +392,11 @@ class AnnotationPanel(pn.viewable.Viewer):
     def annotations(self) -> AnnotationSet:
         """The current annotations."""
         return AnnotationSet(
-            markers=list(self.markers), bad_channels=list(self.bad_channels),
-            soz_labels=dict(self.soz_labels), type_overrides=dict(self.type_overrides),
-        )  # fmt: skip
+            markers=list(self.markers),
+            bad_channels=list(self.bad_channels),
+            soz_labels=dict(self.soz_labels),
+            type_overrides=dict(self.type_overrides),
+        )
 
     @property
     def undo_actions(self) -> list[str]:
@@ -455,9 +471,14 @@ class AnnotationPanel(pn.viewable.Viewer):
             return
         try:
             moved = make_marker(
-                onset_s, marker["kind"], marker["text"], marker["duration_s"], author=self.author, modified=utc_now(),
+                onset_s,
+                marker["kind"],
+                marker["text"],
+                marker["duration_s"],
+                author=self.author,
+                modified=utc_now(),
                 marker_id=marker["id"],
-            )  # fmt: skip
+            )
         except ValueError as err:
             self.status = f"⚠ {err}"
             return
@@ -662,10 +683,19 @@ class AnnotationPanel(pn.viewable.Viewer):
         try:
             check_out_dir(self.out_dir, self.source)
             result = sync_annotations(
-                self.annotations, self._folder, self.stem, base=self._base, seen=self._seen,
-                channel_names=list(self.channels) or None, channel_types=self._recorded_types, source=self.source,
-                author=self.author, edits=list(self._unsaved), force=force, identity=self._identity,
-            )  # fmt: skip
+                self.annotations,
+                self._folder,
+                self.stem,
+                base=self._base,
+                seen=self._seen,
+                channel_names=list(self.channels) or None,
+                channel_types=self._recorded_types,
+                source=self.source,
+                author=self.author,
+                edits=list(self._unsaved),
+                force=force,
+                identity=self._identity,
+            )
         except AnnotationFileError as err:
             self._autosave_blocked = True
             self.status = f"⚠ Not saved: {err} Press Save to replace it (the old file is kept as a backup)."

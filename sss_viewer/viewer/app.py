@@ -52,8 +52,8 @@ from sss_viewer.viewer.scorers import (
 from sss_viewer.viewer.scoring import BackgroundScorer, ScoringProgress, is_marker
 from sss_viewer.viewer.spectrum import FocusSpectrum
 from sss_viewer.viewer.timecourse import SozTimeCourse
-from sss_viewer.viewer.train_panel import TrainPanel
 from sss_viewer.viewer.traces import TraceView
+from sss_viewer.viewer.train_panel import TrainPanel
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +78,12 @@ DEMO_MARKER_NOTICE = (
 def trace_markers(markers: list[dict]) -> list[dict]:
     """Annotation markers (``onset_s, duration_s, kind, text``) as the trace view draws them."""
     return [
-        {"onset": m["onset_s"], "duration": m.get("duration_s", 0.0), "kind": m["kind"], "description": m.get("text", "")}
+        {
+            "onset": m["onset_s"],
+            "duration": m.get("duration_s", 0.0),
+            "kind": m["kind"],
+            "description": m.get("text", ""),
+        }
         for m in markers
     ]
 
@@ -111,11 +116,15 @@ class ViewerApp(pn.viewable.Viewer):
     bundle = param.ClassSelector(class_=ModelBundle, default=None, allow_None=True)
     scores = param.ClassSelector(class_=RecordingScores, default=None, allow_None=True)
     message = param.String(default="", doc="Last error or notice, shown above the plots.")
-    scoring_disabled = param.String(default="", doc="Why the chosen scorer does not score this recording (empty when it does).")
+    scoring_disabled = param.String(
+        default="", doc="Why the chosen scorer does not score this recording (empty when it does)."
+    )
     is_demo = param.Boolean(default=False)
     out_dir = param.Path(default=None, allow_None=True, check_exists=False)
 
-    def __init__(self, data_root=None, model_dir=None, out_dir=None, load_demo: bool = True, scorer: str | None = None, **params):
+    def __init__(
+        self, data_root=None, model_dir=None, out_dir=None, load_demo: bool = True, scorer: str | None = None, **params
+    ):
         super().__init__(out_dir=Path(out_dir or os.environ.get("SSS_VIEWER_OUTPUT", "sss-viewer-output")), **params)
         root = Path(data_root or os.environ.get("SSS_VIEWER_DATA_ROOT") or Path.cwd())
         self.browser = RecordingBrowser(
@@ -195,18 +204,36 @@ class ViewerApp(pn.viewable.Viewer):
         self.ranking.param.watch(lambda e: setattr(self.recording_heat, "display_names", dict(e.new)), "display_names")
         self.annotations.param.watch(lambda e: setattr(self.recording_heat, "onset_s", first_onset(e.new)), "markers")
         self.recording_heat.param.watch(  # a click on the heat map: that channel, centred on that time
-            lambda e: e.new is not None and self.traces.param.update(focus_channel=e.new[0], start_s=max(0.0, min(
-                e.new[1] - self.traces.span_s / 2, self.traces.duration_s - self.traces.span_s))), "selected",
-        )  # fmt: skip
+            lambda e: (
+                e.new is not None
+                and self.traces.param.update(
+                    focus_channel=e.new[0],
+                    start_s=max(
+                        0.0, min(e.new[1] - self.traces.span_s / 2, self.traces.duration_s - self.traces.span_s)
+                    ),
+                )
+            ),
+            "selected",
+        )
         self.traces.param.watch(lambda e: setattr(self.annotations, "current_time_s", float(e.new)), "start_s")
         self.annotations.param.watch(  # "Go to": centre the view on the marker (the marker is not changed)
-            lambda e: e.new is not None and setattr(self.traces, "start_s", max(0.0, min(
-                float(e.new) - self.traces.span_s / 2, self.traces.duration_s - self.traces.span_s))), "goto_s",
-        )  # fmt: skip
+            lambda e: (
+                e.new is not None
+                and setattr(
+                    self.traces,
+                    "start_s",
+                    max(0.0, min(float(e.new) - self.traces.span_s / 2, self.traces.duration_s - self.traces.span_s)),
+                )
+            ),
+            "goto_s",
+        )
         self.traces.cursor.param.watch(  # a double-click or x-drag on the traces in a "click adds" mode
-            lambda e: e.new and self.annotations.add_marker(
-                e.new["kind"], onset_s=e.new["onset_s"], duration_s=e.new["duration_s"]), "marker_request",
-        )  # fmt: skip
+            lambda e: (
+                e.new
+                and self.annotations.add_marker(e.new["kind"], onset_s=e.new["onset_s"], duration_s=e.new["duration_s"])
+            ),
+            "marker_request",
+        )
 
     def _on_trained_model(self, event) -> None:
         """A model trained on this data root's labels: list its folder in the model picker and pick it."""
@@ -555,19 +582,25 @@ class ViewerApp(pn.viewable.Viewer):
             self.recording = recording
             names = dict(zip(recording.ch_names, recording.display_names))
             self.channel_types.param.update(
-                channels=list(recording.ch_names), types=dict(zip(recording.ch_names, recording.ch_types)),
+                channels=list(recording.ch_names),
+                types=dict(zip(recording.ch_names, recording.ch_types)),
                 display_names=names,
-            )  # fmt: skip
+            )
             self.ranking.param.update(
                 scores=None, display_names=names, clinician_labels=dict(self.annotations.soz_labels)
             )
             self.timecourse.scores = None
             span = self._span_s  # the user's span, not one a shorter recording narrowed
             self.traces.param.update(
-                recording=recording, scores=None, span_s=span, start_s=self.first_view_start(recording, span), page=0,
+                recording=recording,
+                scores=None,
+                span_s=span,
+                start_s=self.first_view_start(recording, span),
+                page=0,
                 focus_channel="",
-                bad_channels=list(self.annotations.bad_channels), markers=trace_markers(self.annotations.markers),
-            )  # fmt: skip
+                bad_channels=list(self.annotations.bad_channels),
+                markers=trace_markers(self.annotations.markers),
+            )
             self._view_window = self.traces.window()
             self._navigated = False
         finally:
@@ -578,16 +611,21 @@ class ViewerApp(pn.viewable.Viewer):
         self.scores = scores
         if self.is_demo:
             title = str((scores.scorer_info or {}).get("title") or scores.scorer)
-            self._notice.object = DEMO_NOTICE if scores.scorer == MODEL_SCORER else DEMO_MARKER_NOTICE.format(title=title)
+            self._notice.object = (
+                DEMO_NOTICE if scores.scorer == MODEL_SCORER else DEMO_MARKER_NOTICE.format(title=title)
+            )
         soz = self.soz_channels()
         if scores.scorer != MODEL_SCORER:
             self.ranking.threshold = float(self._marker_threshold(scores.scorer))
         elif self.bundle is not None:
             self.ranking.threshold = float(self.bundle.threshold)
         self.comparison.param.update(
-            first=scores, threshold=float(self.ranking.threshold), bad_channels=list(self.ranking.bad_channels),
-            clinician_labels=dict(self.ranking.clinician_labels), display_names=dict(self.ranking.display_names),
-        )  # fmt: skip
+            first=scores,
+            threshold=float(self.ranking.threshold),
+            bad_channels=list(self.ranking.bad_channels),
+            clinician_labels=dict(self.ranking.clinician_labels),
+            display_names=dict(self.ranking.display_names),
+        )
         self.ranking.param.update(scores=scores, bad_channels=list(self.annotations.bad_channels))
         self.traces.scores = scores
         self.timecourse.param.update(scores=scores, soz_channels=soz, bad_channels=list(self.annotations.bad_channels))
@@ -643,26 +681,38 @@ class ViewerApp(pn.viewable.Viewer):
         channel's highest-scoring window).
         """
         return choose_report_view(
-            self.ranking.table() if self.scores is not None else None, shown=self.traces.contacts(),
-            duration_s=float(self.traces.duration_s), onset_s=first_onset(self.annotations.markers),
-            soz_channels=self.soz_channels(), scores=self.scores,
-        )  # fmt: skip
+            self.ranking.table() if self.scores is not None else None,
+            shown=self.traces.contacts(),
+            duration_s=float(self.traces.duration_s),
+            onset_s=first_onset(self.annotations.markers),
+            soz_channels=self.soz_channels(),
+            scores=self.scores,
+        )
 
     def _report(self, path: Path, overwrite: bool) -> Path:
         """The one-page report; its figure is :meth:`report_view` (a copy of the trace view), not the page on screen."""
         by_model = self.scorers.scorer == MODEL_SCORER
-        description = self.model_description if by_model else f"{self.scorers.title()}: a training-free marker (nothing fitted)"
+        description = (
+            self.model_description if by_model else f"{self.scorers.title()}: a training-free marker (nothing fitted)"
+        )
         view = self.report_view()
         figure = report_figure(self.traces, view, self.scores, bad_channels=list(self.annotations.bad_channels))
         return export_report_html(
-            path, figure=figure, figure_caption=view.caption(self.traces.montage), ranking_df=self.ranking.table(),
+            path,
+            figure=figure,
+            figure_caption=view.caption(self.traces.montage),
+            ranking_df=self.ranking.table(),
             recording_label=self.recording.label,
-            model_description=description, annotations=self.annotations.annotations,
-            demo_model=self.is_demo_model and by_model, threshold=float(self.ranking.threshold),
-            agreement=self._agreement_text(), overwrite=overwrite,
+            model_description=description,
+            annotations=self.annotations.annotations,
+            demo_model=self.is_demo_model and by_model,
+            threshold=float(self.ranking.threshold),
+            agreement=self._agreement_text(),
+            overwrite=overwrite,
             notes=f"Not scored: {self.scoring_disabled}" if self.scoring_disabled else None,
-            scorer_info=self.ranking.scorer_info() or None, comparison=self.comparison.text(),
-        )  # fmt: skip
+            scorer_info=self.ranking.scorer_info() or None,
+            comparison=self.comparison.text(),
+        )
 
     def _agreement_text(self) -> str | None:
         from sss_viewer.viewer.ranking import agreement_text
@@ -733,18 +783,37 @@ class ViewerApp(pn.viewable.Viewer):
     # ------------------------------------------------------------------ layout
     def __panel__(self):
         sidebar = pn.Column(
-            "### Recording", self.browser, self.patient.button, "### Model", self.scorers, self.models, self._disabled,
+            "### Recording",
+            self.browser,
+            self.patient.button,
+            "### Model",
+            self.scorers,
+            self.models,
+            self._disabled,
             ScoringProgress(scorer=self.scorer),
             self.trainer,
-            "### Annotations", self.annotations, "### Channel types", self.channel_types,
-            "### Export", *self._downloads(), width=340,
-        )  # fmt: skip
+            "### Annotations",
+            self.annotations,
+            "### Channel types",
+            self.channel_types,
+            "### Export",
+            *self._downloads(),
+            width=340,
+        )
         main = pn.Column(
-            self._notice, self._message, self.keyboard, self.traces, self.spectrum, self.timecourse, self.recording_heat,
+            self._notice,
+            self._message,
+            self.keyboard,
+            self.traces,
+            self.spectrum,
+            self.timecourse,
+            self.recording_heat,
             "### Channel ranking",
-            self.ranking, self.comparison, self.patient,
+            self.ranking,
+            self.comparison,
+            self.patient,
             sizing_mode="stretch_width",
-        )  # fmt: skip
+        )
         return pn.Row(sidebar, main, sizing_mode="stretch_width")
 
 

@@ -51,7 +51,9 @@ class ChannelTypeEditor(pn.viewable.Viewer):
         self._refresh()
 
     def __panel__(self):
-        return pn.Column(pn.Row(self._channel, self._type), pn.Row(self._apply, self._current), sizing_mode="stretch_width")
+        return pn.Column(
+            pn.Row(self._channel, self._type), pn.Row(self._apply, self._current), sizing_mode="stretch_width"
+        )
 
     def request(self, channel: str | None, ch_type: str | None) -> None:
         """Ask for ``channel`` to become ``ch_type`` (ignored when either is missing or nothing changes)."""

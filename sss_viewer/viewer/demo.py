@@ -69,8 +69,6 @@ _MANIFEST = "manifest.json"
 _SCORES_VERSION = 2
 
 
-
-
 def demo_synth_config() -> SynthConfig:
     """The ``SynthConfig`` the demo recording is drawn with."""
     return SynthConfig(**DEMO_SYNTH)
@@ -119,7 +117,9 @@ def _write_demo(out: Path) -> Path:
         "SynthConfig": demo_synth_config().to_dict(),
     }
     (out / "dataset_description.json").write_text(json.dumps(description, indent=2) + "\n")
-    write_tsv(pd.DataFrame({"participant_id": [f"sub-{DEMO_SUBJECT}"], "site": [recording.centre]}), out / "participants.tsv")
+    write_tsv(
+        pd.DataFrame({"participant_id": [f"sub-{DEMO_SUBJECT}"], "site": [recording.centre]}), out / "participants.tsv"
+    )
     labels = pd.DataFrame({"subject": DEMO_SUBJECT, "channel": recording.ch_names, "soz": recording.soz.astype(int)})
     write_tsv(labels, out / "labels.tsv")
     abnormal = abnormal.assign(subject=DEMO_SUBJECT, run=recording.run)
@@ -277,7 +277,9 @@ def demo_scores(
 
     logger.info("scoring the demo recording with %s (once; cached in %s)", model_dir, folder)
     bundle = ModelBundle.load(model_dir)
-    scores = score_recording(bundle, load_demo(cache_dir), device=device, progress=False, heat_stride=fine_heat_stride(bundle))
+    scores = score_recording(
+        bundle, load_demo(cache_dir), device=device, progress=False, heat_stride=fine_heat_stride(bundle)
+    )
     save_scores(scores, folder, key)
     loaded = load_scores(folder, key)
     if loaded is None:
@@ -341,4 +343,3 @@ __all__ = [
     "load_scores",
     "save_scores",
 ]
-

@@ -37,9 +37,7 @@ def group_by_shaft(channels: Sequence[str]) -> dict[str, list[int]]:
     for i, name in enumerate(channels):
         groups.setdefault(shaft_name(name), []).append(i)
     numbers = [contact_number(name) for name in channels]
-    return {
-        shaft: sorted(idx, key=lambda i: (numbers[i] is None, numbers[i] or 0, i)) for shaft, idx in groups.items()
-    }
+    return {shaft: sorted(idx, key=lambda i: (numbers[i] is None, numbers[i] or 0, i)) for shaft, idx in groups.items()}
 
 
 @dataclass(frozen=True)
@@ -195,7 +193,9 @@ def decimate_minmax_lttb(t: np.ndarray, y: np.ndarray, n_out: int) -> np.ndarray
         return np.arange(len(y))
     from tsdownsample import MinMaxLTTBDownsampler
 
-    return np.asarray(MinMaxLTTBDownsampler().downsample(t, np.ascontiguousarray(y), n_out=max(n_out, 4)), dtype=np.int64)
+    return np.asarray(
+        MinMaxLTTBDownsampler().downsample(t, np.ascontiguousarray(y), n_out=max(n_out, 4)), dtype=np.int64
+    )
 
 
 def heatmap_rows(values: np.ndarray, rows: MontageRows) -> np.ndarray:
@@ -311,10 +311,18 @@ def implausible_unit_message(scale: float, unit: str = "µV") -> str:
     guesses = [name for name, factor in _UNIT_FACTORS.items() if lo_typ <= scale * factor <= hi_typ]
     if scale > high:
         guesses = [g for g in guesses if _UNIT_FACTORS[g] < 1]
-        what = f"amplitudes look like {guesses[0]} mislabelled as {unit}" if guesses else f"amplitudes are far too large for {unit}"
+        what = (
+            f"amplitudes look like {guesses[0]} mislabelled as {unit}"
+            if guesses
+            else f"amplitudes are far too large for {unit}"
+        )
     else:
         guesses = [g for g in guesses if _UNIT_FACTORS[g] > 1]
-        what = f"amplitudes look like {guesses[0]} mislabelled as {unit}" if guesses else f"amplitudes are far too small for {unit}"
+        what = (
+            f"amplitudes look like {guesses[0]} mislabelled as {unit}"
+            if guesses
+            else f"amplitudes are far too small for {unit}"
+        )
     return (
         f"Implausible amplitudes: {what}. The typical excursion is {scale:,.3g} {unit}, while iEEG is "
         f"usually {lo_typ:g}–{hi_typ:,.0f} {unit}. Check the file's units; values and the scale bar are shown as stored."
@@ -344,9 +352,7 @@ def centre_and_clip(data: np.ndarray, limits: np.ndarray | None) -> np.ndarray:
     return out
 
 
-def clip_envelope(
-    lo: np.ndarray, hi: np.ndarray, limits: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray]:
+def clip_envelope(lo: np.ndarray, hi: np.ndarray, limits: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """Per-bin min/max envelopes centred on each row's median bin centre and clipped to ``±limits``.
 
     Parameters

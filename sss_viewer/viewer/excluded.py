@@ -130,4 +130,3 @@ def excluded_text(excluded: dict[str, str], display: dict[str, str] | None = Non
     display = display or {}
     items = " · ".join(f"{display.get(name, name)}: {reason}" for name, reason in excluded.items())
     return f"{EXCLUDED_HEADING} {items}"
-

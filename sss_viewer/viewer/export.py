@@ -74,7 +74,18 @@ DEMO_MODEL_SENTENCE = (
     "This is the demo model, trained on synthetic data only: its scores show how the viewer works "
     "and say nothing about real patients."
 )
-REPORT_COLUMNS = ("rank", "channel", "shaft", "score", "value", "time_above", "interval", "label", "n_windows", "artifact")
+REPORT_COLUMNS = (
+    "rank",
+    "channel",
+    "shaft",
+    "score",
+    "value",
+    "time_above",
+    "interval",
+    "label",
+    "n_windows",
+    "artifact",
+)
 """Ranking columns the report shows, when the ranking has them (``value``: a marker's; ``artifact``: when a channel is flagged)."""
 REPORT_TITLES = {"time_above": "time ≥ thr", "label": "clinician", "n_windows": "windows"}
 
@@ -364,9 +375,11 @@ class _Session:
         try:
             self._playwright = sync_playwright().start()
             self._browser = self._playwright.chromium.launch(
-                executable_path=executable, headless=True, timeout=START_TIMEOUT_S * 1000,
+                executable_path=executable,
+                headless=True,
+                timeout=START_TIMEOUT_S * 1000,
                 args=["--hide-scrollbars", "--force-color-profile=srgb", "--disable-dev-shm-usage"],
-            )  # fmt: skip
+            )
             page = self._browser.new_page(viewport={"width": 1600, "height": 1200}, device_scale_factor=1)
             page.set_content(_SHELL_HTML)
             js = Path(bokehjs_path()) / "js"
@@ -628,10 +641,13 @@ def _ranking_html(ranking_df: pd.DataFrame, top_n: int, value_unit: str = "") ->
         reason = str(row.get("artifact", "") or "") if flagged else ""
         cells = "".join(
             f'<td><span class="badge" title="{html.escape(reason)}">artifact</span>{html.escape(reason)}</td>'
-            if c == "artifact" and reason else f"<td>{html.escape(_report_cell(c, row[c]))}</td>"
+            if c == "artifact" and reason
+            else f"<td>{html.escape(_report_cell(c, row[c]))}</td>"
             for c in cols
-        )  # fmt: skip
-        classes = " ".join(name for name, on in (("above", bool(row.get("above", False))), ("artifact", bool(reason))) if on)
+        )
+        classes = " ".join(
+            name for name, on in (("above", bool(row.get("above", False))), ("artifact", bool(reason))) if on
+        )
         rows.append(f'<tr class="{classes}">{cells}</tr>' if classes else f"<tr>{cells}</tr>")
     extra = len(shown) - min(top_n, len(ranking_df))
     meta = f"<p class='meta'>Top {min(top_n, len(ranking_df))} of {len(ranking_df)} channels"

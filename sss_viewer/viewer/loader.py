@@ -134,7 +134,9 @@ def resolve_inside(root: str | Path, relative: str | Path) -> Path:
     candidate, real = _resolve(root, relative)
     if not real.is_file():
         what = "a folder" if real.is_dir() else "not an existing file"
-        raise ValueError(f"Refused path {str(relative)!r}: it is {what} in the data root {root}; choose a recording file.")
+        raise ValueError(
+            f"Refused path {str(relative)!r}: it is {what} in the data root {root}; choose a recording file."
+        )
     if recording_extension(candidate.name) is None:
         raise ValueError(
             f"Refused path {str(relative)!r} in the data root {root}: unsupported file type; "
@@ -383,8 +385,12 @@ class LimitedFileDropper(pn.widgets.FileDropper):
     refused = param.String(default="", doc="Why the last upload was discarded on the server (empty if none was).")
 
     _rename = {  # server-side only: not synced to the browser
-        **pn.widgets.FileDropper._rename, "max_bytes": None, "max_held_bytes": None, "idle_s": None, "refused": None,
-    }  # fmt: skip
+        **pn.widgets.FileDropper._rename,
+        "max_bytes": None,
+        "max_held_bytes": None,
+        "idle_s": None,
+        "refused": None,
+    }
 
     def __init__(self, **params):
         params.setdefault("idle_s", _default_idle_s())
@@ -480,9 +486,11 @@ class LimitedFileDropper(pn.widgets.FileDropper):
         self.expire_idle()
         name, chunk, payload = data.get("name"), data.get("chunk"), data.get("data")
         well_formed = (
-            isinstance(name, str) and isinstance(chunk, int) and isinstance(data.get("type"), str)
+            isinstance(name, str)
+            and isinstance(chunk, int)
+            and isinstance(data.get("type"), str)
             and isinstance(payload, (bytes, bytearray, memoryview))
-        )  # fmt: skip
+        )
         if not well_formed:
             logger.warning("dropped a malformed upload chunk (name %r, chunk %r)", name, chunk)
             return
@@ -497,9 +505,10 @@ class LimitedFileDropper(pn.widgets.FileDropper):
             return
         if self.held_bytes() + len(payload) > self.max_held_bytes:
             self._refuse(
-                name, f"this session already holds {self.held_bytes() / MB:.1f} MB of uploads, and at most "
+                name,
+                f"this session already holds {self.held_bytes() / MB:.1f} MB of uploads, and at most "
                 f"{self.max_held_bytes / MB:g} MB are kept; upload one recording at a time.",
-            )  # fmt: skip
+            )
             return
         self._received[name] = received
         self._last_chunk[name] = time.monotonic()
@@ -524,9 +533,11 @@ class RecordingBrowser(pn.viewable.Viewer):
     path = param.String(default=None, allow_None=True, doc="The chosen file, relative to data_root.")
     max_upload_mb = param.Number(default=512, bounds=(0, None), doc="Largest accepted upload per file, MB.")
     upload_dir = param.ClassSelector(
-        class_=Path, default=None, allow_None=True,
+        class_=Path,
+        default=None,
+        allow_None=True,
         doc="Where uploads are written; by default a per-session temporary folder deleted when the session ends.",
-    )  # fmt: skip
+    )
     selected = param.ClassSelector(class_=Path, default=None, allow_None=True, doc="The chosen recording file.")
     error = param.String(default="", doc="Why the last choice or upload was refused (empty when it was not).")
     message = param.String(default="", doc="What happened last (for the status line).")
@@ -538,7 +549,9 @@ class RecordingBrowser(pn.viewable.Viewer):
         super().__init__(**params)
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._runs: dict[str, list[str]] = {}
-        self._listing = pn.widgets.Select(label="Recordings in the data folder", options={}, size=12, sizing_mode="stretch_width")
+        self._listing = pn.widgets.Select(
+            label="Recordings in the data folder", options={}, size=12, sizing_mode="stretch_width"
+        )
         self._up = pn.widgets.Button(label="⬆ Up", width=80)
         self._dropper = LimitedFileDropper(
             multiple=True, max_file_size=f"{self.max_upload_mb:g}MB", sizing_mode="stretch_width", **self._limits()
@@ -588,7 +601,9 @@ class RecordingBrowser(pn.viewable.Viewer):
             folders, files = list_folder(self.data_root, self.folder)
         except (ValueError, OSError) as exc:
             if isinstance(exc, OSError):
-                exc = f"Cannot list the folder {self.folder!r} of the data root {self.data_root}: {exc.strerror or exc}."
+                exc = (
+                    f"Cannot list the folder {self.folder!r} of the data root {self.data_root}: {exc.strerror or exc}."
+                )
             self.error = str(exc)
             if self.folder:
                 self.folder = ""
@@ -743,10 +758,11 @@ class RecordingBrowser(pn.viewable.Viewer):
             pn.bind(lambda f: f"**Data folder:** `{self.data_root}` / `{f or '.'}`", self.param.folder),
             sizing_mode="stretch_width",
         )
-        bids = pn.Column(
-            pn.pane.Markdown("**BIDS dataset**", visible=self.param.is_bids), self._subject, self._run
+        bids = pn.Column(pn.pane.Markdown("**BIDS dataset**", visible=self.param.is_bids), self._subject, self._run)
+        max_mb = pn.bind(
+            lambda mb: f"Drop a recording (BrainVision: .vhdr + .vmrk + .eeg together; ≤ {mb:g} MB per file)",
+            self.param.max_upload_mb,
         )
-        max_mb = pn.bind(lambda mb: f"Drop a recording (BrainVision: .vhdr + .vmrk + .eeg together; ≤ {mb:g} MB per file)", self.param.max_upload_mb)
         return pn.Column(
             where,
             pn.Row(self._up),
@@ -781,7 +797,9 @@ def _default_model() -> tuple[str, str | None]:
 class ModelPicker(pn.viewable.Viewer):
     """Choose a model directory inside ``models_root`` and load it as ``bundle``."""
 
-    models_root = param.Foldername(default=None, doc="Folder holding model directories (default: the bundled demo model's).")
+    models_root = param.Foldername(
+        default=None, doc="Folder holding model directories (default: the bundled demo model's)."
+    )
     model = param.Selector(default=None, objects=[], allow_None=True, doc="Model directory, relative to models_root.")
     bundle = param.ClassSelector(class_=ModelBundle, default=None, allow_None=True, doc="The loaded model.")
     model_dir = param.ClassSelector(class_=Path, default=None, allow_None=True, doc="Directory of the loaded model.")

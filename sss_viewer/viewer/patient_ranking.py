@@ -56,9 +56,13 @@ class PatientRankingPanel(pn.viewable.Viewer):
         self._doc = None
         self.button = pn.widgets.Button(label="Rank channels over all runs", disabled=True)
         self._table = pn.widgets.Tabulator(
-            pd.DataFrame(columns=list(SHOWN_COLUMNS)), show_index=False, disabled=True, height=320,
-            sizing_mode="stretch_width", pagination=None,
-        )  # fmt: skip
+            pd.DataFrame(columns=list(SHOWN_COLUMNS)),
+            show_index=False,
+            disabled=True,
+            height=320,
+            sizing_mode="stretch_width",
+            pagination=None,
+        )
 
     # -- public -------------------------------------------------------------------------------
 
@@ -83,9 +87,14 @@ class PatientRankingPanel(pn.viewable.Viewer):
             job = self._job
         self._doc = pn.state.curdoc
         self.param.update(
-            subject=subject, ranking=None, skipped={}, error="", progress=0.0, running=True,
+            subject=subject,
+            ranking=None,
+            skipped={},
+            error="",
+            progress=0.0,
+            running=True,
             status=f"Scoring the {len(runs)} run{'s' * (len(runs) != 1)} of {subject}…",
-        )  # fmt: skip
+        )
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sss-viewer-patient")
             if self._doc is not None and getattr(self._doc, "session_context", None) is not None:
@@ -134,17 +143,24 @@ class PatientRankingPanel(pn.viewable.Viewer):
             self._publish(job, progress=(done + 1) / len(runs))
         if not tables:
             self._publish(
-                job, running=False, skipped=skipped, status=f"No run of {subject} could be scored",
+                job,
+                running=False,
+                skipped=skipped,
+                status=f"No run of {subject} could be scored",
                 error=f"None of the {len(runs)} run(s) of {subject} could be scored: "
                 + "; ".join(f"{n}: {r}" for n, r in skipped.items()),
-            )  # fmt: skip
+            )
             return None
         ranking = rank_patient_channels(pd.concat(tables, ignore_index=True))
         left_out = f"; {len(skipped)} run(s) left out (see below)" if skipped else ""
         self._publish(
-            job, ranking=ranking, skipped=skipped, running=False, progress=1.0,
+            job,
+            ranking=ranking,
+            skipped=skipped,
+            running=False,
+            progress=1.0,
             status=f"{subject}: {len(ranking)} channels ranked by the mean of {len(tables)} run(s){left_out}",
-        )  # fmt: skip
+        )
         return ranking
 
     def _publish(self, job: int, **values) -> None:

@@ -32,16 +32,39 @@ from sss_viewer.viewer.display import shaft_name
 logger = logging.getLogger(__name__)
 
 RANKING_COLUMNS = (
-    "rank", "channel", "shaft", "score", "value", "time_above", "interval", "label", "artifact", "n_windows", "above",
-    "lower", "upper",
-)  # fmt: skip
+    "rank",
+    "channel",
+    "shaft",
+    "score",
+    "value",
+    "time_above",
+    "interval",
+    "label",
+    "artifact",
+    "n_windows",
+    "above",
+    "lower",
+    "upper",
+)
 """Columns of :func:`ranking_frame` (``interval`` only when the model gives intervals, ``value`` only for a
 marker, which has a value in its own unit)."""
 
 CSV_COLUMNS = (
-    "rank", "channel", "shaft", "score", "time_above", "lower", "upper", "label", "n_windows", "above",
-    "scorer", "value", "artifact", "scorer_note",
-)  # fmt: skip
+    "rank",
+    "channel",
+    "shaft",
+    "score",
+    "time_above",
+    "lower",
+    "upper",
+    "label",
+    "n_windows",
+    "above",
+    "scorer",
+    "value",
+    "artifact",
+    "scorer_note",
+)
 """Columns of the ranking CSV (:func:`ranking_csv_frame`): the original ten, then what scored the ranking
 (registry name), the marker's value, the artifact reason, and :func:`scorer_text`."""
 
@@ -320,7 +343,9 @@ def ranking_csv_frame(ranking: pd.DataFrame, scorer_info: dict | None = None) ->
     return out[list(CSV_COLUMNS)]
 
 
-def agreement(ranking: pd.DataFrame, threshold: float, *, unlabelled_as_not_soz: bool = False) -> dict[str, float] | None:
+def agreement(
+    ranking: pd.DataFrame, threshold: float, *, unlabelled_as_not_soz: bool = False
+) -> dict[str, float] | None:
     """Agreement of the ranking with the clinician labels, over channels with a known label and a score.
 
     Parameters
@@ -471,12 +496,20 @@ class RankingTable(pn.viewable.Viewer):
             self.param.unlabelled_as_not_soz, name="count unlabelled as not SOZ (agreement only; labels unchanged)"
         )
         self._provenance = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["sss-ranking-scorer"])
-        self._help = pn.pane.Markdown(SCORE_HELP, sizing_mode="stretch_width", styles={"color": "#444", "font-size": "0.9em"})
+        self._help = pn.pane.Markdown(
+            SCORE_HELP, sizing_mode="stretch_width", styles={"color": "#444", "font-size": "0.9em"}
+        )
         self._excluded = pn.pane.Markdown("", sizing_mode="stretch_width", styles={"color": "#666"})
         self._layout = pn.Column(
-            self._provenance, self._slider, self._agreement, self._unlabelled, self._help, self._tabulator, self._excluded,
+            self._provenance,
+            self._slider,
+            self._agreement,
+            self._unlabelled,
+            self._help,
+            self._tabulator,
+            self._excluded,
             sizing_mode="stretch_width",
-        )  # fmt: skip
+        )
         self._refresh()
 
     def __panel__(self):
@@ -489,7 +522,14 @@ class RankingTable(pn.viewable.Viewer):
             "artifact": {"type": "html"},
             "value": NumberFormatter(format="0,0.[0000]"),
             "score": number,
-            "time_above": {"type": "money", "decimal": ".", "thousand": "", "precision": 0, "symbol": " %", "symbolAfter": True},
+            "time_above": {
+                "type": "money",
+                "decimal": ".",
+                "thousand": "",
+                "precision": 0,
+                "symbol": " %",
+                "symbolAfter": True,
+            },
         }
         if self.display_names:
             formatters["channel"] = {"type": "lookup", **{k: v for k, v in self.display_names.items() if k != "type"}}
@@ -498,9 +538,12 @@ class RankingTable(pn.viewable.Viewer):
     def _titles(self) -> dict:
         unit = str(self.scorer_info().get("unit") or "")
         return {
-            "n_windows": "windows", "above": "≥ thr", "label": "clinician", "time_above": "time ≥ thr",
+            "n_windows": "windows",
+            "above": "≥ thr",
+            "label": "clinician",
+            "time_above": "time ≥ thr",
             "value": f"value ({unit})" if unit else "value",
-        }  # fmt: skip
+        }
 
     # ------------------------------------------------------------------ state
 
@@ -516,11 +559,14 @@ class RankingTable(pn.viewable.Viewer):
         """The current ranking (a copy of what the table shows, hidden ``lower``/``upper`` included)."""
         scores = self.scores
         return ranking_frame(
-            self._channels(), self.threshold, self.bad_channels,
+            self._channels(),
+            self.threshold,
+            self.bad_channels,
             windows=None if scores is None else scores.windows,
-            clinician_labels=self.clinician_labels, display_names=self.display_names,
+            clinician_labels=self.clinician_labels,
+            display_names=self.display_names,
             artifacts=channel_artifacts(scores),
-        )  # fmt: skip
+        )
 
     def csv_table(self) -> pd.DataFrame:
         """:func:`ranking_csv_frame` of the current ranking (what the CSV export writes)."""
@@ -637,7 +683,9 @@ class RankingTable(pn.viewable.Viewer):
             if len(unscored):
                 parts.append(
                     "No score (listed last): "
-                    + "; ".join(f"{c} ({r or 'no window scored'})" for c, r in zip(unscored["channel"], unscored["artifact"]))
+                    + "; ".join(
+                        f"{c} ({r or 'no window scored'})" for c, r in zip(unscored["channel"], unscored["artifact"])
+                    )
                 )
         return "  \n".join(parts)
 

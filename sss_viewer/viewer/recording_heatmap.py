@@ -140,9 +140,17 @@ def heat_element(
     ticks = [(n - 1 - i, shown[i]) for i in range(0, n, step)]
     height = int(np.clip(9 * n, 140, 460))
     image = image.opts(
-        cmap="viridis", clim=(0, 1), colorbar=True, yticks=ticks or [(0, "")], frame_width=width, frame_height=height,
-        tools=["hover", "tap"], title=title, fontsize={"title": "9pt", "yticks": "7pt"}, backend_opts=PLOT_BACKEND_OPTS,
-    )  # fmt: skip
+        cmap="viridis",
+        clim=(0, 1),
+        colorbar=True,
+        yticks=ticks or [(0, "")],
+        frame_width=width,
+        frame_height=height,
+        tools=["hover", "tap"],
+        title=title,
+        fontsize={"title": "9pt", "yticks": "7pt"},
+        backend_opts=PLOT_BACKEND_OPTS,
+    )
     layers = [image]
     if onset:
         layers.append(hv.VLine(0.0).opts(color=ONSET_COLOUR, line_width=2, line_dash="dashed"))
@@ -183,9 +191,12 @@ class RecordingHeatmap(pn.viewable.Viewer):
         if grid is None:
             grid = HeatGrid(np.full((0, 1), np.nan), [], np.array([0.0, 1.0]), None)
         return heat_element(
-            grid, width=self.plot_width, title=self.title(self.grid()), labels=self.display_names,
+            grid,
+            width=self.plot_width,
+            title=self.title(self.grid()),
+            labels=self.display_names,
             value_label=score_label(self.scores),
-        )  # fmt: skip
+        )
 
     def select_at(self, x: float | None, y: float | None) -> None:
         """Set :attr:`selected` from a click at drawn point ``(x, y)`` (nothing outside the cells)."""

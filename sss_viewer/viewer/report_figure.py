@@ -33,9 +33,22 @@ BEFORE_S = 5.0
 AFTER_S = 15.0
 """The figure spans ``BEFORE_S`` before to ``AFTER_S`` after the onset (or the best window's centre ± half of it)."""
 COPIED = (
-    "recording", "scores", "montage", "amplitude_uv", "shaft_gain", "highpass_hz", "lowpass_hz", "notch_hz",
-    "heat_opacity", "show_heatmap", "markers", "bin_s", "clip_traces", "plot_width", "row_height",
-)  # fmt: skip
+    "recording",
+    "scores",
+    "montage",
+    "amplitude_uv",
+    "shaft_gain",
+    "highpass_hz",
+    "lowpass_hz",
+    "notch_hz",
+    "heat_opacity",
+    "show_heatmap",
+    "markers",
+    "bin_s",
+    "clip_traces",
+    "plot_width",
+    "row_height",
+)
 """What the report's trace view copies from the live one (everything that decides how a row looks)."""
 
 
@@ -173,9 +186,11 @@ class ReportTraces(TraceView):
             if r is not None and r not in picked:
                 picked.append(r)
         return MontageRows(
-            [rows.labels[r] for r in picked], [rows.members[r] for r in picked], [rows.shafts[r] for r in picked],
+            [rows.labels[r] for r in picked],
+            [rows.members[r] for r in picked],
+            [rows.shafts[r] for r in picked],
             rows.kind,
-        )  # fmt: skip
+        )
 
     def rows(self) -> MontageRows:
         """The rows of :attr:`report_channels` among the live montage's rows."""
@@ -189,10 +204,16 @@ class ReportTraces(TraceView):
 def report_traces(live: TraceView, view: ReportView) -> ReportTraces:
     """A :class:`ReportTraces` copy of ``live`` over ``view``'s channels and span (``live`` is not changed)."""
     copy = ReportTraces(
-        **{name: getattr(live, name) for name in COPIED}, report_channels=list(view.channels),
-        bad_channels=list(live.bad_channels), show_overview=False, focus_channel="",
-        page=0, page_size=max(1, len(view.channels)), start_s=view.t0, span_s=max(view.t1 - view.t0, 1e-3),
-    )  # fmt: skip
+        **{name: getattr(live, name) for name in COPIED},
+        report_channels=list(view.channels),
+        bad_channels=list(live.bad_channels),
+        show_overview=False,
+        focus_channel="",
+        page=0,
+        page_size=max(1, len(view.channels)),
+        start_s=view.t0,
+        span_s=max(view.t1 - view.t0, 1e-3),
+    )
     return copy
 
 

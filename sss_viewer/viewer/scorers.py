@@ -22,8 +22,8 @@ says so), :func:`compare_rankings`, :func:`comparison_frame`, :func:`comparison_
 from __future__ import annotations
 
 import logging
-import os
 import math
+import os
 
 import numpy as np
 import pandas as pd
@@ -99,7 +99,9 @@ def default_scorer(choices: dict[str, str] | None = None) -> str:
     if wanted:
         if wanted in names:
             return wanted
-        logger.warning("%s=%r is not a scorer of this viewer (%s); using the default", SCORER_ENV, wanted, ", ".join(sorted(names)))
+        logger.warning(
+            "%s=%r is not a scorer of this viewer (%s); using the default", SCORER_ENV, wanted, ", ".join(sorted(names))
+        )
     default = biomarkers.DEFAULT_SCORER
     if default in names:
         return default
@@ -156,9 +158,13 @@ def model_scorer_info(bundle, model_dir=None) -> dict:
     else:
         validation = f"{auc_text} (held out from its training cohort); see its training record"
     return {
-        "name": MODEL_SCORER, "title": MODEL_TITLE, "unit": "", "reference": f"{method}; {description}",
-        "kind": "model", "validation": validation,
-    }  # fmt: skip
+        "name": MODEL_SCORER,
+        "title": MODEL_TITLE,
+        "unit": "",
+        "reference": f"{method}; {description}",
+        "kind": "model",
+        "validation": validation,
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -214,9 +220,15 @@ def compare_rankings(first: pd.DataFrame, second: pd.DataFrame, k: int | None = 
     if len(both) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0:
         rho = float(spearmanr(x, y).statistic)
     return {
-        "spearman": rho, "n_common": len(both), "k": k, "overlap": len(set(top_a) & set(top_b)),
-        "top_first": top_a, "top_second": top_b, "auc_first": _channel_auc(first), "auc_second": _channel_auc(second),
-    }  # fmt: skip
+        "spearman": rho,
+        "n_common": len(both),
+        "k": k,
+        "overlap": len(set(top_a) & set(top_b)),
+        "top_first": top_a,
+        "top_second": top_b,
+        "auc_first": _channel_auc(first),
+        "auc_second": _channel_auc(second),
+    }
 
 
 def comparison_text(metrics: dict, first_title: str, second_title: str) -> str:
@@ -282,7 +294,9 @@ class ScorerPicker(pn.viewable.Viewer):
     """
 
     scorer = param.Selector(default=None, objects=[], doc="Registry name of the scorer that ranks the recording.")
-    compare = param.Selector(default=NO_COMPARISON, objects=[NO_COMPARISON], doc="A second scorer to compare with ('' = none).")
+    compare = param.Selector(
+        default=NO_COMPARISON, objects=[NO_COMPARISON], doc="A second scorer to compare with ('' = none)."
+    )
 
     def __init__(self, **params):
         choices = scorer_choices()
@@ -298,9 +312,14 @@ class ScorerPicker(pn.viewable.Viewer):
         return next((t for t, n in self.choices.items() if n == name), scorer_title(name))
 
     def __panel__(self):
-        pick = pn.widgets.Select.from_param(self.param.scorer, name="Ranking by", options=dict(self.choices), sizing_mode="stretch_width")
+        pick = pn.widgets.Select.from_param(
+            self.param.scorer, name="Ranking by", options=dict(self.choices), sizing_mode="stretch_width"
+        )
         other = pn.widgets.Select.from_param(
-            self.param.compare, name="Compare with", options={"none": NO_COMPARISON, **self.choices}, sizing_mode="stretch_width"
+            self.param.compare,
+            name="Compare with",
+            options={"none": NO_COMPARISON, **self.choices},
+            sizing_mode="stretch_width",
         )
         return pn.Column(pick, other, sizing_mode="stretch_width")
 
@@ -314,7 +333,9 @@ class ScorerComparison(pn.viewable.Viewer):
     """
 
     first = param.ClassSelector(class_=RecordingScores, default=None, allow_None=True, doc="The ranking's scores.")
-    second = param.ClassSelector(class_=RecordingScores, default=None, allow_None=True, doc="The compared scorer's scores.")
+    second = param.ClassSelector(
+        class_=RecordingScores, default=None, allow_None=True, doc="The compared scorer's scores."
+    )
     second_title = param.String(default="", doc="Title of the compared scorer (shown while it scores).")
     status = param.String(default="", doc="Why there is no comparison yet (scoring, or the reason it cannot score).")
     threshold = param.Number(default=0.5, bounds=(0.0, 1.0), doc="The first ranking's threshold (its top-k).")
@@ -329,12 +350,19 @@ class ScorerComparison(pn.viewable.Viewer):
         number = {"type": "money", "decimal": ".", "thousand": "", "precision": 2}
         self._tabulator = pn.widgets.Tabulator(
             value=comparison_frame(ranking_frame(None, 0.5), ranking_frame(None, 0.5)),
-            pagination="local", page_size=20, show_index=False, sortable=False, disabled=True,
-            hidden_columns=["artifact_1", "artifact_2"], formatters={"score_1": number, "score_2": number},
+            pagination="local",
+            page_size=20,
+            show_index=False,
+            sortable=False,
+            disabled=True,
+            hidden_columns=["artifact_1", "artifact_2"],
+            formatters={"score_1": number, "score_2": number},
             sizing_mode="stretch_width",
-        )  # fmt: skip
+        )
         self._tabulator.style.apply(_mark_artifacts, axis=1)
-        self._layout = pn.Column(self._title, self._agreement, self._tabulator, sizing_mode="stretch_width", visible=False)
+        self._layout = pn.Column(
+            self._title, self._agreement, self._tabulator, sizing_mode="stretch_width", visible=False
+        )
         self._refresh()
 
     def __panel__(self):
@@ -345,8 +373,12 @@ class ScorerComparison(pn.viewable.Viewer):
         if self.first is None or self.second is None:
             return None
         options = {"clinician_labels": self.clinician_labels, "display_names": self.display_names}
-        a = ranking_frame(self.first.channels, self.threshold, self.bad_channels, artifacts=channel_artifacts(self.first), **options)
-        b = ranking_frame(self.second.channels, self.threshold, self.bad_channels, artifacts=channel_artifacts(self.second), **options)
+        a = ranking_frame(
+            self.first.channels, self.threshold, self.bad_channels, artifacts=channel_artifacts(self.first), **options
+        )
+        b = ranking_frame(
+            self.second.channels, self.threshold, self.bad_channels, artifacts=channel_artifacts(self.second), **options
+        )
         return a, b
 
     def metrics(self) -> dict | None:
@@ -373,7 +405,17 @@ class ScorerComparison(pn.viewable.Viewer):
         empty = ranking_frame(None, self.threshold)
         return comparison_frame(*(pair or (empty, empty)))
 
-    @param.depends("first", "second", "second_title", "status", "threshold", "bad_channels", "clinician_labels", "display_names", watch=True)
+    @param.depends(
+        "first",
+        "second",
+        "second_title",
+        "status",
+        "threshold",
+        "bad_channels",
+        "clinician_labels",
+        "display_names",
+        watch=True,
+    )
     def _refresh(self) -> None:
         first, second = self.titles()
         self._layout.visible = bool(self.second is not None or self.status)
@@ -385,9 +427,11 @@ class ScorerComparison(pn.viewable.Viewer):
             self._agreement.object = f"**Agreement:** {comparison_text(metrics, first, second)}"
         names = self.display_names
         self._tabulator.titles = {
-            "channel_1": f"{first} channel", "score_1": f"{first} score",
-            "channel_2": f"{second} channel", "score_2": f"{second} score",
-        }  # fmt: skip
+            "channel_1": f"{first} channel",
+            "score_1": f"{first} score",
+            "channel_2": f"{second} channel",
+            "score_2": f"{second} score",
+        }
         if names:
             lookup = {"type": "lookup", **{k: v for k, v in names.items() if k != "type"}}
             self._tabulator.formatters = {**self._tabulator.formatters, "channel_1": lookup, "channel_2": lookup}

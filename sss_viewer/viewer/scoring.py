@@ -121,18 +121,21 @@ class BackgroundScorer(param.Parameterized):
     running = param.Boolean(default=False, doc="A job is in progress.")
     result = param.ClassSelector(class_=RecordingScores, default=None, allow_None=True, doc="The last finished scores.")
     partial = param.ClassSelector(
-        class_=RecordingScores, default=None, allow_None=True,
+        class_=RecordingScores,
+        default=None,
+        allow_None=True,
         doc="Scores of the channels asked for first (``start(first_channels=...)``) while the others are scored; "
         "``pending`` says how many are left. Superseded by ``result``.",
-    )  # fmt: skip
+    )
     error = param.String(default="", doc="Why the last job failed (empty when it did not).")
     cache_size = param.Integer(default=4, bounds=(0, None), doc="Finished results kept for reuse.")
     session_start_delay_s = param.Number(
-        default=0.0, bounds=(0, None),
+        default=0.0,
+        bounds=(0, None),
         doc="In a served session, seconds the worker waits before it starts (the first view of a newly "
         "opened recording is drawn and sent without a scorer competing for the cores). Cached results are "
         "published at once; a newer job ends the wait.",
-    )  # fmt: skip
+    )
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -204,7 +207,9 @@ class BackgroundScorer(param.Parameterized):
             done.set_result(cached)
             self._future = done
             return done
-        self.param.update(running=True, progress=0.0, error="", partial=None, status=f"Preprocessing {recording.label}…")
+        self.param.update(
+            running=True, progress=0.0, error="", partial=None, status=f"Preprocessing {recording.label}…"
+        )
         served = self._doc is not None and getattr(self._doc, "session_context", None) is not None
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sss-viewer-score")
@@ -256,8 +261,16 @@ class BackgroundScorer(param.Parameterized):
     # -- worker -------------------------------------------------------------------------------
 
     def _run(
-        self, job: int, key, scorer, recording: Recording, device: str, stride: int | None, delay_s: float = 0.0,
-        first_channels: list[str] | None = None, heat_stride: int | None = None,
+        self,
+        job: int,
+        key,
+        scorer,
+        recording: Recording,
+        device: str,
+        stride: int | None,
+        delay_s: float = 0.0,
+        first_channels: list[str] | None = None,
+        heat_stride: int | None = None,
     ) -> RecordingScores | None:
         """The job body, on the worker thread (after ``delay_s`` unless a newer job comes first)."""
         label = recording.label
@@ -286,14 +299,19 @@ class BackgroundScorer(param.Parameterized):
             n = scores.channels.shape[0]
             others = channels_to_score(recording, exclude=first_channels or ())
             self._publish(
-                job, partial=scores,
+                job,
+                partial=scores,
                 status=f"Scored the {n} visible channel{'s' * (n != 1)} of {label}; scoring the other {others}…",
-            )  # fmt: skip
+            )
 
         options = {"progress": False, "on_progress": on_progress}
         if not is_marker(scorer):
             options.update(
-                stride=stride, device=device, first_channels=first_channels, on_partial=on_partial, heat_stride=heat_stride
+                stride=stride,
+                device=device,
+                first_channels=first_channels,
+                on_partial=on_partial,
+                heat_stride=heat_stride,
             )
         try:
             scores = score_with(scorer, recording, **options)
@@ -306,7 +324,10 @@ class BackgroundScorer(param.Parameterized):
         except Exception as exc:  # anything else: log the traceback, show one line
             logger.exception("scoring %s failed", label)
             self._publish(
-                job, running=False, error=f"Scoring {label} failed: {type(exc).__name__}: {exc}", status=f"Could not score {label}"
+                job,
+                running=False,
+                error=f"Scoring {label} failed: {type(exc).__name__}: {exc}",
+                status=f"Could not score {label}",
             )
             return None
         if key is not None and self.cache_size > 0:
@@ -315,7 +336,9 @@ class BackgroundScorer(param.Parameterized):
                 while len(self._cache) > self.cache_size:
                     self._cache.popitem(last=False)
         n = len(scores.channels)
-        self._publish(job, result=scores, partial=None, progress=1.0, running=False, status=f"Scored {n} channels of {label}")
+        self._publish(
+            job, result=scores, partial=None, progress=1.0, running=False, status=f"Scored {n} channels of {label}"
+        )
         return scores
 
     def _publish(self, job: int, **values) -> None:

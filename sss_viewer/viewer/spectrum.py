@@ -185,9 +185,10 @@ class FocusSpectrum(pn.viewable.Viewer):
     max_hz = param.Number(default=MAX_HZ, bounds=(0, None), inclusive_bounds=(False, True), doc="Top frequency (Hz).")
     plot_height = param.Integer(default=170, bounds=(60, None), doc="Height of the spectrogram (px).")
     redraws = param.Integer(
-        default=0, precedence=-1,
+        default=0,
+        precedence=-1,
         doc="Counts the changes of what is shown while shown: the plots follow it, so a hidden panel never redraws.",
-    )  # fmt: skip
+    )
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -222,9 +223,14 @@ class FocusSpectrum(pn.viewable.Viewer):
     def _key(self) -> tuple:
         traces = self.traces
         recording = traces.recording if traces is not None else None
-        return (id(recording), self.channel(), traces.window() if recording is not None else None,
-                traces.montage if traces is not None else None, tuple(traces.bad_channels) if traces else (),
-                self.max_hz)  # fmt: skip
+        return (
+            id(recording),
+            self.channel(),
+            traces.window() if recording is not None else None,
+            traces.montage if traces is not None else None,
+            tuple(traces.bad_channels) if traces else (),
+            self.max_hz,
+        )
 
     def compute(self) -> tuple[SpectrumResult | None, str]:
         """``(result, why_not)``: the spectrum of :meth:`channel` over the visible window, or None and the reason.
@@ -271,14 +277,21 @@ class FocusSpectrum(pn.viewable.Viewer):
         F = hv.Dimension("frequency", label="frequency", unit="Hz")
         P = hv.Dimension("power", label="power", unit="dB re 1 µV²/Hz")
         finite = result.power_db[np.isfinite(result.power_db)]
-        lo, hi = (np.percentile(finite, [5, 99.5]) if finite.size else (0.0, 1.0))
+        lo, hi = np.percentile(finite, [5, 99.5]) if finite.size else (0.0, 1.0)
         image = hv.Image((result.times, result.freqs, result.power_db), kdims=[T, F], vdims=[P])
         width = self.traces.plot_width
         return image.opts(
-            cmap="viridis", colorbar=True, clim=(float(lo), float(max(hi, lo + 1e-6))), xlim=(result.t0, result.t1),
-            frame_width=width, frame_height=self.plot_height, tools=["hover"], backend_opts=PLOT_BACKEND_OPTS,
-            title=f"spectrogram of {result.row} ({result.t0:.1f}–{result.t1:.1f} s)", fontsize={"title": "9pt"},
-        )  # fmt: skip
+            cmap="viridis",
+            colorbar=True,
+            clim=(float(lo), float(max(hi, lo + 1e-6))),
+            xlim=(result.t0, result.t1),
+            frame_width=width,
+            frame_height=self.plot_height,
+            tools=["hover"],
+            backend_opts=PLOT_BACKEND_OPTS,
+            title=f"spectrogram of {result.row} ({result.t0:.1f}–{result.t1:.1f} s)",
+            fontsize={"title": "9pt"},
+        )
 
     def band_bars(self) -> hv.Element:
         """Relative band power (% of the bands' total) of the window as ``hv.Bars``, or an empty note."""
@@ -290,15 +303,28 @@ class FocusSpectrum(pn.viewable.Viewer):
         B = hv.Dimension("band", label="band")
         bars = hv.Bars(table, kdims=[B], vdims=[hv.Dimension("percent", label="% of power"), "power_uv2"])
         return bars.opts(
-            frame_width=230, frame_height=self.plot_height, xrotation=45, tools=["hover"], ylim=(0, 100),
-            title=f"band power of {result.row}", fontsize={"title": "9pt"}, color="#1565c0",
+            frame_width=230,
+            frame_height=self.plot_height,
+            xrotation=45,
+            tools=["hover"],
+            ylim=(0, 100),
+            title=f"band power of {result.row}",
+            fontsize={"title": "9pt"},
+            color="#1565c0",
             backend_opts={"plot.output_backend": "canvas"},
-        )  # fmt: skip
+        )
 
     @param.depends(
-        "traces.focus_channel", "traces.start_s", "traces.span_s", "traces.page", "traces.recording", "traces.montage",
-        "traces.bad_channels", "traces.scores", watch=True,
-    )  # fmt: skip
+        "traces.focus_channel",
+        "traces.start_s",
+        "traces.span_s",
+        "traces.page",
+        "traces.recording",
+        "traces.montage",
+        "traces.bad_channels",
+        "traces.scores",
+        watch=True,
+    )
     def _follow_traces(self) -> None:
         """While shown, count a change of the view (the plots redraw); while hidden, nothing happens.
 

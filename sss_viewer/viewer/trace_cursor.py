@@ -272,10 +272,11 @@ class TraceCursor(pn.viewable.Viewer):
     readout = param.String(default=NO_READING, doc="The readout text.")
     measurement = param.String(default="", doc="The measurement text (empty outside measure mode with no point).")
     marker_request = param.Dict(
-        default=None, allow_None=True,
+        default=None,
+        allow_None=True,
         doc="{kind, onset_s, duration_s}: set (and triggered, also when equal to the last) by a double-click or "
         "an x-range drag in a marker mode.",
-    )  # fmt: skip
+    )
     throttle_s = param.Number(default=POINTER_THROTTLE_S, bounds=(0, None), doc="Shortest time between readouts.")
 
     def __init__(self, **params):
@@ -291,9 +292,14 @@ class TraceCursor(pn.viewable.Viewer):
         self._clear = pn.widgets.Button(label="Clear", width=60, disabled=True)
         self._clear.on_click(lambda e: self.clear())
         self._panel = pn.Row(
-            pn.pane.HTML("click adds:", margin=(8, 0, 8, 5)), self._mode, pn.widgets.TooltipIcon(value=HELP),
-            self._readout, self._measure, self._clear, sizing_mode="stretch_width",
-        )  # fmt: skip
+            pn.pane.HTML("click adds:", margin=(8, 0, 8, 5)),
+            self._mode,
+            pn.widgets.TooltipIcon(value=HELP),
+            self._readout,
+            self._measure,
+            self._clear,
+            sizing_mode="stretch_width",
+        )
         self.param.watch(self._on_mode, "mode")
 
     def __panel__(self):

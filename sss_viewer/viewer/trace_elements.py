@@ -153,10 +153,19 @@ def artifact_template() -> hv.Image:
     vdim = hv.Dimension("artifact", label="artifact share", range=(0, 1))
     image = hv.Image(np.full((1, 1), np.nan), kdims=["time", "row"], vdims=[vdim])
     return image.opts(
-        framewise=True, cmap=ARTIFACT_CMAP, clim=(0, 1), clipping_colors={"NaN": (0, 0, 0, 0)}, alpha=ARTIFACT_ALPHA,
-        colorbar=False, tools=["hover"],
-        hover_tooltips=[("channel", "$y{custom}"), ("time bin", "$x{custom}"), ("artifact", "@image{0%} of the window time flagged")],
-    )  # fmt: skip
+        framewise=True,
+        cmap=ARTIFACT_CMAP,
+        clim=(0, 1),
+        clipping_colors={"NaN": (0, 0, 0, 0)},
+        alpha=ARTIFACT_ALPHA,
+        colorbar=False,
+        tools=["hover"],
+        hover_tooltips=[
+            ("channel", "$y{custom}"),
+            ("time bin", "$x{custom}"),
+            ("artifact", "@image{0%} of the window time flagged"),
+        ],
+    )
 
 
 def traces_template() -> hv.RGB:
@@ -238,9 +247,12 @@ def marker_elements(markers: list[dict]) -> list:
     spans, *lines = marker_element_data(markers)
     out = [
         hv.VSpans(spans, kdims=["time", "time_end"], vdims=[_MARKER_COLOUR]).opts(
-            color=hv.dim(_MARKER_COLOUR), alpha=0.08, line_alpha=0, apply_ranges=False,
+            color=hv.dim(_MARKER_COLOUR),
+            alpha=0.08,
+            line_alpha=0,
+            apply_ranges=False,
         )
-    ]  # fmt: skip
+    ]
     for (dash, width), data in zip(MARKER_LINE_STYLES, lines):
         element = hv.VLines(data, kdims=["time"], vdims=[_MARKER_COLOUR])
         out.append(element.opts(color=hv.dim(_MARKER_COLOUR), line_width=width, line_dash=dash, apply_ranges=False))
@@ -493,9 +505,13 @@ def overview_overlay(
         kdims=[OT, OY],
         vdims=[hv.Dimension("p_top", label="p(SOZ)", range=(0, 1))],
     ).opts(
-        cmap=HEAT_CMAP, clim=(0, 1), colorbar=True, colorbar_opts={"title": "p(SOZ)"},
-        clipping_colors={"NaN": (0, 0, 0, 0)}, default_tools=[],
-    )  # fmt: skip
+        cmap=HEAT_CMAP,
+        clim=(0, 1),
+        colorbar=True,
+        colorbar_opts={"title": "p(SOZ)"},
+        clipping_colors={"NaN": (0, 0, 0, 0)},
+        default_tools=[],
+    )
     traces = hv.Image(
         ink, bounds=(0.0, -0.5, duration, m - 0.5), kdims=[OT, OY], vdims=[hv.Dimension("ink", range=(0, 1))]
     ).opts(cmap=OVERVIEW_INK_CMAP, clim=(0, 1), alpha=0.35, default_tools=[])

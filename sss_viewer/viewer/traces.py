@@ -395,9 +395,15 @@ class TraceView(pn.viewable.Viewer):
         "timecourse",
     )
     _DISPLAY = (
-        "amplitude_uv", "shaft_gain", "highpass_hz", "lowpass_hz", "notch_hz", "heat_opacity", "show_heatmap",
+        "amplitude_uv",
+        "shaft_gain",
+        "highpass_hz",
+        "lowpass_hz",
+        "notch_hz",
+        "heat_opacity",
+        "show_heatmap",
         "clip_traces",
-    )  # fmt: skip
+    )
     _IN_PLACE = ("page", "focus_channel")
     """Redrawn in place (same bokeh models, new data): a page shows the same number of rows as any other."""
     _REBUILT = tuple(name for name in _STRUCTURE if name not in ("montage", "markers"))
@@ -1949,9 +1955,11 @@ class TraceView(pn.viewable.Viewer):
             w = self._widgets
             self._alert = pn.pane.Alert("", alert_type="danger", visible=False)
             self._warning = pn.pane.Alert(
-                self.amplitude_warning, alert_type="warning", visible=bool(self.amplitude_warning),
+                self.amplitude_warning,
+                alert_type="warning",
+                visible=bool(self.amplitude_warning),
                 sizing_mode="stretch_width",
-            )  # fmt: skip
+            )
             self._pane = pn.pane.HoloViews(None, linked_axes=False)
             self._refresh_pane()
             navigation = pn.Row(
@@ -1973,8 +1981,10 @@ class TraceView(pn.viewable.Viewer):
             line = self.excluded_line()
             self._excluded_pane = pn.pane.HTML(
                 f'<span style="color:#666">{html.escape(line)}</span>' if line else "",
-                visible=bool(line), sizing_mode="stretch_width", css_classes=["sss-excluded-channels"],
-            )  # fmt: skip
+                visible=bool(line),
+                sizing_mode="stretch_width",
+                css_classes=["sss-excluded-channels"],
+            )
             self._panel = pn.Column(navigation, display, self._warning, self._alert, self._pane, self._excluded_pane)
             self._panel.insert(list(self._panel).index(self._pane), self.cursor)  # readout + "click adds" over the plot
         return self._panel
@@ -1982,9 +1992,10 @@ class TraceView(pn.viewable.Viewer):
     # ---------------------------------------------------------------- pointer readout, measurement, markers
 
     cursor_s = param.Number(
-        default=None, allow_None=True,
+        default=None,
+        allow_None=True,
         doc="Time (s) under the pointer on the traces, to the ms; None once the pointer leaves them (set by cursor).",
-    )  # fmt: skip
+    )
 
     @property
     def cursor(self) -> TraceCursor:

@@ -165,9 +165,11 @@ class TrainPanel(pn.viewable.Viewer):
             )
         subjects = sorted({r.subject or r.label for r in labelled})
         self._publish(
-            job, progress=0.1, status=f"Training ({self.preset}) on {len(labelled)} labelled recording(s) of "
+            job,
+            progress=0.1,
+            status=f"Training ({self.preset}) on {len(labelled)} labelled recording(s) of "
             f"{len(subjects)} patient(s): {summary['n_soz']} SOZ and {summary['n_not_soz']} not-SOZ channels…",
-        )  # fmt: skip
+        )
         bundle = train(labelled, train_preset(self.preset, **dict(self.overrides)), progress=False)
         if job != self._job:
             return None
@@ -193,9 +195,13 @@ class TrainPanel(pn.viewable.Viewer):
         logger.info("Saved the viewer-trained model to %s", destination)
         test = ", ".join(bundle.info["split"]["test"])
         self._publish(
-            job, running=False, progress=1.0, figures=figures, model_dir=str(destination),
+            job,
+            running=False,
+            progress=1.0,
+            figures=figures,
+            model_dir=str(destination),
             status=f"Saved **{name}** to the models folder (pick it under Model). Held-out patients: {test}.",
-        )  # fmt: skip
+        )
         return Path(destination)
 
     def _publish(self, job: int, **values) -> None:
@@ -216,8 +222,12 @@ class TrainPanel(pn.viewable.Viewer):
         return pn.Column(
             pn.pane.Markdown("### Train a model on this centre's labels"),
             self.button,
-            pn.indicators.Progress(value=pn.bind(lambda p: int(round(100 * p)), self.param.progress), max=100,
-                                   visible=self.param.running, sizing_mode="stretch_width"),
+            pn.indicators.Progress(
+                value=pn.bind(lambda p: int(round(100 * p)), self.param.progress),
+                max=100,
+                visible=self.param.running,
+                sizing_mode="stretch_width",
+            ),
             pn.pane.Markdown(self.param.status, sizing_mode="stretch_width"),
             pn.pane.Alert(self.param.error, alert_type="danger", visible=pn.bind(bool, self.param.error)),
             self._table_slot,

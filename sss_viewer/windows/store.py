@@ -71,7 +71,11 @@ class SeriesStore:
         if len(self.offsets):
             first = self.segment_of(self.offsets)
             last = self.segment_of(self.offsets + np.maximum(self.lengths, 1) - 1)
-            if (self.offsets < 0).any() or (self.offsets + self.lengths > self.segment_starts[-1]).any() or (first != last).any():
+            if (
+                (self.offsets < 0).any()
+                or (self.offsets + self.lengths > self.segment_starts[-1]).any()
+                or (first != last).any()
+            ):
                 raise ValueError("Every series must lie inside one store segment.")
 
     @classmethod
@@ -79,7 +83,11 @@ class SeriesStore:
         """Concatenate 1-D arrays (each shape (n_i,)) into one in-memory segment."""
         lengths = np.array([len(s) for s in series], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64) if len(series) else lengths
-        data = np.concatenate([np.asarray(s, dtype=np.float32) for s in series]) if len(series) else np.zeros(0, np.float32)
+        data = (
+            np.concatenate([np.asarray(s, dtype=np.float32) for s in series])
+            if len(series)
+            else np.zeros(0, np.float32)
+        )
         return cls([data], offsets, lengths)
 
     @classmethod
