@@ -260,11 +260,11 @@ def main() -> None:
 
             return run
 
-        in_order: Batches = (
-            lambda: (  # noqa: E731 - every window in order, as when scoring
+        def in_order():  # every window in order, as when scoring
+            return (
                 (gather_windows(store, starts[i : i + bs], L), series[i : i + bs]) for i in range(0, len(starts), bs)
             )
-        )
+
         measure("infer", variants(in_order, loader(series, False), infer), args.infer_windows, args.repeats)
 
     if not args.skip_train:

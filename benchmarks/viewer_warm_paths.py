@@ -1,9 +1,9 @@
 """Cold vs warm times of two viewer paths whose tests used to assert a time (moved here: the time depends on load).
 
 * demo scores: the first ``demo.demo_scores`` scores the demo recording; the second reads the cached tables
-  (``tests/test_viewer_demo.py`` checks that the second call does not score).
+  (``tests/viewer/test_viewer_demo.py`` checks that the second call does not score).
 * SVG export: the first ``export_figure`` starts the headless Chromium; the second reuses the warm browser
-  (``tests/test_viewer_export.py`` checks the browser is reused). Skipped without Chromium.
+  (``tests/viewer/test_viewer_export.py`` checks the browser is reused). Skipped without Chromium.
 
 Run: ``.venv/bin/python benchmarks/viewer_warm_paths.py [--repeats 3]``.
 """

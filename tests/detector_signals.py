@@ -2,7 +2,7 @@
 
 The same arrays are built by ``benchmarks/detector_references.py`` (run in a separate environment
 with the reference packages, where they are fed to epycom's and mne-hfo's detectors) and by
-``tests/test_biomarker_detectors.py`` (which feeds them to this project's detectors and compares the
+``tests/biomarkers/test_biomarker_detectors.py`` (which feeds them to this project's detectors and compares the
 detections with the stored reference output). Each signal's SHA-256 is stored with the reference
 output, so that a test run checks it regenerated the very input the references saw.
 

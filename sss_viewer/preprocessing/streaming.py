@@ -15,7 +15,7 @@ Edges are correct because
   sit on the whole channel's output grid;
 * the margin (≥ 10 s, plus 10 time constants of the high-pass) is far longer than the anti-alias
   FIR's half-length and the IIR filters' decay, so the kept centre matches whole-channel filtering
-  to float rounding (``tests/test_preprocess_stream.py`` checks this), and the recording's own
+  to float rounding (``tests/preprocessing/test_preprocess_stream.py`` checks this), and the recording's own
   first and last samples are filtered exactly as in the whole-channel path;
 * average pooling carries its unfinished kernel into the next chunk, which is exact.
 

@@ -1,0 +1,179 @@
+"""BIDS datasets with ds003029 rules, on a fixture generated from the real ds003029 sidecars."""
+
+import hashlib
+import json
+import logging
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sss_viewer.cli import main
+from sss_viewer.io import RecordingReadError, load_bids_cohort, load_data, load_recording, summarise_bids
+from tests.fixtures.bids_fixture import read_manifest
+
+
+@pytest.fixture(scope="module")
+def manifest(ds003029_like_root):
+    runs = {}
+    for subject in read_manifest(ds003029_like_root)["subjects"]:
+        for run in subject["runs"]:
+            runs[(subject["subject"], run["run"])] = {
+                **run,
+                "site": subject["site"],
+                "unmatched": subject["soz_unmatched"],
+            }
+    return runs
+
+
+@pytest.fixture(scope="module")
+def cohort(ds003029_like_root):
+    return {(r.subject, r.run): r for r in load_bids_cohort(ds003029_like_root)}
+
+
+def _tree_digests(root):
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_every_run_loads_with_bids_metadata(cohort, manifest):
+    assert set(cohort) == set(manifest)
+    for key, rec in cohort.items():
+        truth = manifest[key]
+        assert rec.is_lazy
+        assert rec.session == "presurgery" and rec.centre == truth["site"]
+        assert rec.sfreq == pytest.approx(truth["sfreq"], abs=1e-6)  # non-integer rates kept
+        assert rec.n_times == truth["n_times"]
+        assert not any(n.startswith("$") for n in rec.ch_names)
+        assert set(rec.ch_names) == {n for n in truth["channels"] if not n.startswith("$")}
+        assert set(rec.bads) == set(truth["bad_channels"])
+        assert all(rec.ch_types[i] in ("ecog", "seeg") for i in rec.ieeg_picks())
+        assert "outcome" in rec.info and "engel_score" in rec.info
+
+
+def test_seizure_times_come_from_events_tsv(cohort, manifest):
+    for key, rec in cohort.items():
+        truth = manifest[key]
+        if truth["seizure_onset_s"] is None:
+            assert rec.seizure_onset_s is None
+        else:
+            assert rec.seizure_onset_s == pytest.approx(truth["seizure_onset_s"], abs=1e-6)
+            assert rec.info["seizure_onset_text"] == truth["onset_marker"]
+        if truth["seizure_offset_s"] is not None:
+            assert rec.seizure_offset_s == pytest.approx(truth["seizure_offset_s"], abs=1e-6)
+        assert any(e.description == truth["onset_marker"] for e in rec.events) or truth["onset_marker"] is None
+    assert cohort[("pt17", "01")].seizure_onset_s is None
+
+
+def test_soz_labels_from_the_clinical_spreadsheet(cohort, manifest):
+    for key, rec in cohort.items():
+        truth = manifest[key]
+        if key[0] == "ummc001":  # empty soz_contacts cell: labels unknown, not "no SOZ"
+            assert rec.soz is None
+            continue
+        assert {n for n, s in zip(rec.ch_names, rec.soz) if s} == set(truth["soz_channels"])
+        assert rec.info["unmatched_soz"] == truth["unmatched"]
+    assert cohort[("pt01", "01")].soz.sum() == 10
+    assert cohort[("jh101", "01")].info["unmatched_soz"] == ["LAH9"]
+
+
+def test_user_label_table_overrides_the_spreadsheet(ds003029_like_root, tmp_path):
+    table = tmp_path / "labels.csv"
+    pd.DataFrame({"subject": ["pt01", "pt01", "pt01"], "channel": ["G1", "G2", "XX9"], "soz": [1, 0, 1]}).to_csv(
+        table, index=False
+    )
+    recordings = load_data(ds003029_like_root, labels=table)
+    pt01 = [r for r in recordings if r.subject == "pt01"][0]
+    assert [n for n, s in zip(pt01.ch_names, pt01.soz) if s] == ["G1"]
+    assert pt01.info["unmatched_soz"] == ["XX9"]
+    assert all(r.soz is None for r in recordings if r.subject != "pt01")
+
+
+def test_single_run_file_inside_bids_gets_its_labels(ds003029_like_root, manifest):
+    path = ds003029_like_root / manifest[("ummc008", "01")]["vhdr"]
+    rec = load_recording(path)
+    assert rec.subject == "ummc008" and rec.centre == "UMMC" and rec.soz.sum() == 4
+
+
+def test_summary_per_centre_and_cli(ds003029_like_root, capsys):
+    summary = summarise_bids(ds003029_like_root)
+    by_centre = {row["centre"]: row for row in summary["centres"]}
+    assert set(by_centre) == {"JHH", "NIH", "UMF", "UMMC"}
+    assert by_centre["UMMC"]["sampling_rates_hz"] == [249.85, 499.71, 999.41]
+    assert by_centre["NIH"]["runs_without_onset"] == 1 and by_centre["UMMC"]["labelled_subjects"] == 1
+    assert summary["total"]["runs"] == 11 and 0.05 < summary["total"]["soz_fraction"] < 0.3
+    assert summary["unmatched_soz"] == {"jh101": ["LAH9"]} and summary["skipped"] == {}
+    assert main(["cohort", str(ds003029_like_root), "--json", "-q"]) == 0
+    assert json.loads(capsys.readouterr().out)["total"]["subjects"] == 6
+    assert main(["cohort", str(ds003029_like_root), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "UMMC" in out and "LAH9" in out
+
+
+@pytest.fixture
+def broken_copy(ds003029_like_root, tmp_path):
+    root = tmp_path / "ds"
+    shutil.copytree(ds003029_like_root, root)
+    return root
+
+
+def test_missing_participants_tsv_is_named(broken_copy):
+    (broken_copy / "participants.tsv").unlink()
+    with pytest.raises(FileNotFoundError, match=r"participants\.tsv is missing"):
+        load_bids_cohort(broken_copy)
+
+
+def test_bad_runs_are_skipped_with_a_warning_and_sources_untouched(broken_copy, caplog):
+    ieeg = broken_copy / "sub-pt01" / "ses-presurgery" / "ieeg"
+    channels = ieeg / "sub-pt01_ses-presurgery_task-ictal_acq-ecog_run-01_channels.tsv"
+    channels.write_text(channels.read_text().replace("\nG1\t", "\nG1X\t", 1))  # sidecar disagrees with data
+    eeg = ieeg / "sub-pt01_ses-presurgery_task-ictal_acq-ecog_run-02_ieeg.eeg"
+    eeg.write_bytes(eeg.read_bytes()[:-1000])  # truncated data file
+    ummc = broken_copy / "sub-ummc001" / "ses-presurgery" / "ieeg"
+    sidecar = ummc / "sub-ummc001_ses-presurgery_task-ictal_acq-ecog_run-01_ieeg.json"
+    meta = json.loads(sidecar.read_text())
+    meta["SamplingFrequency"] = 500.0
+    sidecar.write_text(json.dumps(meta))
+    before = _tree_digests(broken_copy)
+    with caplog.at_level(logging.WARNING, logger="sss_viewer.io.bids"):
+        recordings = load_bids_cohort(broken_copy)
+    assert len(recordings) == 8
+    assert "G1X" in caplog.text and "channels.tsv disagrees" in caplog.text
+    assert "run-02_ieeg.vhdr" in caplog.text and "truncated" in caplog.text
+    assert "SamplingFrequency 500 Hz" in caplog.text and "499.707 Hz" in caplog.text
+    summary = summarise_bids(broken_copy)
+    assert len(summary["skipped"]) == 3
+    assert _tree_digests(broken_copy) == before
+
+
+def test_run_without_ieeg_channels_is_refused(broken_copy):
+    ieeg = broken_copy / "sub-umf004" / "ses-presurgery" / "ieeg"
+    channels = ieeg / "sub-umf004_ses-presurgery_task-ictal_acq-seeg_run-01_channels.tsv"
+    table = pd.read_csv(channels, sep="\t", dtype=str, keep_default_na=False)
+    table["type"] = "MISC"
+    table.to_csv(channels, sep="\t", index=False)
+    with pytest.raises(RecordingReadError, match=r"No iEEG channels in .*umf004"):
+        load_recording(ieeg / "sub-umf004_ses-presurgery_task-ictal_acq-seeg_run-01_ieeg.vhdr")
+
+
+def test_train_and_evaluate_accept_a_bids_root(ds003029_like_root, tmp_path, capsys):
+    before = _tree_digests(ds003029_like_root)
+    model = tmp_path / "model"
+    args = ["--window-length", "256", "--train-stride", "128", "--epochs", "1", "--seed", "1", "-q"]
+    assert main(["train", str(ds003029_like_root), "--out", str(model), *args]) == 0
+    assert "saved model" in capsys.readouterr().out
+    assert main(["evaluate", str(model), str(ds003029_like_root), "--all", "--json", "-q"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["n_recordings"] == 11 and report["n_channels"] > 200
+    assert np.isfinite(report["pooled"]["auc"])
+    scores = tmp_path / "scores"
+    assert main(["score", str(model), str(ds003029_like_root), "--out", str(scores), "-q"]) == 0
+    runs = sorted(p.name for p in scores.iterdir() if p.is_dir())  # + the run's manifest, sss-viewer-score.json
+    assert len(runs) == 11 and "sub-pt01_ses-presurgery_task-ictal_acq-ecog_run-01_ieeg" in runs
+    table = pd.read_csv(scores / "sub-pt01_ses-presurgery_task-ictal_acq-ecog_run-01_ieeg" / "channels.csv")
+    assert table["label"].sum() == 10 and table["score"].between(0, 1).all()
+    assert _tree_digests(ds003029_like_root) == before
