@@ -1,7 +1,7 @@
 """The trace view's arithmetic: which samples to read, min/max envelopes, row offsets and scales.
 
 Arrays in, arrays out (numpy; datashader only to rasterise envelopes into pixels): no HoloViews,
-Bokeh or Panel, and no recording. :class:`sss_viewer.viewer.traces.TraceView` reads the signals
+Bokeh or Panel, and no recording. :class:`sss_viewer.viewer.trace_data.TraceData` reads the signals
 and calls these; :mod:`sss_viewer.viewer.trace_elements` turns the results into plot elements.
 
 Data flow of one drawn window:

@@ -19,7 +19,6 @@ import pandas as pd
 import param
 
 from sss_viewer.engine.inference import RecordingScores
-from sss_viewer.viewer.display import MontageRows
 from sss_viewer.viewer.recording_heatmap import heat_element, heat_grid, ranked_channels, score_label
 from sss_viewer.viewer.traces import TraceView
 
@@ -171,34 +170,20 @@ def choose_report_view(
 class ReportTraces(TraceView):
     """A trace view that draws only the montage rows of ``report_channels``, in that order, on one page.
 
-    The montage is still built over every shown channel, so an average reference and bipolar
-    pairs are those of the live view.
+    Its data object's ``channels`` (:class:`.trace_data.TraceData`) choose the rows; the montage is
+    still built over every shown channel, so an average reference and bipolar pairs are those of the
+    live view.
     """
 
     report_channels = param.List(default=[], item_type=str, doc="Channels whose rows are drawn, in order.")
 
-    def _chosen(self, rows: MontageRows) -> MontageRows:
-        index = {c: i for i, c in enumerate(self.contacts())}
-        picked: list[int] = []
-        for channel in self.report_channels:
-            i = index.get(channel)
-            r = None if i is None else next((r for r, m in enumerate(rows.members) if i in m), None)
-            if r is not None and r not in picked:
-                picked.append(r)
-        return MontageRows(
-            [rows.labels[r] for r in picked],
-            [rows.members[r] for r in picked],
-            [rows.shafts[r] for r in picked],
-            rows.kind,
-        )
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.data.channels = list(self.report_channels)
+        self.param.watch(self._on_report_channels, ["report_channels"])
 
-    def rows(self) -> MontageRows:
-        """The rows of :attr:`report_channels` among the live montage's rows."""
-        return self._chosen(super().rows())
-
-    def drawn_rows(self) -> MontageRows:
-        """The same rows (no greyed rows in a report)."""
-        return self.rows()
+    def _on_report_channels(self, event) -> None:
+        self.data.channels = list(event.new)
 
 
 def report_traces(live: TraceView, view: ReportView) -> ReportTraces:

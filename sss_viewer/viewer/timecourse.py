@@ -17,6 +17,7 @@ import panel as pn
 import param
 
 from sss_viewer.engine.inference import RecordingScores
+from sss_viewer.viewer.trace_data import infer_bin_s
 
 logger = logging.getLogger(__name__)
 
@@ -46,18 +47,6 @@ def ensure_bokeh() -> None:
     from bokeh.core.validation.warnings import FIXED_SIZING_MODE
 
     silence(FIXED_SIZING_MODE, True)
-
-
-def infer_bin_s(scores: RecordingScores | None) -> float:
-    """The heat map's window stride of ``scores`` in seconds (median step between a channel's window starts), else 1 s."""
-    if scores is None or scores.heat_table.empty:
-        return 1.0
-    windows = scores.heat_table
-    first = windows["channel"].iloc[0]
-    starts = np.sort(windows.loc[windows["channel"] == first, "start_s"].to_numpy())
-    steps = np.diff(starts)
-    steps = steps[steps > 0]
-    return float(np.median(steps)) if len(steps) else 1.0
 
 
 def mean_sd(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -12,9 +12,11 @@ tool that moves the main view.
 
 Where what is
 -------------
-* This module: the Panel component — its parameters, which rows and pages there are, what is read
-  from the recording (and cached), the figure's DynamicMaps and streams, the reactions to parameter
-  changes and the widgets.
+* This module: the Panel component — its parameters, the figure's DynamicMaps and streams, the
+  reactions to parameter changes and the widgets.
+* :mod:`sss_viewer.viewer.trace_data`: the data side, :class:`~.trace_data.TraceData` (``view.data``,
+  given the view's parameters of the same names as they change) — which rows and pages there are,
+  what is read from the recording for them, envelopes and heat-map rows, and their caches; no Panel.
 * :mod:`sss_viewer.viewer.envelope`: the arithmetic on what was read (sample ranges, filter
   margins, min/max envelopes, row offsets and scales, the datashaded raster); numpy only.
 * :mod:`sss_viewer.viewer.trace_elements`: the HoloViews elements made of it (curves, heat-map
@@ -55,55 +57,52 @@ import html
 import logging
 import math
 from contextlib import nullcontext
-from dataclasses import dataclass
 from functools import partial
 
 import holoviews as hv
 import numpy as np
-import pandas as pd
 import panel as pn
 import param
 from panel.io.state import set_curdoc
 
-from sss_viewer.engine.inference import RecordingScores, window_heatmap
+from sss_viewer.engine.inference import RecordingScores
 from sss_viewer.io.recording import Recording
 from sss_viewer.viewer.display import (
     MONTAGES,
     MontageRows,
-    apply_montage,
     centre_and_clip,
     clip_envelope,
     decimate_minmax_lttb,
     display_amplitude,
-    display_filter,
-    group_by_shaft,
-    heatmap_rows,
     implausible_unit_message,
-    montage_rows,
-    robust_scale,
-    row_labels,
-    shaft_name,
-    top_k_mean,
 )
 from sss_viewer.viewer.envelope import (
-    SCALE_MIN_S,
     bin_centres,
-    chunked_envelope,
-    clip_limits,
-    filter_margin_samples,
     nice_scale,
     rasterise_envelopes,
     rebin_envelope,
     row_units,
     sample_range,
-    scale_rows,
-    scale_window,
 )
-from sss_viewer.viewer.excluded import EXCLUDED_COLOUR, excluded_channels, excluded_text
+from sss_viewer.viewer.excluded import EXCLUDED_COLOUR
 from sss_viewer.viewer.export import register_static_copy
 from sss_viewer.viewer.inplace import LayerPlots, data_only_freeze
-from sss_viewer.viewer.timecourse import PLOT_BACKEND_OPTS, SozTimeCourse, ensure_bokeh, infer_bin_s
+from sss_viewer.viewer.timecourse import PLOT_BACKEND_OPTS, SozTimeCourse, ensure_bokeh
 from sss_viewer.viewer.trace_cursor import MARKER_MODES, TraceCursor, add_span_tool, set_span_tool_active
+from sss_viewer.viewer.trace_data import (  # noqa: F401  (DrawnRows … OVERVIEW_READ_BUDGET: re-exported, moved there)
+    OVERVIEW_BINS_PER_PX,
+    OVERVIEW_CACHE_PAGES,
+    OVERVIEW_READ_BUDGET,
+    OVERVIEW_TOP_K,
+    READ_ONLY_HIDDEN_TYPES,
+    DrawnRows,
+    ReadPlan,
+    TraceData,
+    auto_amplitude,
+    binned_interval,
+    lru_get,
+    lru_put,
+)
 from sss_viewer.viewer.trace_elements import (
     ARTIFACT_MARK,
     FOCUS_COLOUR,
@@ -135,21 +134,11 @@ from sss_viewer.viewer.trace_elements import (
 
 logger = logging.getLogger(__name__)
 
-READ_ONLY_HIDDEN_TYPES = ("stim", "misc")
-"""Channel types not drawn even when a recording has no iEEG channel (triggers, spares, references)."""
-OVERVIEW_TOP_K = 3
-"""The overview's colour is the mean p(SOZ) of the ``OVERVIEW_TOP_K`` highest channels per bin."""
 SPAN_CHOICES_S = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 3600.0)
-OVERVIEW_BINS_PER_PX = 8
-"""Resolution of the cached whole-recording envelope (bins per pixel of plot width): zoomed-out
-views whose span needs at most 1/4 of it (with no display filter) are drawn from it without reading."""
-OVERVIEW_CACHE_PAGES = 8
-"""Pages whose whole-recording envelope is kept (paging back and forth reads each page once)."""
 OVERVIEW_INK_PAGES = 32  # overview rasters kept (OVERVIEW_HEIGHT x plot_width bytes each)
-OVERVIEW_READ_BUDGET = {"memory": 2e8, "file": 5e7}
-"""Most values the overview reads to summarise a page's traces over the whole recording. From a file
-read lazily every channel is read (multiplexed formats store all channels of a time range together),
-in memory only the page's. Above the budget the overview shows p(SOZ) and markers without traces."""
+
+_DATA_PARAMS = tuple(name for name in TraceData.param if name not in ("name", "channels"))
+"""The view's parameters its data object has too (set on it as they change): all of TraceData's but ``channels``."""
 
 _LAYERS_AFTER_MARKERS = 4
 """Layers of the main overlay above the markers' elements: the focus band, the marker labels, the scale bar's two."""
@@ -169,22 +158,6 @@ _OverviewEvent = hv.streams.Stream.define("OverviewPage", version=0)
 # --------------------------------------------------------------------------------------------
 
 
-def _lru_get(cache: dict, key):
-    """``cache[key]`` marked most recently used (moved last), or None."""
-    if key not in cache:
-        return None
-    cache[key] = cache.pop(key)
-    return cache[key]
-
-
-def _lru_put(cache: dict, key, value, limit: int):
-    """Store ``value`` under ``key``, first dropping the least recently used entries beyond ``limit - 1``."""
-    while len(cache) >= limit:
-        cache.pop(next(iter(cache)))
-    cache[key] = value
-    return value
-
-
 def _session_document():
     """The Bokeh document of the current server session, or None (tests, notebooks, no session)."""
     doc = pn.state.curdoc
@@ -198,101 +171,6 @@ def _one_message():
     may redraw after) each. Outside a server session, a no-op.
     """
     return pn.io.unlocked() if _session_document() is not None else nullcontext()
-
-
-def binned_interval(scores: RecordingScores, bin_s: float, channels: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Bin-average the Venn–Abers bounds ``p0``/``p1`` exactly as ``RecordingScores.heatmap`` does ``p_cal``.
-
-    Parameters
-    ----------
-    scores : RecordingScores
-    bin_s : float
-        Bin width in seconds.
-    channels : list of str, length n_channels
-        Row order of the result.
-
-    Returns
-    -------
-    p0, p1 : ndarray, shape (n_channels, n_bins), float64
-        NaN where no window covers a bin.
-    """
-    windows = scores.heat_table
-    out = []
-    for column in ("p0", "p1"):
-        table = pd.DataFrame(
-            {
-                "channel": windows["channel"].to_numpy(),
-                "start_s": windows["start_s"].to_numpy(),
-                "end_s": windows["end_s"].to_numpy(),
-                "p_cal": windows[column].to_numpy(),
-            }
-        )
-        out.append(window_heatmap(table, channels, scores.duration_s, bin_s)[0])
-    return out[0], out[1]
-
-
-def auto_amplitude(recording: Recording, picks: np.ndarray, seconds: float = SCALE_MIN_S) -> float:
-    """Display amplitude (µV per half row) of the monopolar channels ``picks`` over the first ``seconds``.
-
-    The robust scale of :func:`sss_viewer.viewer.display.robust_scale` (median over channels of the
-    99th percentile of ``|x − median|``) to two significant digits; see :meth:`TraceView.measure_scale`
-    for the view's own rule (its montage, from the visible window).
-
-    Parameters
-    ----------
-    recording : Recording
-    picks : ndarray of int, shape (n_picks,)
-        Channels to measure (the good iEEG channels).
-    seconds : float
-
-    Returns
-    -------
-    amplitude : float
-        100 µV when the channels are flat or there are none.
-    """
-    if len(picks) == 0:
-        return 100.0
-    stop = min(recording.n_times, max(2, int(seconds * recording.sfreq)))
-    return display_amplitude(robust_scale(recording.get_data(picks, 0, stop)))
-
-
-@dataclass(frozen=True)
-class DrawnRows:
-    """What a page can draw: the scored rows, then (monopolar) the excluded channels as greyed rows.
-
-    Parameters
-    ----------
-    picks : ndarray, shape (n_channels,), int
-        Recording indices: the contacts, then the greyed channels.
-    names, display : list of str, length n_channels
-        Their recording and shown names.
-    rows : MontageRows
-        The rows paged and drawn; ``members`` index into ``names``.
-    n_contacts : int
-        How many of ``names`` are scored contacts (a member at or past it is a greyed row).
-    excluded : dict of str to str
-        ``{channel: reason}`` of every channel that is not a contact (see :mod:`.excluded`).
-    """
-
-    picks: np.ndarray
-    names: list[str]
-    display: list[str]
-    rows: MontageRows
-    n_contacts: int
-    excluded: dict[str, str]
-
-
-@dataclass(frozen=True)
-class ReadPlan:
-    """What to read for a page: recording channel ``picks`` and the page rows over them.
-
-    ``rows.members`` index into ``picks``; ``average`` says the reference is the mean of all picks
-    (the good iEEG channels) rather than nothing.
-    """
-
-    picks: np.ndarray
-    rows: MontageRows
-    average: bool
 
 
 # --------------------------------------------------------------------------------------------
@@ -424,21 +302,20 @@ class TraceView(pn.viewable.Viewer):
         self._pane = None
         self._alert = None
         self._warning = None
-        self._heat_cache = {}
-        self._bin_cache = None
-        self._overview_cache = {}
         self._ink_cache = {}
         self._templates = {}
         self._main_x_range = None
         self._main_layers = LayerPlots()
         self._overview_layers = LayerPlots()
-        self._layout_cache = None
         self._built_slots = None
         self._montage_pending = False
         self._notice = ""
         self._setting_amplitude = False
         self._amplitude_auto = params.get("amplitude_uv") is None
         super().__init__(**params)
+        self.data = TraceData(**{name: getattr(self, name) for name in _DATA_PARAMS})
+        """The data side (:class:`.trace_data.TraceData`): rows, pages, reads, envelopes, heat-map rows, caches."""
+        self._data_values = {name: getattr(self.data, name) for name in _DATA_PARAMS}
         if self.recording is not None:
             self._rescale(warn=True)
         if self.focus_channel:
@@ -464,29 +341,33 @@ class TraceView(pn.viewable.Viewer):
         self.param.watch(self._on_display, list(self._DISPLAY))
         self.param.watch(self._on_warning, ["amplitude_warning"])
 
+    @param.depends(*_DATA_PARAMS, watch=True)
+    def _to_data(self) -> None:
+        """Set the changed parameters on :attr:`data` (the same names).
+
+        A ``param.depends`` watcher: param runs these before every other watcher of the view (and
+        any a widget adds), so what those read from the data object is current.
+        """
+        last = self.__dict__.get("_data_values")  # what was last set on the data object (None while constructing)
+        if last is None:
+            return
+        for name in _DATA_PARAMS:
+            value = getattr(self, name)
+            if value is not last[name]:
+                last[name] = value
+                setattr(self.data, name, value)
+
     # ---------------------------------------------------------------- amplitude scale
 
     def measure_scale(self, montage: str | None = None) -> float:
-        """Robust scale (µV) of ``montage`` (default the view's) over the visible window, at least ``SCALE_MIN_S``.
-
-        Up to ``SCALE_MAX_ROWS`` rows evenly spaced over the montage (all pages), read from the
-        window's start; the median over rows of each row's 99th percentile of ``|x − median|``
-        (:func:`sss_viewer.viewer.display.robust_scale`), so seizure spikes and a few broken
-        channels do not set the scale.
+        """Robust scale (µV) of ``montage`` over the visible window (:meth:`.TraceData.measure_scale`).
 
         Returns
         -------
         scale : float
             NaN when there is nothing to measure (no rows, flat signals).
         """
-        if self.recording is None:
-            return float("nan")
-        rows = montage_rows(self.contacts(), montage or self.montage)
-        if not len(rows):
-            return float("nan")
-        start, stop = scale_window(*self.window(), self.recording.sfreq, self.recording.n_times)
-        plan = self.read_plan(scale_rows(rows))
-        return robust_scale(self.read_rows(plan, start, stop, filtered=False))
+        return self.data.measure_scale(montage)
 
     def _rescale(self, *, warn: bool) -> None:
         """Set the automatic amplitude (unless set by hand) and, with ``warn``, the implausible-unit warning."""
@@ -522,183 +403,72 @@ class TraceView(pn.viewable.Viewer):
         if self.recording is not None and self._amplitude_auto:
             self._set_amplitude(display_amplitude(self.measure_scale()))
 
-    # ---------------------------------------------------------------- rows and pages
+    # ---------------------------------------------------------------- rows and pages (answered by self.data)
 
     def contact_picks(self) -> np.ndarray:
-        """Recording indices of the shown contacts: good iEEG channels minus ``bad_channels``, grouped by shaft.
-
-        A recording without any iEEG channel shows its other signal channels instead (not stim or
-        misc), so it can still be read while scoring is disabled.
-
-        Returns
-        -------
-        picks : ndarray, shape (n_contacts,), int
-        """
-        return self._layout()[0].copy()
+        """Recording indices of the shown contacts, shape (n_contacts,), int (:meth:`.TraceData.contact_picks`)."""
+        return self.data.contact_picks()
 
     def contacts(self) -> list[str]:
-        """Names of the shown contacts, in display order (shafts contiguous, contacts in numeric order)."""
-        return list(self._layout()[1])
+        """Names of the shown contacts, in display order (:meth:`.TraceData.contacts`)."""
+        return self.data.contacts()
 
     def display_contacts(self) -> list[str]:
-        """How each of :meth:`contacts` is read (vendor prefixes and ``-Ref`` removed), same order."""
-        return list(self._layout()[3])
+        """How each of :meth:`contacts` is read (:meth:`.TraceData.display_contacts`)."""
+        return self.data.display_contacts()
 
     def display_labels(self, rows: MontageRows | None = None) -> list[str]:
-        """Labels of ``rows`` (default: the page's) as shown: display names in place of recording names.
-
-        ``rows`` index into :meth:`drawn_rows`' channels (the contacts, then greyed channels). The
-        montage's own labels (original channel names) stay what data, state and exports use.
-        """
-        rows = self.page_rows() if rows is None else rows
-        return row_labels(rows, self._layout()[4].display)
+        """Labels of ``rows`` (default: the page's) as shown (:meth:`.TraceData.display_labels`)."""
+        return self.data.display_labels(rows)
 
     def rows(self) -> MontageRows:
-        """All scored rows of the montage over :meth:`contacts` (``members`` index into that list)."""
-        return self._layout()[2]
+        """All scored rows of the montage over :meth:`contacts` (:meth:`.TraceData.rows`)."""
+        return self.data.rows()
 
     def drawn_rows(self) -> MontageRows:
-        """The rows paged and drawn: :meth:`rows`, then (monopolar, ``show_excluded``) a greyed row per excluded channel.
-
-        ``members`` index into the contacts followed by the greyed channels; a greyed row is never
-        part of the heat map, the average reference, a bipolar pair or the scores.
-        """
-        return self._layout()[4].rows
+        """The rows paged and drawn: :meth:`rows`, then the greyed rows (:meth:`.TraceData.drawn_rows`)."""
+        return self.data.drawn_rows()
 
     def excluded(self) -> dict[str, str]:
-        """``{channel: reason}`` of every channel that is not a scored contact (bad, ECG, DC, trigger, ``$`` …)."""
-        return dict(self._layout()[4].excluded)
+        """``{channel: reason}`` of every channel that is not a scored contact (:meth:`.TraceData.excluded`)."""
+        return self.data.excluded()
 
     def excluded_line(self) -> str:
-        """The line shown under the traces: ``Not shown / not scored: EKG1: ecg — not scored · …`` (empty if none)."""
-        rec = self.recording
-        if rec is None:
-            return ""
-        return excluded_text(self._layout()[4].excluded, dict(zip(rec.ch_names, rec.display_names, strict=True)))
+        """The line shown under the traces (:meth:`.TraceData.excluded_line`; empty if none)."""
+        return self.data.excluded_line()
 
     def greyed_slots(self, rows: MontageRows | None = None) -> list[int]:
         """Indices in ``rows`` (default: the page's) of the greyed rows of excluded channels."""
-        rows = self.page_rows() if rows is None else rows
-        n = self._layout()[4].n_contacts
-        return [r for r, members in enumerate(rows.members) if members[0] >= n]
-
-    def _layout(self) -> tuple[np.ndarray, list[str], MontageRows, list[str], DrawnRows]:
-        """``(contact_picks, contacts, rows, display_contacts, drawn)``, recomputed only when their inputs change."""
-        rec = self.recording
-        if rec is None:
-            rows = montage_rows([], self.montage)
-            return np.zeros(0, dtype=int), [], rows, [], DrawnRows(np.zeros(0, dtype=int), [], [], rows, 0, {})
-        key = (
-            id(rec),
-            tuple(rec.ch_names),
-            tuple(rec.ch_types),
-            tuple(rec.bads),
-            tuple(self.bad_channels),
-            self.montage,
-            self.show_excluded,
-        )
-        if self._layout_cache is None or self._layout_cache[0] != key:
-            bad = set(self.bad_channels)
-            shown = rec.ieeg_picks()
-            if len(shown) == 0:  # nothing scorable (a scalp or polygraphy file): show its signals for reading
-                shown = [
-                    i
-                    for i, t in enumerate(rec.ch_types)
-                    if t not in READ_ONLY_HIDDEN_TYPES and rec.ch_names[i] not in rec.bads
-                ]
-            picks = [int(i) for i in shown if rec.ch_names[i] not in bad]
-            names = [rec.ch_names[i] for i in picks]
-            ordered = np.array([picks[i] for idx in group_by_shaft(names).values() for i in idx], dtype=int)
-            contacts = [rec.ch_names[i] for i in ordered]
-            shown_as = rec.display_names
-            display = [shown_as[i] for i in ordered]
-            rows = montage_rows(contacts, self.montage)
-            drawn = self._drawn_rows(ordered, contacts, display, rows, excluded_channels(rec, bad, contacts))
-            self._layout_cache = (key, (ordered, contacts, rows, display, drawn))
-        return self._layout_cache[1]
-
-    def _drawn_rows(
-        self, picks: np.ndarray, contacts: list[str], display: list[str], rows: MontageRows, excluded: dict[str, str]
-    ) -> DrawnRows:
-        """The scored rows, then (monopolar, ``show_excluded``) a greyed row per excluded channel."""
-        if self.montage != "monopolar" or not self.show_excluded or not excluded:
-            return DrawnRows(picks, list(contacts), list(display), rows, len(contacts), excluded)
-        rec = self.recording
-        index = {name: i for i, name in enumerate(rec.ch_names)}
-        shown_as = rec.display_names
-        greyed = list(excluded)
-        n = len(contacts)
-        drawn = MontageRows(
-            rows.labels + greyed,
-            rows.members + [(n + j,) for j in range(len(greyed))],
-            rows.shafts + [shaft_name(name) for name in greyed],
-            rows.kind,
-        )
-        return DrawnRows(
-            np.concatenate([picks, np.array([index[g] for g in greyed], dtype=int)]),
-            list(contacts) + greyed,
-            list(display) + [shown_as[index[g]] for g in greyed],
-            drawn,
-            n,
-            excluded,
-        )
+        return self.data.greyed_slots(rows)
 
     @property
     def n_pages(self) -> int:
         """Number of channel pages."""
-        return len(self.page_bounds())
+        return self.data.n_pages
 
     def page_bounds(self) -> list[tuple[int, int]]:
-        """``(first, end)`` indices into :meth:`drawn_rows` of each page, ``page_size`` rows at most.
-
-        The scored rows page by page, then the greyed rows of excluded channels on pages of their
-        own: page ``p`` of the scored rows starts at ``p * page_size`` (as the heat map's rows do).
-        """
-        n_scored, n_drawn, size = len(self.rows()), len(self.drawn_rows()), self.page_size
-        bounds = [(lo, min(lo + size, n_scored)) for lo in range(0, n_scored, size)]
-        bounds += [(lo, min(lo + size, n_drawn)) for lo in range(n_scored, n_drawn, size)]
-        return bounds or [(0, 0)]
-
-    def _page_slice(self, page: int | None = None) -> slice:
-        """The drawn rows of ``page`` (default the current one, clamped to the last)."""
-        bounds = self.page_bounds()
-        lo, hi = bounds[min(self.page if page is None else page, len(bounds) - 1)]
-        return slice(lo, hi)
-
-    def _page_of_row(self, row: int) -> int:
-        """The page showing drawn row ``row``."""
-        return next((p for p, (lo, hi) in enumerate(self.page_bounds()) if lo <= row < hi), 0)
+        """``(first, end)`` indices into :meth:`drawn_rows` of each page (:meth:`.TraceData.page_bounds`)."""
+        return self.data.page_bounds()
 
     def page_rows(self) -> MontageRows:
-        """The rows of the current page, top to bottom (``members`` index into :meth:`drawn_rows`' channels)."""
-        rows = self.drawn_rows()
-        sl = self._page_slice()
-        return MontageRows(rows.labels[sl], rows.members[sl], rows.shafts[sl], rows.kind)
+        """The rows of the current page, top to bottom (:meth:`.TraceData.page_rows`)."""
+        return self.data.page_rows()
 
     def page_contacts(self) -> list[str]:
-        """Recording names of the scored contacts the page draws (both contacts of a bipolar row; no greyed row)."""
-        contacts = self.contacts()
-        members = sorted({int(m) for row in self.page_rows().members for m in row if m < len(contacts)})
-        return [contacts[m] for m in members]
+        """Recording names of the scored contacts the page draws (:meth:`.TraceData.page_contacts`)."""
+        return self.data.page_contacts()
 
     def shafts(self) -> list[str]:
         """Shafts of the shown contacts, in display order."""
-        return list(dict.fromkeys(shaft_name(c) for c in self.contacts()))
+        return self.data.shafts()
 
     def shaft_options(self, *, greyed: bool = False) -> dict[str, str]:
         """``{shaft as shown: shaft}`` of the contacts (``greyed``: and greyed rows), ``POL LA`` shown as ``LA``."""
-        drawn = self._layout()[4]
-        cached = getattr(self, "_shaft_cache", None)  # (drawn, greyed, options): once per layout, not per page
-        if cached is None or cached[0] is not drawn or cached[1] != greyed:
-            n = len(drawn.names) if greyed else drawn.n_contacts
-            pairs = dict.fromkeys(zip(map(shaft_name, drawn.display[:n]), map(shaft_name, drawn.names[:n])))
-            shown = [a for a, _ in pairs]
-            cached = self._shaft_cache = (drawn, greyed, {(a if shown.count(a) == 1 else b): b for a, b in pairs})
-        return dict(cached[2])
+        return self.data.shaft_options(greyed=greyed)
 
     def page_shafts(self) -> list[str]:
         """The shafts of the rows on the current page, top first (what the gain picker offers)."""
-        return list(dict.fromkeys(self.page_rows().shafts))
+        return self.data.page_shafts()
 
     def page_shaft_options(self) -> dict[str, str]:
         """The gain picker's choices: ``{shaft as shown: shaft}`` of the page's shafts, then ``all on this page``."""
@@ -729,16 +499,9 @@ class TraceView(pn.viewable.Viewer):
         if shafts:
             self.shaft_gain = {**(self.shaft_gain or {}), **{s: float(gain) for s in shafts}}
 
-    def _custom_gains(self) -> dict[str, float]:
-        """The shaft gains that differ from 1 (rows of those shafts have their own amplitude range)."""
-        return {s: g for s, g in (self.shaft_gain or {}).items() if g not in (None, 1, 1.0)}
-
     def row_amplitudes(self, rows: MontageRows | None = None) -> np.ndarray:
         """Half-row amplitude of each row, ``amplitude_uv / shaft_gain[shaft]`` (µV), shape (n_rows,)."""
-        rows = self.page_rows() if rows is None else rows
-        base = self.amplitude_uv or 100.0
-        gains = self.shaft_gain or {}
-        return np.array([base / float(gains.get(s, 1.0) or 1.0) for s in rows.shafts], dtype=np.float64)
+        return self.data.row_amplitudes(rows)
 
     def _clamp_page(self) -> None:
         if self.page > self.n_pages - 1:
@@ -746,17 +509,7 @@ class TraceView(pn.viewable.Viewer):
 
     def _focus_row(self, rows: MontageRows | None = None) -> int | None:
         """Index in ``rows`` (default: all drawn rows) of the first row made from ``focus_channel``."""
-        if not self.focus_channel:
-            return None
-        rows = self.drawn_rows() if rows is None else rows
-        contacts = self._layout()[4].names
-        if self.focus_channel not in contacts:
-            return None
-        target = contacts.index(self.focus_channel)
-        for r, members in enumerate(rows.members):
-            if target in members:
-                return r
-        return None
+        return self.data.focus_row(rows)
 
     def _go_to_focus(self) -> None:
         row = self._focus_row()
@@ -768,7 +521,7 @@ class TraceView(pn.viewable.Viewer):
                 )
                 self._show_error(self._notice)
             return
-        page = self._page_of_row(row)
+        page = self.data.page_of_row(row)
         if page != self.page:
             self.page = page
 
@@ -777,234 +530,63 @@ class TraceView(pn.viewable.Viewer):
     @property
     def duration_s(self) -> float:
         """Length of the recording (s); 0 without one."""
-        return self.recording.duration_s if self.recording is not None else 0.0
+        return self.data.duration_s
 
     def window(self) -> tuple[float, float]:
         """The visible window ``(t0, t1)`` in s, clipped to the recording."""
-        duration = self.duration_s or self.span_s
-        span = min(self.span_s, duration)
-        t0 = min(max(0.0, self.start_s), max(0.0, duration - span))
-        return float(t0), float(t0 + span)
+        return self.data.window()
 
     def effective_bin_s(self) -> float:
         """Heat-map bin: ``bin_s``, else the scores' window stride, else 1 s."""
-        if self.bin_s:
-            return float(self.bin_s)
-        cached = self._bin_cache  # (scores, bin): holding the scores keeps their id from being reused
-        if cached is None or cached[0] is not self.scores:
-            cached = self._bin_cache = (self.scores, infer_bin_s(self.scores))
-        return cached[1]
+        return self.data.effective_bin_s()
 
-    def _margin_samples(self) -> int:
-        return filter_margin_samples(self.recording.sfreq, self.highpass_hz, self.lowpass_hz, self.notch_hz)
-
-    # ---------------------------------------------------------------- reading
+    # ---------------------------------------------------------------- reading (answered by self.data)
 
     def read_plan(self, rows: MontageRows | None = None) -> ReadPlan:
         """Which channels to read for ``rows`` (default the page's), with the rows re-indexed onto them."""
-        rows = self.page_rows() if rows is None else rows
-        if rows.kind == "average":
-            return ReadPlan(self.contact_picks(), rows, True)
-        picks = self._layout()[4].picks  # the contacts, then the greyed channels
-        needed = list(dict.fromkeys(m for members in rows.members for m in members))
-        local = {m: i for i, m in enumerate(needed)}
-        local_rows = MontageRows(
-            rows.labels, [tuple(local[m] for m in ms) for ms in rows.members], rows.shafts, rows.kind
-        )
-        return ReadPlan(picks[needed] if needed else picks[:0], local_rows, False)
+        return self.data.read_plan(rows)
 
     def read_rows(self, plan: ReadPlan, start: int, stop: int, *, filtered: bool = True) -> np.ndarray:
-        """Montage signals of ``plan.rows`` over samples ``[start, stop)``, display-filtered.
+        """Montage signals of ``plan.rows`` over samples ``[start, stop)``, shape (n_rows, stop - start), float32 µV.
 
-        Reads ``[start - margin, stop + margin)`` (clipped to the recording) so the zero-phase
-        filters have no edge effects inside the block.
-
-        Returns
-        -------
-        data : ndarray, shape (n_rows, stop - start), float32 µV
+        See :meth:`.TraceData.read_rows`.
         """
-        rec = self.recording
-        use_filters = filtered and any((self.highpass_hz, self.lowpass_hz, self.notch_hz))
-        margin = self._margin_samples() if use_filters else 0
-        r0, r1 = max(0, start - margin), min(rec.n_times, stop + margin)
-        block = rec.get_data(plan.picks, r0, r1)
-        if plan.rows.kind == "monopolar" and [m[0] for m in plan.rows.members] == list(range(len(plan.picks))):
-            signals = block
-        else:
-            reference = block.mean(axis=0) if plan.average else None
-            signals = apply_montage(block, plan.rows, reference=reference)
-        if use_filters:
-            signals = display_filter(
-                signals, rec.sfreq, highpass_hz=self.highpass_hz, lowpass_hz=self.lowpass_hz, notch_hz=self.notch_hz
-            )
-        return signals[:, start - r0 : stop - r0]
+        return self.data.read_rows(plan, start, stop, filtered=filtered)
 
     def envelope(
         self, plan: ReadPlan, start: int, stop: int, n_bins: int, *, filtered: bool = True
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per-bin min/max of the rows of ``plan`` over ``[start, stop)``, read in blocks.
+        """Per-bin min/max of the rows of ``plan`` over ``[start, stop)``: edges (n_bins + 1,), lo, hi (n_rows, n_bins).
 
-        Returns
-        -------
-        edges : ndarray, shape (n_bins + 1,), int
-            Bin edges in samples (at most ``stop - start`` bins).
-        lo, hi : ndarray, shape (n_rows, n_bins), float32 µV
+        See :meth:`.TraceData.envelope`.
         """
-        read = partial(self.read_rows, plan, filtered=filtered)
-        return chunked_envelope(read, start, stop, n_bins, n_rows=len(plan.rows), n_channels=len(plan.picks))
+        return self.data.envelope(plan, start, stop, n_bins, filtered=filtered)
 
     def page_envelope(self, rows: MontageRows | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Unfiltered min/max envelope of ``rows`` over the whole recording (cached).
-
-        ``OVERVIEW_BINS_PER_PX × plot_width`` bins. When the whole montage fits the overview's read
-        budget it is read in one pass for every row (so paging never reads again); otherwise per
-        page, the last ``OVERVIEW_CACHE_PAGES`` pages kept. The overview is drawn from it, and so
-        are zoomed-out views coarse enough (see :meth:`visible_envelope`).
-
-        Returns
-        -------
-        edges : ndarray, shape (n_bins + 1,), int
-        lo, hi : ndarray, shape (n_rows, n_bins), float32 µV
-        """
-        rows = self.page_rows() if rows is None else rows
-        cached = self._cached_envelope(rows)
-        if cached is not None:
-            return cached
-        everything = self.drawn_rows()
-        if self.can_summarise(everything):
-            key = self._envelope_key(everything)
-            self._overview_cache[key] = self._read_envelope(everything)
-            return self._cached_envelope(rows)
-        return _lru_put(self._overview_cache, self._envelope_key(rows), self._read_envelope(rows), OVERVIEW_CACHE_PAGES)
-
-    def _envelope_key(self, rows: MontageRows) -> tuple:
-        return (id(self.recording), tuple(rows.labels), tuple(self._layout()[4].names), self.plot_width)
-
-    def _read_envelope(self, rows: MontageRows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        n_bins = OVERVIEW_BINS_PER_PX * self.plot_width
-        return self.envelope(self.read_plan(rows), 0, self.recording.n_times, n_bins, filtered=False)
-
-    def _cached_envelope(self, rows: MontageRows) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """The whole-recording envelope of ``rows`` from the cache (the montage's or the page's), or None."""
-        everything = self._overview_cache.get(self._envelope_key(self.drawn_rows()))
-        if everything is not None:
-            index = {label: i for i, label in enumerate(self.drawn_rows().labels)}
-            if all(label in index for label in rows.labels):
-                pick = [index[label] for label in rows.labels]
-                edges, lo, hi = everything
-                return edges, lo[pick], hi[pick]
-        return _lru_get(self._overview_cache, self._envelope_key(rows))
+        """Unfiltered min/max envelope of ``rows`` over the whole recording (cached)."""
+        return self.data.page_envelope(rows)
 
     def can_summarise(self, rows: MontageRows | None = None) -> bool:
-        """Whether the overview may read ``rows`` (default the page's) over the whole recording (``OVERVIEW_READ_BUDGET``)."""
-        if self.recording is None:
-            return False
-        rows = self.page_rows() if rows is None else rows
-        rec = self.recording
-        if rec.is_lazy:
-            return rec.n_times * rec.n_channels <= OVERVIEW_READ_BUDGET["file"]
-        return rec.n_times * len(self.read_plan(rows).picks) <= OVERVIEW_READ_BUDGET["memory"]
+        """Whether the overview may read ``rows`` (default the page's) over the whole recording."""
+        return self.data.can_summarise(rows)
 
     def visible_envelope(self, plan: ReadPlan, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Min/max envelope of the page over ``[start, stop)`` at two bins per pixel.
+        """Min/max envelope of the page over ``[start, stop)`` at two bins per pixel (cached or read)."""
+        return self.data.visible_envelope(plan, start, stop)
 
-        Taken from the cached whole-recording envelope when it exists, no display filter is on and
-        it has at least one cached bin per output bin; read from the recording otherwise.
-        """
-        n_bins = 2 * self.plot_width
-        filters = any((self.highpass_hz, self.lowpass_hz, self.notch_hz))
-        cached = None if filters else self._cached_envelope(plan.rows)
-        wide = (stop - start) * OVERVIEW_BINS_PER_PX * self.plot_width >= n_bins * self.recording.n_times
-        if cached is None and not filters and wide and self.show_overview:
-            page = self.page_rows()  # the overview reads this envelope anyway: read it once, now
-            if page.labels == plan.rows.labels and self.can_summarise(page):
-                cached = self.page_envelope(page)
-        if cached is not None:
-            coarse = rebin_envelope(*cached, start, stop, n_bins)
-            if coarse is not None:
-                return coarse
-        return self.envelope(plan, start, stop, n_bins)
-
-    # ---------------------------------------------------------------- heat map
+    # ---------------------------------------------------------------- heat map (answered by self.data)
 
     def heat_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Binned p(SOZ) and its interval for every row of :meth:`rows` (cached).
-
-        Returns
-        -------
-        values, p0, p1 : ndarray, shape (n_rows, n_bins), float64
-            Bipolar rows are the mean of their two contacts. NaN = not scored.
-        edges : ndarray, shape (n_bins + 1,)
-        """
-        rows = self.rows()
-        bin_s = self.effective_bin_s()
-        key = (id(self.scores), bin_s, tuple(rows.labels))
-        if key not in self._heat_cache:
-            self._heat_cache.clear()
-            if self.scores is None:
-                n_bins = max(1, math.ceil(self.duration_s / bin_s - 1e-9))
-                nan = np.full((len(rows), n_bins), np.nan)
-                self._heat_cache[key] = (nan, nan, nan, np.arange(n_bins + 1) * bin_s)
-            else:
-                contacts = self.contacts()
-                values, edges = self.scores.heatmap(bin_s, channels=contacts)
-                windows = self.scores.heat_table
-                same = windows["p_cal"].to_numpy()
-                if np.array_equal(windows["p0"].to_numpy(), same) and np.array_equal(windows["p1"].to_numpy(), same):
-                    p0 = p1 = values  # no intervals (not Venn–Abers): the bounds are the probability itself
-                else:
-                    p0, p1 = binned_interval(self.scores, bin_s, contacts)
-                self._heat_cache[key] = (
-                    heatmap_rows(values, rows),
-                    heatmap_rows(p0, rows),
-                    heatmap_rows(p1, rows),
-                    edges,
-                )
-        return self._heat_cache[key]
-
-    def _flagged_windows(self) -> pd.DataFrame | None:
-        """The window table the artifact overlay reads (the heat map's, else the ranking's), or None without a flagged window."""
-        scores = self.scores
-        if scores is None:
-            return None
-        for table in (scores.heat_table, scores.windows):
-            if table is not None and "artifact" in table.columns:
-                flagged = table["artifact"].fillna("").astype(str).to_numpy() != ""
-                return table.assign(p_cal=flagged.astype(np.float64)) if flagged.any() else None
-        return None
+        """Binned p(SOZ), p0, p1 (n_rows, n_bins) for every row of :meth:`rows`, and the edges (n_bins + 1,)."""
+        return self.data.heat_rows()
 
     def has_artifacts(self) -> bool:
         """Whether the scores flag any window as an artifact (the main plot then has the artifact overlay)."""
-        key = ("has_artifacts", id(self.scores))
-        if key not in self._heat_cache:
-            self._heat_cache[key] = self._flagged_windows() is not None
-        return self._heat_cache[key]
+        return self.data.has_artifacts()
 
     def artifact_rows(self) -> tuple[np.ndarray, np.ndarray]:
-        """Share of each row's window time flagged as artifact, on the heat map's bins (cached).
-
-        Returns
-        -------
-        share : ndarray, shape (n_rows, n_bins), float64
-            0–1; NaN where nothing is flagged (drawn transparent). A bipolar row takes the larger share
-            of its two contacts (a row made from a flagged contact is flagged).
-        edges : ndarray, shape (n_bins + 1,)
-        """
-        rows = self.rows()
-        bin_s = self.effective_bin_s()
-        key = ("artifact", id(self.scores), bin_s, tuple(rows.labels))
-        if key not in self._heat_cache:
-            edges = self.heat_rows()[3]
-            table = self._flagged_windows()
-            share = np.full((len(rows), len(edges) - 1), np.nan)
-            if table is not None:
-                per_contact, _ = window_heatmap(table, self.contacts(), self.duration_s, bin_s)
-                for r, members in enumerate(rows.members):
-                    block = per_contact[list(members)]
-                    share[r] = np.where(np.isfinite(block), block, 0.0).max(axis=0)
-                share[share <= 0] = np.nan
-            self._heat_cache[key] = (share, edges)
-        return self._heat_cache[key]
+        """Share of each row's window time flagged as artifact (n_rows, n_bins), and the edges (n_bins + 1,)."""
+        return self.data.artifact_rows()
 
     def flagged_channels(self) -> dict[str, str]:
         """``{channel: reason}`` of the shown contacts the artifact detector flagged (from the scores' channel flags)."""
@@ -1014,17 +596,8 @@ class TraceView(pn.viewable.Viewer):
         return {c: flags[c] for c in self.contacts() if c in flags}
 
     def page_heat(self) -> tuple[np.ndarray, np.ndarray]:
-        """The page's heat-map rows (top row first) with their bin edges.
-
-        Returns
-        -------
-        values : ndarray, shape (n_page_rows, n_bins, 3)
-            p(SOZ), p0, p1.
-        edges : ndarray, shape (n_bins + 1,)
-        """
-        values, p0, p1, edges = self.heat_rows()
-        sl = self._page_slice()  # a page of greyed rows has no heat-map row
-        return np.stack([values[sl], p0[sl], p1[sl]], axis=-1), edges
+        """The page's heat-map rows (n_page_rows, n_bins, 3: p(SOZ), p0, p1), top row first, and the edges."""
+        return self.data.page_heat()
 
     # ---------------------------------------------------------------- elements
 
@@ -1036,7 +609,7 @@ class TraceView(pn.viewable.Viewer):
 
     def n_slots(self) -> int:
         """Rows drawn on every page: ``page_size``, or all rows when there are fewer (a short last page has empty rows)."""
-        return min(self.page_size, len(self.drawn_rows()))
+        return self.data.n_slots()
 
     def slot_labels(self) -> list[str]:
         """The page's row labels, top first, padded with ``""`` to :meth:`n_slots`.
@@ -1046,7 +619,7 @@ class TraceView(pn.viewable.Viewer):
         """
         labels = self.display_labels()
         flagged = self.flagged_channels()
-        drawn = self._layout()[4]
+        drawn = self.data.drawn()
         members_of = self.page_rows().members
         if flagged:
             labels = [
@@ -1059,7 +632,7 @@ class TraceView(pn.viewable.Viewer):
 
     def _clip_limits(self, amplitudes: np.ndarray) -> np.ndarray | None:
         """Largest excursion drawn per row (µV): ``CLIP_ROWS`` row spacings, or None with clipping off."""
-        return clip_limits(amplitudes) if self.clip_traces else None
+        return self.data.clip_limits(amplitudes)
 
     def main_element(self, t0: float, t1: float) -> hv.Overlay:
         """The main overlay for the window ``[t0, t1]`` (what the DynamicMap callback returns).
@@ -1159,7 +732,7 @@ class TraceView(pn.viewable.Viewer):
 
     def _heat_notes(self, labels: list[str]) -> list[str]:
         """Heat-map hover text per slot, bottom row first: ``LA1-LA2 (mean of LA1, LA2)`` for bipolar rows."""
-        contacts = self._layout()[4].display
+        contacts = self.data.drawn().display
         notes = [
             f"{label} (mean of {', '.join(contacts[m] for m in members)})" if len(members) > 1 else label
             for label, members in zip(labels, self.page_rows().members)
@@ -1253,7 +826,7 @@ class TraceView(pn.viewable.Viewer):
     def _artifact_image(self, t0: float, t1: float, T, Y, m: int) -> hv.Image:
         """The page's artifact shares over ``[t0, t1]`` on ``m`` slots, on the heat map's bins (NaN: transparent)."""
         share, edges = self.artifact_rows()
-        page = share[self._page_slice()]
+        page = share[self.data.page_slice()]
         n_bins = share.shape[1]
         bin_s = edges[1] - edges[0]
         b0 = int(np.clip(math.floor(t0 / bin_s + 1e-9), 0, n_bins - 1))
@@ -1297,7 +870,7 @@ class TraceView(pn.viewable.Viewer):
         x = t1 - 0.01 * (t1 - t0)
         k = m - 1
         text = f"{length:g} µV"
-        if self._custom_gains():
+        if self.data.custom_gains():
             shown = {key: name for name, key in self.shaft_options().items()}
             text += f" ({shown.get(rows.shafts[0], rows.shafts[0])})"
         return [
@@ -1413,7 +986,8 @@ class TraceView(pn.viewable.Viewer):
     def overview_heat(self) -> tuple[np.ndarray, np.ndarray]:
         """Where p(SOZ) is high over the whole recording: per bin, the mean of the ``OVERVIEW_TOP_K`` highest rows.
 
-        Over every row of the montage (all pages), so it does not change with the page.
+        Over every row of the montage (all pages), so it does not change with the page
+        (:meth:`.TraceData.overview_heat`).
 
         Returns
         -------
@@ -1421,11 +995,7 @@ class TraceView(pn.viewable.Viewer):
             NaN where nothing was scored.
         edges : ndarray, shape (n_bins + 1,)
         """
-        values, _, _, edges = self.heat_rows()
-        key = ("overview", id(values))
-        if key not in self._heat_cache:
-            self._heat_cache[key] = top_k_mean(values, OVERVIEW_TOP_K)
-        return self._heat_cache[key], edges
+        return self.data.overview_heat()
 
     def _overview_ink(self, rows: MontageRows, m: int) -> np.ndarray:
         """The overview's raster of the page's envelopes: 1 where a trace passes, else 0.
@@ -1437,8 +1007,8 @@ class TraceView(pn.viewable.Viewer):
             of RGBA's bytes. Kept per page (with the page envelopes), so going back costs nothing.
         """
         amplitudes = self.row_amplitudes(rows)
-        key = (self._envelope_key(rows), m, tuple(amplitudes), self.clip_traces)
-        cached = _lru_get(self._ink_cache, key)
+        key = (self.data.envelope_key(rows), m, tuple(amplitudes), self.clip_traces)
+        cached = lru_get(self._ink_cache, key)
         if cached is not None:
             return cached
         n = len(rows)
@@ -1450,7 +1020,7 @@ class TraceView(pn.viewable.Viewer):
         rgba = rasterise_envelopes(
             centres, lo, hi, (0.0, self.duration_s), m, self.plot_width, OVERVIEW_HEIGHT, [OVERVIEW_TRACE_COLOUR] * n
         )
-        return _lru_put(self._ink_cache, key, (rgba[..., 3] > 0).astype(np.uint8), OVERVIEW_INK_PAGES)
+        return lru_put(self._ink_cache, key, (rgba[..., 3] > 0).astype(np.uint8), OVERVIEW_INK_PAGES)
 
     def overview(self) -> hv.Overlay:
         """Whole-recording overview: top-k p(SOZ) heat strip under a light envelope of the page's rows, and the markers.
@@ -1602,9 +1172,7 @@ class TraceView(pn.viewable.Viewer):
                 self._overview_stream.event(version=self._overview_stream.version + 1)
 
     def _on_recording(self, *events) -> None:
-        self._overview_cache.clear()
-        self._ink_cache.clear()
-        self._heat_cache.clear()
+        self._ink_cache.clear()  # the data object forgets its envelopes and heat rows itself
         self._figure = None
         self.amplitude_warning = ""
         if self.recording is not None:
