@@ -255,7 +255,8 @@ def test_minirocket_training_preset_is_the_real_data_recipe_and_a_cli_choice():
 
 
 def test_cli_train_passes_the_head_solver_and_preset():
-    from sss_viewer.cli import _train_overrides, build_parser
+    from sss_viewer.cli import build_parser
+    from sss_viewer.commands.train import _train_overrides
 
     args = build_parser().parse_args(
         ["train", "data", "--out", "m", "--preset", "minirocket", "--head-solver", "lbfgs"]

@@ -32,7 +32,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("experiments", ("sss_viewer.experiments",)),
     ("cohort scoring", ("sss_viewer.cohort_scoring",)),
     ("viewer", ("sss_viewer.viewer",)),
-    ("front door", ("sss_viewer", "sss_viewer.__main__", "sss_viewer.cli", "sss_viewer._moved")),
+    ("front door", ("sss_viewer", "sss_viewer.__main__", "sss_viewer.cli", "sss_viewer.commands", "sss_viewer._moved")),
 )
 """Stages in data-flow order; a module belongs to the stage with the longest matching prefix."""
 

@@ -137,7 +137,7 @@ def test_every_option_has_help_text():
 
 
 def test_balance_can_be_turned_on_and_off_and_reaches_the_training_config(model):
-    from sss_viewer.cli import _train_overrides
+    from sss_viewer.commands.train import _train_overrides
     from sss_viewer.engine.config import train_preset
 
     def config(*flags):
@@ -384,7 +384,7 @@ def labels_file(path: Path, rows: list[tuple[str, int]]) -> Path:
 
 @pytest.mark.parametrize("spelling", ["LPT08", "lpt8", "LPT 8", "lpt 08"])
 def test_score_and_train_label_the_same_channels(capsys, tmp_path, spelling):
-    from sss_viewer.cli import _labelled_data
+    from sss_viewer.commands._shared import _labelled_data
 
     names = ["LPT08", "LPT09", "LPT10", "G1", "G2", "G3"]
     root, vhdr = labelled_cohort(tmp_path / "cohort", names)
@@ -403,7 +403,7 @@ def test_score_and_train_label_the_same_channels(capsys, tmp_path, spelling):
 
 
 def test_an_ambiguous_label_is_an_error_naming_the_file_and_channels(capsys, tmp_path):
-    from sss_viewer.cli import _labelled_data
+    from sss_viewer.commands._shared import _labelled_data
 
     root, vhdr = labelled_cohort(tmp_path / "cohort", ["LPT08", "LPT8", "G1", "G2", "G3", "G4"])
     labels = labels_file(tmp_path / "labels.tsv", [("lpt 8", 1), ("G1", 0)])

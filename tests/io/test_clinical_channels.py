@@ -323,7 +323,7 @@ def test_cli_scores_the_same_channels_and_plain_labels_match(clinical, tmp_path)
 
 
 def test_train_and_score_read_one_labels_file_alike(clinical):
-    from sss_viewer.cli import _labels_for
+    from sss_viewer.commands.score import _labels_for
     from sss_viewer.io.cohort import read_labels
 
     written, labels = clinical

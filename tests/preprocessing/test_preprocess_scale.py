@@ -7,7 +7,8 @@ import numpy as np
 import pybv
 import pytest
 
-from sss_viewer.cli import _train_overrides, build_parser
+from sss_viewer.cli import build_parser
+from sss_viewer.commands.train import _train_overrides
 from sss_viewer.engine.bundle import validate_config
 from sss_viewer.engine.config import train_preset
 from sss_viewer.io.readers import read_recording
