@@ -278,17 +278,9 @@ def read_tsv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
     AnnotationFileError
         When it cannot be parsed or lacks a column (the message names the file).
     """
-    try:
-        df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise AnnotationFileError(f"Cannot read annotation file {path}: {err}") from None
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise AnnotationFileError(
-            f"Annotation file {path} lacks column(s) {missing}: expected tab-separated columns {list(columns)}, "
-            f"found {list(df.columns)}."
-        )
-    return df
+    from sss_viewer.io.tables import read_table
+
+    return read_table(path, columns, what="annotation sidecar", na_values=None, error=AnnotationFileError)
 
 
 def _cell(row, name: str) -> str:

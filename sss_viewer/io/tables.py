@@ -36,6 +36,7 @@ def read_table(
     na_values: Sequence[str] | None = ("n/a",),
     strip_headers: bool = False,
     allow_no_rows: bool = True,
+    error: type[ValueError] | None = None,
 ) -> pd.DataFrame:
     """Read ``path`` as a table that must have the ``required`` columns.
 
@@ -56,6 +57,8 @@ def read_table(
         Strip spaces around column names (hand-written sheets).
     allow_no_rows : bool
         False: a header without rows is refused too.
+    error : subclass of ValueError, optional
+        The class of the refusals (default :class:`TableError`): a reader of a domain keeps its own error.
 
     Returns
     -------
@@ -66,8 +69,10 @@ def read_table(
     FileNotFoundError
         ``path`` is not a file.
     TableError
-        Empty, malformed, a required column missing, or (with ``allow_no_rows=False``) no rows.
+        Empty, malformed, a required column missing, or (with ``allow_no_rows=False``) no rows (``error``
+        when given).
     """
+    error = TableError if error is None else error
     path = Path(path)
     expected = _expected(what, sep, required)
     if not path.is_file():
@@ -78,14 +83,14 @@ def read_table(
     try:
         table = pd.read_csv(path, sep=sep, dtype=dtype, **options)
     except pd.errors.EmptyDataError:
-        raise TableError(f"{path} is empty (not even a header line); {expected}.") from None
+        raise error(f"{path} is empty (not even a header line); {expected}.") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise TableError(f"Could not read {path}: {str(exc).strip()}; {expected}.") from None
+        raise error(f"Could not read {path}: {str(exc).strip()}; {expected}.") from None
     if strip_headers:
         table.columns = [str(c).strip() for c in table.columns]
     missing = [c for c in required if c not in table.columns]
     if missing:
-        raise TableError(f"{path} lacks columns {missing}; it has {list(table.columns)} ({expected}).")
+        raise error(f"{path} lacks columns {missing}; it has {list(table.columns)} ({expected}).")
     if not allow_no_rows and table.empty:
-        raise TableError(f"{path} has a header but no rows; {expected}, one row per entry.")
+        raise error(f"{path} has a header but no rows; {expected}, one row per entry.")
     return table

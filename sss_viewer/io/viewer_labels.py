@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from sss_viewer.io.readers import SUPPORTED_FORMATS
 from sss_viewer.io.recording import Recording
@@ -100,17 +99,13 @@ def read_channel_marks(path: str | Path) -> ChannelMarks:
         When the file is not a channels sidecar: unreadable, missing ``name``/``status``, a
         ``status`` other than good/bad, a ``soz`` other than 1/0/n/a, or a channel listed twice.
     """
+    from sss_viewer.io.tables import read_table
+
     path = Path(path)
     try:
-        df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as err:
+        df = read_table(path, REQUIRED_COLUMNS, what="viewer channels sidecar", na_values=None, error=ViewerLabelsError)
+    except OSError as err:
         raise ViewerLabelsError(f"Cannot read the viewer sidecar {path}: {err}") from None
-    missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
-    if missing:
-        raise ViewerLabelsError(
-            f"Viewer sidecar {path} lacks column(s) {missing}: expected tab-separated columns name, type, status, "
-            f"status_description, soz, type_source; found {list(df.columns)}."
-        )
     names = df["name"].str.strip()
     repeated = sorted(set(names[names.duplicated()]))
     if repeated:

@@ -228,7 +228,7 @@ def test_an_upload_keyed_by_content_is_found(tmp_path):
 @pytest.mark.parametrize(
     "text, needle",
     [
-        ("name\tsoz\nA1\t1\n", "lacks column(s) ['status']"),
+        ("name\tsoz\nA1\t1\n", "lacks columns ['status']"),
         ("name\tstatus\tsoz\nA1\tgood\tyes\n", "soz must be 1, 0 or n/a"),
         ("name\tstatus\nA1\tbroken\n", "status must be 'good' or 'bad'"),
         ("name\tstatus\tsoz\nA1\tgood\t1\nA1\tgood\t0\n", "more than once"),

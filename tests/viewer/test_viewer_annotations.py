@@ -90,12 +90,12 @@ def test_absent_sidecars_give_empty_annotations(tmp_path):
 @pytest.mark.parametrize(
     ("which", "text", "match"),
     [
-        ("events", "onset\tduration\n1.0\t0\n", r"lacks column\(s\) \['trial_type', 'description'\]"),
+        ("events", "onset\tduration\n1.0\t0\n", r"lacks columns \['trial_type', 'description'\]"),
         ("events", "onset\tduration\ttrial_type\tdescription\n1.0\t0\tonset\tx\nsoon\t0\tonset\tx\n", "line 3"),
         ("events", "onset\tduration\ttrial_type\tdescription\n1.0\t0\tspike\tx\n", "Invalid marker kind='spike'"),
         ("events", "onset\tduration\ttrial_type\tdescription\n-4\t0\tonset\tx\n", "onset_s=-4.0"),
         ("channels", "name\tstatus\tstatus_description\nA1\tmaybe\tn/a\n", "status must be 'good' or 'bad'"),
-        ("channels", "", "Cannot read annotation file"),
+        ("channels", "", "is empty"),
     ],
 )
 def test_malformed_sidecar_names_the_file(tmp_path, which, text, match):
