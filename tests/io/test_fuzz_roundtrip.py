@@ -21,7 +21,7 @@ import pybv
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, given, reject, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from sss_viewer import read_recording  # noqa: E402
@@ -97,7 +97,12 @@ def test_edf_reads_back_what_mne_exported_within_its_16_bit_resolution(drawn):
         raw = mne.io.RawArray(data * 1e-6, mne.create_info(names, sfreq, "eeg"), verbose="error")
         raw.set_annotations(mne.Annotations([m[0] for m in markers], [0.0] * len(markers), [m[1] for m in markers]))
         path = Path(tmp) / "rec.edf"
-        mne.export.export_raw(path, raw, fmt="edf", overwrite=True, verbose="error")
+        try:
+            mne.export.export_raw(path, raw, fmt="edf", overwrite=True, verbose="error")
+        except ValueError as err:  # edfio writes whole data records only: at 999.412 Hz, 1,999 samples are not
+            if "not exactly divisible" not in str(err):  # a whole number of MNE's chosen record length
+                raise
+            reject()  # a file the writer cannot make is not a reader's case
         recording = read_recording(path).load()
         # EDF: 16-bit integers between each channel's physical min and max (rounded in the 8-character header)
         span = np.ptp(data, axis=1, keepdims=True)
