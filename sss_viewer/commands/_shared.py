@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from pathlib import Path
 
 logger = logging.getLogger("sss_viewer")  # the name cli.py logs under: messages read as before
@@ -11,6 +12,19 @@ logger = logging.getLogger("sss_viewer")  # the name cli.py logs under: messages
 
 class UsageError(ValueError):
     """The command line is wrong in a way argparse cannot see (checked after parsing); exits 2."""
+
+
+def say(text: str = "", end: str = "\n") -> None:
+    """Write one line of a command's result to standard output (results go here; progress and warnings to logging).
+
+    Parameters
+    ----------
+    text : str
+        The line (without its newline).
+    end : str
+        What follows it (a newline; ``""`` for text that ends in one).
+    """
+    sys.stdout.write(f"{text}{end}")
 
 
 def _cache(args):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from sss_viewer.commands._shared import _names
+from sss_viewer.commands._shared import _names, say
 
 
 def run(args, progress: bool) -> int:
@@ -20,24 +20,24 @@ def run(args, progress: bool) -> int:
             "check the BIDS root."
         )
     if args.json:
-        print(json.dumps(summary, indent=2))
+        say(json.dumps(summary, indent=2))
         return 0
-    print(f"BIDS dataset {summary['root']}; SOZ labels from {summary['soz_source'] or 'nowhere (unlabelled)'}")
+    say(f"BIDS dataset {summary['root']}; SOZ labels from {summary['soz_source'] or 'nowhere (unlabelled)'}")
     header = (
         f"{'centre':<8} {'subjects':>8} {'runs':>5} {'channels':>8} {'hours':>6} {'SOZ frac':>8} {'no onset':>8}  "
         "rates (Hz)"
     )
-    print(header)
-    print("-" * len(header))
+    say(header)
+    say("-" * len(header))
     for row in summary["centres"] + ([summary["total"]] if summary["total"] else []):
         frac = "-" if row["soz_fraction"] is None else f"{row['soz_fraction']:.3f}"
         rates = ", ".join(f"{r:g}" for r in row["sampling_rates_hz"])
-        print(
+        say(
             f"{row['centre']:<8} {row['subjects']:>8} {row['runs']:>5} {row['channels']:>8} {row['hours']:>6.2f} "
             f"{frac:>8} {row['runs_without_onset']:>8}  {rates}"
         )
     for subject, names in summary["unmatched_soz"].items():
-        print(f"sub-{subject}: SOZ names matching no channel: {', '.join(names)}")
+        say(f"sub-{subject}: SOZ names matching no channel: {', '.join(names)}")
     for run, reason in summary["skipped"].items():
-        print(f"skipped {run}: {reason}")
+        say(f"skipped {run}: {reason}")
     return 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sss_viewer.commands._shared import say
+
 
 def run(args, progress: bool) -> int:
     """Print the candidate's paired differences with the ``--against`` rows as Markdown."""
@@ -9,5 +11,5 @@ def run(args, progress: bool) -> int:
 
     runs = load_many(args.folders)
     diffs = paired_differences(runs, args.candidate, args.against, metric=args.metric)
-    print(markdown_comparison(diffs, cost_summary(runs, [args.candidate, *args.against]), metric=args.metric), end="")
+    say(markdown_comparison(diffs, cost_summary(runs, [args.candidate, *args.against]), metric=args.metric), end="")
     return 0

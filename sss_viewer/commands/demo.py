@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sss_viewer.commands._shared import _ranking_text
+from sss_viewer.commands._shared import _ranking_text, say
 
 
 def run(args, progress: bool) -> int:
@@ -27,6 +27,6 @@ def run(args, progress: bool) -> int:
     test = set(bundle.info["split"]["test"])
     recording = next(r for r in recordings if r.subject in test)
     result = score_recording(bundle, recording, device=args.device, progress=progress)
-    print(f"Demo model trained on synthetic data; ranking of held-out patient {recording.label}:")
-    print(_ranking_text(result.channels, bundle.threshold))
+    say(f"Demo model trained on synthetic data; ranking of held-out patient {recording.label}:")
+    say(_ranking_text(result.channels, bundle.threshold))
     return 0

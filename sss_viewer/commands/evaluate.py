@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from sss_viewer.commands._shared import _cache, _labelled_data
+from sss_viewer.commands._shared import _cache, _labelled_data, say
 
 
 def run(args, progress: bool) -> int:
@@ -26,13 +26,13 @@ def run(args, progress: bool) -> int:
         cache=_cache(args),
     )
     if args.json:
-        print(json.dumps(report, indent=2, default=float))
+        say(json.dumps(report, indent=2, default=float))
     else:
         pooled = report["pooled"]
-        print(
+        say(
             f"{report['n_channels']} channels ({report['n_soz']} SOZ) in {report['n_recordings']} recordings: "
             + ", ".join(f"{k} {v:.3f}" for k, v in pooled.items())
         )
         if "heatmap_auc" in report:
-            print(f"heat map abnormal-vs-normal AUC within SOZ channels (median): {report['heatmap_auc']:.3f}")
+            say(f"heat map abnormal-vs-normal AUC within SOZ channels (median): {report['heatmap_auc']:.3f}")
     return 0

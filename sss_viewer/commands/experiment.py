@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sss_viewer.commands._shared import UsageError, _cache
+from sss_viewer.commands._shared import UsageError, _cache, say
 
 
 def run(args, progress: bool) -> int:
@@ -13,11 +13,11 @@ def run(args, progress: bool) -> int:
     from sss_viewer.experiments.protocols import check_models
 
     if args.list or not args.protocol:
-        print("protocols:")
+        say("protocols:")
         for spec in PROTOCOLS.values():
-            print(f"  {spec.name:<22} {spec.description}")
-        print("models: " + ", ".join(MODELS) + " (and sss-<backbone> for SSS with another local model)")
-        print("presets: " + ", ".join(PRESETS))
+            say(f"  {spec.name:<22} {spec.description}")
+        say("models: " + ", ".join(MODELS) + " (and sss-<backbone> for SSS with another local model)")
+        say("presets: " + ", ".join(PRESETS))
         return 0
     from sss_viewer.experiments import run_experiment
     from sss_viewer.io.cohort import load_data
@@ -58,5 +58,5 @@ def run(args, progress: bool) -> int:
         progress=progress,
         cache=_cache(args),
     )
-    print(f"{len(results)} runs; wrote {out / 'results.csv'} and {out / 'tables.md'}")
+    say(f"{len(results)} runs; wrote {out / 'results.csv'} and {out / 'tables.md'}")
     return 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sss_viewer.commands._shared import say
+
 
 def run(args, progress: bool) -> int:
     """Fit the combined scorer's weights and write them to ``--out``."""
@@ -23,11 +25,11 @@ def run(args, progress: bool) -> int:
     weights = fit_combined(recordings, markers=markers, model=model, progress=progress, description=description)
     save_weights(weights, args.out, overwrite=args.overwrite)
     auc = weights["validation_auc"]
-    print(
+    say(
         f"fitted on {weights['n_patients']} patients, {weights['n_channels']} channels: C = {weights['C']:g}, "
         f"leave-one-patient-out channel AUC {'n/a' if auc is None else f'{auc:.3f}'}"
     )
     for name, coef in zip(weights["features"], weights["coefficients"]):
-        print(f"  {name:<18} {coef:+.3f}")
-    print(f"wrote {args.out}; score with: sss-viewer score RECORDING --scorer combined --weights {args.out} --out DIR")
+        say(f"  {name:<18} {coef:+.3f}")
+    say(f"wrote {args.out}; score with: sss-viewer score RECORDING --scorer combined --weights {args.out} --out DIR")
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from sss_viewer.commands._shared import UsageError, _bundled_model_dir, _cache, _ranking_text
+from sss_viewer.commands._shared import UsageError, _bundled_model_dir, _cache, _ranking_text, say
 from sss_viewer.commands.score_output import ScoreOutput
 
 logger = logging.getLogger("sss_viewer")  # the name cli.py logs under: messages read as before
@@ -143,11 +143,11 @@ def _score_cohort(args, progress: bool) -> int:
             report = run_cohort(plan, progress=progress)
     counts = ", ".join(f"{report.count(s)} {s}" for s in ("ok", "skipped", "failed"))
     skipped = " (skipped: up to date from an earlier run into this folder)" if report.count("skipped") else ""
-    print(f"{len(report.cohort)} recordings of {args.recording}: {counts}{skipped}")
+    say(f"{len(report.cohort)} recordings of {args.recording}: {counts}{skipped}")
     for row in report.failed.itertuples(index=False):
-        print(f"  failed {row.recording}: {row.error}")
+        say(f"  failed {row.recording}: {row.error}")
     patients = report.patients["subject"].nunique()
-    print(f"wrote {args.out / 'cohort.csv'} and {args.out / 'patients.csv'} ({patients} patients)")
+    say(f"wrote {args.out / 'cohort.csv'} and {args.out / 'patients.csv'} ({patients} patients)")
     if len(report.failed):
         failed = list(report.failed["recording"])
         raise ScoreFailures(
@@ -178,9 +178,9 @@ def _score_one(args, scorer, recording, output: ScoreOutput, out: Path, progress
     output.write(result.ranking_table(), out, "channels.csv")
     if len(result.excluded):
         output.write(result.excluded, out, "excluded.csv")
-    print(f"{recording.label}: {_scorer_line(result, scorer)}")
-    print(_ranking_text(result.channels, scorer.threshold, top=top, unit=(result.scorer_info or {}).get("unit")))
-    print(f"wrote {out / 'windows.csv'} and {out / 'channels.csv'}")
+    say(f"{recording.label}: {_scorer_line(result, scorer)}")
+    say(_ranking_text(result.channels, scorer.threshold, top=top, unit=(result.scorer_info or {}).get("unit")))
+    say(f"wrote {out / 'windows.csv'} and {out / 'channels.csv'}")
 
 
 def _scorer_line(result, scorer) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sss_viewer.commands._shared import UsageError, _bundled_model_dir
+from sss_viewer.commands._shared import UsageError, _bundled_model_dir, say
 from sss_viewer.engine.score_files import write_csv
 
 
@@ -48,14 +48,14 @@ def run(args, progress: bool) -> int:
     table = board.run_scoreboard(recordings, scorers, progress=progress)
     summary = board.summarise(table)
     text = board.format_table(table, summary)
-    print(text)
+    say(text)
     if summary["kind"].ne("floor").any():
         name, reason = board.choose_default(summary)
-        print(f"\nBy the rule of docs/results.md §8 the default would be: {name} ({reason})")
+        say(f"\nBy the rule of docs/results.md §8 the default would be: {name} ({reason})")
     if args.out is not None:
         from sss_viewer.fileio import atomic_write
 
         write_csv(table, args.out)
         atomic_write(args.out.with_suffix(".md"), lambda p: Path(p).write_text(text + "\n", encoding="utf-8"))
-        print(f"wrote {args.out} and {args.out.with_suffix('.md')}")
+        say(f"wrote {args.out} and {args.out.with_suffix('.md')}")
     return 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sss_viewer.commands._shared import _names
+from sss_viewer.commands._shared import _names, say
 
 
 def run(args, progress: bool) -> int:
@@ -21,5 +21,5 @@ def run(args, progress: bool) -> int:
         )
     config = SynthConfig(duration_scale=args.duration_scale, max_channels=args.max_channels, runs_per_patient=args.runs)
     out = generate_cohort(args.out, args.patients, args.seed, config, progress=progress)
-    print(f"wrote synthetic cohort of {args.patients} patients to {out}")
+    say(f"wrote synthetic cohort of {args.patients} patients to {out}")
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from sss_viewer.commands._shared import _cache, _labelled_data
+from sss_viewer.commands._shared import _cache, _labelled_data, say
 
 
 def _train_overrides(args) -> dict:
@@ -96,7 +96,7 @@ def run(args, progress: bool) -> int:
         if "head_l2" in bundle.info
         else f"best epoch {bundle.info['best_epoch']}"
     )
-    print(
+    say(
         f"saved model to {args.out}: {fitted}, validation AUC {val['auc']:.3f}, "
         f"threshold {bundle.threshold:.3f}; test split: {', '.join(bundle.info['split']['test']) or '-'}"
     )
