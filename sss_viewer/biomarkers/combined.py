@@ -827,6 +827,18 @@ def save_weights(weights: dict, path: str | Path, *, overwrite: bool = False) ->
 def load_weights(path: str | Path) -> dict:
     """Read and validate a weights file written by :func:`save_weights` (JSON; nothing is unpickled).
 
+    Parameters
+    ----------
+    path : str or Path
+        The weights file (``sss-viewer fit-combined``'s JSON).
+
+    Returns
+    -------
+    weights : dict
+        The file's fields as written, each checked by :func:`validate_weights`; among them ``markers``
+        (list of str), ``features`` (list of str, length n_features: the markers' ranks, then the model's
+        p(SOZ) with a model), ``coefficients`` (list of float, length n_features), ``intercept`` and ``params``.
+
     Raises
     ------
     FileNotFoundError

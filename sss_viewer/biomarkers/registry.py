@@ -50,7 +50,23 @@ FLOORS = ("variance", "amplitude", "line_length")
 
 
 def scorer_class(name: str) -> type:
-    """The class of the training-free scorer ``name`` (a ValueError lists the names)."""
+    """The class of the training-free scorer ``name`` (a ValueError lists the names).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`SCORERS`; its module is imported here on first use.
+
+    Returns
+    -------
+    type
+        The scorer's class (a ``BiomarkerScorer`` subclass), not an instance: see :func:`get_scorer`.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not a key of :data:`SCORERS` (the message lists them).
+    """
     check_option("scorer", name, SCORERS)
     module, _, cls = SCORERS[name].partition(":")
     return getattr(importlib.import_module(module), cls)
@@ -74,6 +90,19 @@ def get_scorer(name: str, **params):
 
 
 def scorer_names(*, with_model: bool = True, with_fitted: bool = True) -> list[str]:
-    """Every scorer name, ``sss`` first when ``with_model``; the ones needing weights (:data:`FITTED`) unless not ``with_fitted``."""
+    """Every scorer name, ``sss`` first when ``with_model``; the ones needing weights (:data:`FITTED`) unless not ``with_fitted``.
+
+    Parameters
+    ----------
+    with_model : bool
+        Start with :data:`MODEL_SCORER` (``"sss"``, a trained model's scores).
+    with_fitted : bool
+        Include the scorers that need fitted weights (:data:`FITTED`).
+
+    Returns
+    -------
+    list of str
+        The names, the training-free ones in :data:`SCORERS`' order.
+    """
     names = [n for n in SCORERS if with_fitted or n not in FITTED]
     return ([MODEL_SCORER] if with_model else []) + names

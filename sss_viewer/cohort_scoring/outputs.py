@@ -169,7 +169,19 @@ def cohort_output_lock(out: Path) -> Iterator[None]:
 
 
 def is_cohort_output(out: Path) -> bool:
-    """Whether ``out`` holds the output of an earlier cohort ``score`` run (its manifest says so)."""
+    """Whether ``out`` holds the output of an earlier cohort ``score`` run (its manifest says so).
+
+    Parameters
+    ----------
+    out : Path
+        A ``score`` output folder (it need not exist).
+
+    Returns
+    -------
+    bool
+        True when ``out`` is a folder whose ``sss-viewer-score.json`` (:data:`MANIFEST`) is readable and was
+        written by a cohort run; False for a missing folder, a single-file run's or an unreadable manifest.
+    """
     return Path(out).is_dir() and read_manifest(Path(out)) is not None
 
 

@@ -31,7 +31,18 @@ CHECKPOINT_FORMAT = 1
 
 
 def checkpoint_path_for(model_dir: str | Path) -> Path:
-    """Where ``train --out MODEL`` keeps its checkpoint: ``MODEL.checkpoint.pt`` beside the model folder."""
+    """Where ``train --out MODEL`` keeps its checkpoint: ``MODEL.checkpoint.pt`` beside the model folder.
+
+    Parameters
+    ----------
+    model_dir : str or Path
+        The model folder ``train`` writes (it need not exist yet).
+
+    Returns
+    -------
+    Path
+        ``model_dir`` with ``.checkpoint.pt`` appended to its last component, in the same parent folder.
+    """
     model_dir = Path(model_dir)
     return model_dir.with_name(model_dir.name + ".checkpoint.pt")
 

@@ -63,7 +63,16 @@ _MODEL = "sss"
 
 
 def write_csv(df: pd.DataFrame, path: str | Path) -> None:
-    """Write ``df`` as CSV atomically, floats to 6 significant digits (every exchange CSV of ``score``)."""
+    """Write ``df`` as CSV atomically, floats to 6 significant digits (every exchange CSV of ``score``).
+
+    Parameters
+    ----------
+    df : DataFrame, shape (n_rows, n_columns)
+        Written without its index, one line per row after the header.
+    path : str or Path
+        The CSV file; its folder must exist. Written beside it first, then renamed over it, so a reader
+        sees the old file or the new one, never a part.
+    """
     atomic_write(Path(path), lambda p: df.to_csv(p, index=False, float_format="%.6g"))
 
 
@@ -95,7 +104,24 @@ def ranking_columns(channels: pd.DataFrame, scorer: str = _MODEL) -> pd.DataFram
 
 
 def ranking_table(scores) -> pd.DataFrame:
-    """``channels.csv`` of a ``RecordingScores`` (:func:`ranking_columns` of its channels and scorer)."""
+    """``channels.csv`` of a ``RecordingScores`` (:func:`ranking_columns` of its channels and scorer).
+
+    Parameters
+    ----------
+    scores : RecordingScores
+        Its ``channels`` (one row per scored channel) and ``scorer`` are used.
+
+    Returns
+    -------
+    DataFrame, shape (n_channels, n_columns)
+        ``channel, score``, the model's ``lower, upper`` or a marker's ``value``, ``rank``, then ``label``
+        and ``artifact`` where present, and ``scorer``.
+
+    Raises
+    ------
+    ValueError
+        The channel table lacks a column its scorer's table needs.
+    """
     return ranking_columns(scores.channels, scores.scorer)
 
 
@@ -145,6 +171,14 @@ def save_scores(scores, folder: str | Path, key: str | None = None) -> None:
 
 def read_scores(folder: str | Path, key: str | None = None) -> dict | None:
     """Read what :func:`save_scores` wrote, as ``RecordingScores`` keyword arguments (``RecordingScores.load``).
+
+    Parameters
+    ----------
+    folder : str or Path
+        The folder :func:`save_scores` wrote (``meta.json`` and one file per table of :data:`SCORE_TABLES`).
+    key : str, optional
+        What the scores must have been made from: scores saved under another key are not read. None reads
+        them whatever their key.
 
     Returns
     -------

@@ -20,10 +20,25 @@ logger = logging.getLogger(__name__)
 def held_out_selection(bundle: ModelBundle, recordings: Sequence[Recording]) -> list[tuple[Recording, set | None]]:
     """The recordings (and, for a channel split, the channels) the model never saw in training.
 
+    Parameters
+    ----------
+    bundle : ModelBundle
+        The trained model; its ``info["split"]`` (written by training) says what was held out: the test
+        subjects of a patient split, or the ``subject|run|channel`` keys of a channel split.
+    recordings : sequence of Recording
+        The candidates, in order.
+
     Returns
     -------
     selection : list of (Recording, set of channel names or None)
-        ``None`` means every channel of that recording is held out.
+        The held-out recordings in the order of ``recordings``; ``None`` means every channel of that
+        recording is held out. With a channel split, a recording none of whose channels was held out is
+        left out.
+
+    Raises
+    ------
+    ValueError
+        The model records no patient or channel split.
     """
     split = bundle.info.get("split", {})
     mode = split.get("mode")

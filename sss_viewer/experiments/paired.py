@@ -79,6 +79,17 @@ def load_runs(folder: str | Path) -> pd.DataFrame:
 def load_many(folders: Sequence[str | Path]) -> pd.DataFrame:
     """:func:`load_runs` of several folders; a label found in more than one becomes ``<protocol>:<label>``.
 
+    Parameters
+    ----------
+    folders : sequence of str or Path
+        ``--out`` folders of ``sss-viewer experiment``, each of another protocol.
+
+    Returns
+    -------
+    DataFrame
+        The folders' :func:`load_runs` tables concatenated in the order given (a fresh index), the shared
+        labels prefixed with their protocol.
+
     Raises
     ------
     ValueError
@@ -200,7 +211,21 @@ def _per_fold(runs: pd.DataFrame, label: str, metric: str) -> pd.DataFrame:
 
 
 def cost_summary(runs: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
-    """Median and total wall time per run of each label (training and test scoring; nested choice: all of its rows)."""
+    """Median and total wall time per run of each label (training and test scoring; nested choice: all of its rows).
+
+    Parameters
+    ----------
+    runs : DataFrame
+        Runs as :func:`load_many` gives them (``label``, ``protocol``, ``seed``, ``setting``, ``seconds``).
+    labels : sequence of str
+        The labels to cost, each a label of ``runs`` or ``<protocol>:<label>``. The nested choice
+        (:data:`~sss_viewer.experiments.tables.SELECTED_LABEL`) costs, per fold, every candidate's run.
+
+    Returns
+    -------
+    DataFrame, shape (n_labels, 4)
+        ``label``, ``runs`` (folds costed), ``median_s`` and ``total_s`` (seconds), in the order of ``labels``.
+    """
     rows = []
     for label in (_resolve_label(runs, name) for name in labels):
         if label == SELECTED_LABEL or label.endswith(":" + SELECTED_LABEL):  # choosing costs every candidate's training
@@ -224,7 +249,22 @@ def _protocol_of(runs: pd.DataFrame, label: str) -> str:
 
 
 def markdown_comparison(diffs: pd.DataFrame, costs: pd.DataFrame | None = None, metric: str = "auc") -> str:
-    """The paired differences as a Markdown table, then the wall time of each model when ``costs`` is given."""
+    """The paired differences as a Markdown table, then the wall time of each model when ``costs`` is given.
+
+    Parameters
+    ----------
+    diffs : DataFrame
+        :func:`paired_differences`' table, one row per reference.
+    costs : DataFrame, optional
+        :func:`cost_summary`'s table; None leaves the wall-time table out.
+    metric : str
+        The metric compared, named in the header.
+
+    Returns
+    -------
+    str
+        The Markdown, one table row per row of ``diffs`` (and of ``costs``), ending in a newline.
+    """
     lines = [
         f"| {metric}: candidate − reference | n | candidate | reference | mean diff [95 % CI] | std | t | p | W/T/L |",
         "|---|---:|---:|---:|---|---:|---:|---:|---|",

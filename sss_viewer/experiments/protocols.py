@@ -216,6 +216,16 @@ def ensemble_members(run: RunSpec) -> list[RunSpec]:
     ``window_length=A`` (then ``B``), so it is trained exactly as the single-window row of that length
     (same seed, same split).
 
+    Parameters
+    ----------
+    run : RunSpec
+        A planned run; its ``window_lengths`` comes from its overrides, or else from its named SSS row.
+
+    Returns
+    -------
+    list of RunSpec
+        ``[run]`` when it has no ``window_lengths``; else one run per length, in the order given.
+
     Raises
     ------
     ValueError
@@ -237,7 +247,24 @@ def ensemble_members(run: RunSpec) -> list[RunSpec]:
 
 
 def check_models(models) -> list[str]:
-    """Validate model names (``sss``, a named SSS row, ``sss-<backbone>`` or a baseline) before anything is trained."""
+    """Validate model names (``sss``, a named SSS row, ``sss-<backbone>`` or a baseline) before anything is trained.
+
+    Parameters
+    ----------
+    models : iterable of str
+        The names, as given on the command line.
+
+    Returns
+    -------
+    list of str
+        The same names, in the same order.
+
+    Raises
+    ------
+    ValueError
+        A name is not one of :data:`MODELS`, or an ``sss-<backbone>`` names no backbone of :data:`BASELINES`
+        (the message lists the valid ones).
+    """
     out = []
     for name in models:
         if name.startswith(SSS_MODEL + "-") and name not in SSS_ROWS:
@@ -304,9 +331,22 @@ def split_for_run(meta: pd.DataFrame, run: RunSpec) -> np.ndarray:
     them). Table 2: the unseen centre is the test set; the other centres give train and validation
     (1/8 of them) by channel or by patient, balanced likewise.
 
+    Parameters
+    ----------
+    meta : DataFrame, shape (n_series, ...)
+        The series set's ``meta``: ``label`` (1 SOZ, 0 not, negative unlabelled), ``centre``, ``subject``.
+    run : RunSpec
+        Its protocol, setting, split mode, seed, training centres and unseen test centre.
+
     Returns
     -------
     split : ndarray of str, shape (n_series,)
+        ``"train"``, ``"val"``, ``"test"`` or ``"unused"`` per row of ``meta``.
+
+    Raises
+    ------
+    ValueError
+        The training centres have too few SOZ channels or patients to split, or a split lacks a class.
     """
     split = np.full(len(meta), UNUSED, dtype=object)
     labelled = meta["label"].to_numpy() >= 0

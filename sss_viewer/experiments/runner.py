@@ -165,6 +165,20 @@ def sss_run_config(preset: ExperimentPreset, run: RunSpec):
     ``model.<param>=<value>`` set one model parameter, anything else a ``TrainConfig`` field. A
     batch larger than the preset's ``windows_per_epoch`` raises the latter to one full batch (else
     every batch size above it would train identically).
+
+    Parameters
+    ----------
+    preset : ExperimentPreset
+        The experiment preset: its ``sss`` training settings, baseline sizes and whether strides follow the
+        window length.
+    run : RunSpec
+        The run: its model (``sss``, a named SSS row or ``sss-<backbone>``), seed and overrides.
+
+    Returns
+    -------
+    TrainConfig
+        The training preset named by the row (``default`` otherwise) with these settings, ``seed=run.seed``
+        and ``device="auto"``.
     """
     row = {k: v for k, v in SSS_ROWS.get(run.model, {}).items() if k != WINDOW_ENSEMBLE}  # members: ensemble_members
     params = dict(row) if "preset" in row else dict(preset.sss)  # a named training preset at its own sizes
@@ -427,7 +441,22 @@ def read_run_records(out_dir: str | Path, keys: Sequence[str]) -> list[dict]:
 
 
 def collect_results(out_dir: Path, runs: Sequence[RunSpec]) -> pd.DataFrame:
-    """The finished runs' records, in plan order (runs not finished yet are left out)."""
+    """The finished runs' records, in plan order (runs not finished yet are left out).
+
+    Parameters
+    ----------
+    out_dir : Path
+        The experiment's ``--out`` folder (each finished run's record is ``runs/<key>.json``).
+    runs : sequence of RunSpec
+        The planned runs, in plan order.
+
+    Returns
+    -------
+    DataFrame, shape (n_finished, n_fields)
+        One row per finished run: the run's fields (``train_centres`` and ``overrides`` as JSON text),
+        ``key``, ``label``, split sizes, the test metrics and ``threshold``; without the wall time and
+        settings digest, so an interrupted and a straight run give the same table.
+    """
     rows = read_run_records(out_dir, [run.key for run in runs])
     for record in rows:
         record.pop("seconds", None)  # wall time differs between an interrupted and a straight run

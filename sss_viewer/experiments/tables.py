@@ -104,6 +104,20 @@ def markdown_tables(results: pd.DataFrame, protocol: str) -> str:
     """Every table of one protocol: per split mode, the main metrics and AUPRC / balanced accuracy.
 
     Best per column in **bold**, second best underlined; mean ± std (population) over seeds.
+
+    Parameters
+    ----------
+    results : DataFrame
+        One row per finished run (:func:`~sss_viewer.experiments.collect_results`): ``split_mode``,
+        ``setting``, ``label``, ``seed`` and the test metrics (``val_auc`` for a cross-validated protocol).
+    protocol : str
+        A key of :data:`~sss_viewer.experiments.protocols.PROTOCOLS`, the page's title.
+
+    Returns
+    -------
+    str
+        The Markdown page: a cross-validated protocol's one table over folds and repeats (and the nested
+        choice where it has variants), else two tables per split mode; a line saying so when no run finished.
     """
     if results.empty:
         return f"# {protocol}\n\nNo finished runs yet.\n"

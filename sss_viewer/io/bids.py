@@ -55,7 +55,18 @@ _PARTICIPANT_FIELDS = {"outcome": "outcome", "engel_score": "engel_score", "ilae
 
 
 def is_bids_root(path: str | Path) -> bool:
-    """True when ``path`` is a directory holding ``dataset_description.json`` or ``participants.tsv``."""
+    """True when ``path`` is a directory holding ``dataset_description.json`` or ``participants.tsv``.
+
+    Parameters
+    ----------
+    path : str or Path
+        Any path; it need not exist.
+
+    Returns
+    -------
+    bool
+        Whether ``path`` is a folder with either file directly in it (its subfolders are not searched).
+    """
     path = Path(path)
     return path.is_dir() and ((path / "dataset_description.json").is_file() or (path / PARTICIPANTS_FILE).is_file())
 

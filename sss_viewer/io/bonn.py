@@ -48,7 +48,19 @@ def _npz_path(path: Path) -> Path:
 
 
 def is_bonn(path: str | Path) -> bool:
-    """Whether ``path`` is the Bonn ``.npz`` or a folder holding it."""
+    """Whether ``path`` is the Bonn ``.npz`` or a folder holding it.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.npz`` file, or a folder (then its :data:`BONN_FILE` is looked at); it need not exist.
+
+    Returns
+    -------
+    bool
+        True when the file is a readable ``.npz`` (nothing unpickled) holding ``fs`` and every set of
+        :data:`BONN_SETS`; False otherwise, never an error.
+    """
     path = _npz_path(Path(path))
     if not path.is_file() or path.suffix.lower() != ".npz":
         return False

@@ -107,6 +107,25 @@ def build_window_model(name: str, window_length: int, **params: Any) -> WindowMo
     Finite-context backbones get ``window_length``; ROCKET, MiniRocket and Hydra get it as the
     reference length of their kernel dilations (``input_length``); recurrent and Mamba backbones take
     any length.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`MODEL_REGISTRY`.
+    window_length : int
+        Samples per window L; a ``window_length`` or ``input_length`` in ``params`` takes precedence.
+    **params
+        Other constructor arguments of that backbone (see :func:`build_model`).
+
+    Returns
+    -------
+    WindowModel
+        A freshly initialised model mapping ``(B, L)`` windows to ``(B,)`` logits.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not registered, or a parameter is not one the backbone accepts.
     """
     accepted = _accepted_params(MODEL_REGISTRY[name]) if name in MODEL_REGISTRY else []
     if "window_length" in accepted:
@@ -117,7 +136,25 @@ def build_window_model(name: str, window_length: int, **params: Any) -> WindowMo
 
 
 def app_c_best(name: str) -> dict[str, Any]:
-    """The paper's best configuration of a backbone (App. C, red in its tables), incl. ``lr`` and L where given."""
+    """The paper's best configuration of a backbone (App. C, red in its tables), incl. ``lr`` and L where given.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`MODEL_REGISTRY`.
+
+    Returns
+    -------
+    dict of str to Any
+        A copy of the ``APP_C_BEST`` of the backbone's module (its entry for ``name`` where the module
+        holds several backbones): constructor arguments, ``lr``, ``window_length`` where the paper gives
+        one, and a ``note`` on the source where there is one.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not registered (the message lists the backbones).
+    """
     if name not in MODEL_REGISTRY:
         known = ", ".join(repr(k) for k in sorted(MODEL_REGISTRY))
         raise ValueError(f"Unknown backbone {name!r}: expected one of {known}.")

@@ -823,6 +823,17 @@ def build_app(**params):
     Returns a ``ViewerApp`` — or, for an unauthenticated session from outside this machine, a page
     that refuses it and says how to serve the viewer safely (:mod:`sss_viewer.viewer.access`);
     nothing of a recording is loaded for such a session.
+
+    Parameters
+    ----------
+    **params
+        Keyword arguments of :class:`ViewerApp` (``data_root``, ``model_dir``, ``out_dir``, ``load_demo``,
+        ``scorer``, or one of its parameters); unused for a refused session.
+
+    Returns
+    -------
+    ViewerApp or panel.pane.Alert
+        The app, or the refusal (a danger alert naming the reason) for a session that may not see it.
     """
     pn.extension("tabulator", "filedropper", notifications=True)
     reason = refusal()

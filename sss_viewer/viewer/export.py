@@ -568,9 +568,26 @@ def _savefig_bytes(fig, fmt: str) -> bytes:
 def export_ranking_csv(ranking_df: pd.DataFrame, path: str | Path, overwrite: bool = False) -> Path:
     """Write the ranking table as CSV (UTF-8, no index), atomically.
 
+    Parameters
+    ----------
+    ranking_df : DataFrame, shape (n_channels, n_columns)
+        The ranking as shown (one row per channel), written as it is, header first.
+    path : str or Path
+        The CSV file (``~`` expanded); its folder must exist.
+    overwrite : bool
+        Replace an existing file; without it an existing ``path`` is refused.
+
     Returns
     -------
     path : Path
+        The file written (``path`` with ``~`` expanded).
+
+    Raises
+    ------
+    FileExistsError
+        ``path`` exists and ``overwrite`` is False.
+    FileNotFoundError
+        The folder of ``path`` does not exist.
     """
     path = _check_target(path, overwrite)
     atomic_write(path, lambda tmp: ranking_df.to_csv(tmp, index=False, lineterminator="\n"))

@@ -216,7 +216,70 @@ def chosen_rows(rows: MontageRows, contacts: list[str], channels: list[str]) -> 
     )
 
 
-class TraceData(param.Parameterized):
+class TraceParams(param.Parameterized):
+    """The parameters a trace view and its data object share, declared once.
+
+    :class:`TraceData` and :class:`sss_viewer.viewer.traces.TraceView` both derive from it; a view
+    sets each of them on its data object (``view.data``) as it changes.
+    """
+
+    recording = param.ClassSelector(class_=Recording, default=None, allow_None=True, doc="The recording shown.")
+    scores = param.ClassSelector(
+        class_=RecordingScores, default=None, allow_None=True, doc="Window scores for the heat map (optional)."
+    )
+    montage = param.Selector(objects=list(MONTAGES), default="monopolar", doc="monopolar, average or bipolar.")
+    start_s = param.Number(default=0.0, bounds=(0, None), doc="Left edge of the visible window (s).")
+    span_s = param.Number(
+        default=10.0, bounds=(0, None), inclusive_bounds=(False, True), doc="Width of the visible window (s)."
+    )
+    page = param.Integer(default=0, bounds=(0, None), doc="Channel page (0-based; past the last means the last).")
+    page_size = param.Integer(default=16, bounds=(1, None), doc="Rows per channel page.")
+    amplitude_uv = param.Number(
+        default=None,
+        allow_None=True,
+        bounds=(0, None),
+        inclusive_bounds=(False, True),
+        doc="µV per half row (every row shows ±amplitude/gain). None: a TraceView measures it (automatic, see "
+        "measure_scale; set by hand, it is kept when the montage changes; set to None to go back to automatic); "
+        "a TraceData on its own uses 100 µV.",
+    )
+    clip_traces = param.Boolean(
+        default=True,
+        doc="Clip each row to ±CLIP_ROWS row spacings, so large spikes do not cross the neighbouring rows.",
+    )
+    shaft_gain = param.Dict(default={}, doc="Per-shaft gain: shaft → multiplier (a row shows ±amplitude/gain).")
+    highpass_hz = param.Number(default=None, allow_None=True, bounds=(0, None), doc="Display high-pass (Hz).")
+    lowpass_hz = param.Number(default=None, allow_None=True, bounds=(0, None), doc="Display low-pass (Hz).")
+    notch_hz = param.Number(default=None, allow_None=True, bounds=(0, None), doc="Display notch and harmonics (Hz).")
+    bad_channels = param.List(
+        default=[], item_type=str, doc="Channels marked bad: not scored, left out of the average, shown greyed."
+    )
+    show_excluded = param.Boolean(
+        default=True,
+        doc="Show bad and non-iEEG channels as greyed rows after the scored contacts (monopolar montage); "
+        "every montage lists them with the reason under the traces either way.",
+    )
+    focus_channel = param.String(default=None, allow_None=True, doc="Channel to show and highlight.")
+    bin_s = param.Number(
+        default=None,
+        allow_None=True,
+        bounds=(0, None),
+        inclusive_bounds=(False, True),
+        doc="Heat-map bin (s); None = the scores' window stride.",
+    )
+    plot_width = param.Integer(
+        default=1000,
+        bounds=(200, None),
+        doc="Width of the plot area (px); the min/max envelopes' bin counts follow it.",
+    )
+    show_overview = param.Boolean(
+        default=True,
+        doc="Draw the whole-recording overview with its range tool (a wide view is then drawn from the page's "
+        "whole-recording envelope, read once).",
+    )
+
+
+class TraceData(TraceParams):
     """The rows, pages, reads, envelopes and heat-map rows of a trace view, with their caches.
 
     Rows are the recording's good iEEG channels (``recording.ieeg_picks()`` minus ``bad_channels``)
@@ -225,56 +288,15 @@ class TraceData(param.Parameterized):
     of their own. With ``channels``, only the rows made from those channels, in that order (the
     montage still over every contact: the same average reference and bipolar pairs).
 
-    Its parameters are those of :class:`sss_viewer.viewer.traces.TraceView` of the same names
-    (a view sets them on its data object), plus ``channels``.
+    Its parameters are those of :class:`TraceParams` (which :class:`sss_viewer.viewer.traces.TraceView`
+    shares and sets on it), plus ``channels``.
     """
 
-    recording = param.ClassSelector(class_=Recording, default=None, allow_None=True, doc="The recording shown.")
-    scores = param.ClassSelector(
-        class_=RecordingScores, default=None, allow_None=True, doc="Window scores for the heat map (optional)."
-    )
-    montage = param.Selector(objects=list(MONTAGES), default="monopolar", doc="monopolar, average or bipolar.")
-    bad_channels = param.List(
-        default=[], item_type=str, doc="Channels marked bad: not scored, left out of the average, shown greyed."
-    )
-    show_excluded = param.Boolean(
-        default=True, doc="Bad and non-iEEG channels as greyed rows after the scored contacts (monopolar montage)."
-    )
     channels = param.List(
         default=None,
         allow_None=True,
         item_type=str,
         doc="Channels whose rows are drawn, in this order, and no greyed row; None = every row of the montage.",
-    )
-    page = param.Integer(default=0, bounds=(0, None), doc="Channel page (0-based; past the last means the last).")
-    page_size = param.Integer(default=16, bounds=(1, None), doc="Rows per channel page.")
-    start_s = param.Number(default=0.0, bounds=(0, None), doc="Left edge of the visible window (s).")
-    span_s = param.Number(
-        default=10.0, bounds=(0, None), inclusive_bounds=(False, True), doc="Width of the visible window (s)."
-    )
-    amplitude_uv = param.Number(
-        default=None,
-        allow_None=True,
-        bounds=(0, None),
-        inclusive_bounds=(False, True),
-        doc="µV per half row (a row shows ±amplitude/gain); None = 100 µV.",
-    )
-    shaft_gain = param.Dict(default={}, doc="Per-shaft gain: shaft → multiplier (a row shows ±amplitude/gain).")
-    clip_traces = param.Boolean(default=True, doc="Clip each row to ±CLIP_ROWS row spacings.")
-    highpass_hz = param.Number(default=None, allow_None=True, bounds=(0, None), doc="Display high-pass (Hz).")
-    lowpass_hz = param.Number(default=None, allow_None=True, bounds=(0, None), doc="Display low-pass (Hz).")
-    notch_hz = param.Number(default=None, allow_None=True, bounds=(0, None), doc="Display notch and harmonics (Hz).")
-    focus_channel = param.String(default=None, allow_None=True, doc="Channel shown and highlighted.")
-    bin_s = param.Number(
-        default=None,
-        allow_None=True,
-        bounds=(0, None),
-        inclusive_bounds=(False, True),
-        doc="Heat-map bin (s); None = the scores' window stride.",
-    )
-    plot_width = param.Integer(default=1000, bounds=(200, None), doc="Width of the plot area (px): envelope bins.")
-    show_overview = param.Boolean(
-        default=True, doc="An overview is drawn: a wide view reads the page's whole-recording envelope once."
     )
 
     def __init__(self, **params):

@@ -65,8 +65,6 @@ import panel as pn
 import param
 from panel.io.state import set_curdoc
 
-from sss_viewer.engine.inference import RecordingScores
-from sss_viewer.io.recording import Recording
 from sss_viewer.viewer.display import (
     MONTAGES,
     MontageRows,
@@ -98,6 +96,7 @@ from sss_viewer.viewer.trace_data import (  # noqa: F401  (DrawnRows … OVERVIE
     DrawnRows,
     ReadPlan,
     TraceData,
+    TraceParams,
     auto_amplitude,
     binned_interval,
     lru_get,
@@ -137,8 +136,8 @@ logger = logging.getLogger(__name__)
 SPAN_CHOICES_S = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 3600.0)
 OVERVIEW_INK_PAGES = 32  # overview rasters kept (OVERVIEW_HEIGHT x plot_width bytes each)
 
-_DATA_PARAMS = tuple(name for name in TraceData.param if name not in ("name", "channels"))
-"""The view's parameters its data object has too (set on it as they change): all of TraceData's but ``channels``."""
+_DATA_PARAMS = tuple(name for name in TraceParams.param if name != "name")
+"""The view's parameters its data object has too (set on it as they change): those of :class:`.TraceParams`."""
 
 _LAYERS_AFTER_MARKERS = 4
 """Layers of the main overlay above the markers' elements: the focus band, the marker labels, the scale bar's two."""
@@ -178,7 +177,7 @@ def _one_message():
 # --------------------------------------------------------------------------------------------
 
 
-class TraceView(pn.viewable.Viewer):
+class TraceView(pn.viewable.Viewer, TraceParams):
     """Stacked iEEG traces by shaft, with the p(SOZ) heat map underneath and an overview strip.
 
     Rows are the recording's good iEEG channels (``recording.ieeg_picks()`` minus
@@ -188,67 +187,24 @@ class TraceView(pn.viewable.Viewer):
     Use :meth:`figure` for the HoloViews object (export) and :meth:`state` for a caption.
     """
 
-    recording = param.ClassSelector(class_=Recording, default=None, allow_None=True, doc="The recording shown.")
-    scores = param.ClassSelector(
-        class_=RecordingScores, default=None, allow_None=True, doc="Window scores for the heat map (optional)."
-    )
-    montage = param.Selector(objects=list(MONTAGES), default="monopolar", doc="monopolar, average or bipolar.")
-    start_s = param.Number(default=0.0, bounds=(0, None), doc="Left edge of the visible window (s).")
-    span_s = param.Number(
-        default=10.0, bounds=(0, None), inclusive_bounds=(False, True), doc="Width of the visible window (s)."
-    )
-    page = param.Integer(default=0, bounds=(0, None), doc="Channel page (0-based).")
-    page_size = param.Integer(default=16, bounds=(1, None), doc="Rows per channel page.")
-    amplitude_uv = param.Number(
-        default=None,
-        allow_None=True,
-        bounds=(0, None),
-        inclusive_bounds=(False, True),
-        doc="µV per half row (every row shows ±amplitude/gain); None = automatic (see measure_scale). "
-        "Set by hand, it is kept when the montage changes; set to None to go back to automatic.",
-    )
-    clip_traces = param.Boolean(
-        default=True,
-        doc="Clip each row to ±CLIP_ROWS row spacings, so large spikes do not cross the neighbouring rows.",
-    )
+    # recording, scores, montage, the window, pages, amplitude, filters, bad channels, focus, heat-map bin, plot
+    # width and overview: the parameters shared with the data object, declared once (TraceParams)
     amplitude_warning = param.String(
         default="",
         doc="Set by the view: why the recording's amplitudes are implausible for µV (shown above the plot), or empty.",
     )
-    shaft_gain = param.Dict(default={}, doc="Per-shaft gain: shaft → multiplier (a row shows ±amplitude/gain).")
-    highpass_hz = param.Number(default=None, allow_None=True, bounds=(0, None), doc="Display high-pass (Hz).")
-    lowpass_hz = param.Number(default=None, allow_None=True, bounds=(0, None), doc="Display low-pass (Hz).")
-    notch_hz = param.Number(default=None, allow_None=True, bounds=(0, None), doc="Display notch and harmonics (Hz).")
     heat_opacity = param.Number(default=0.5, bounds=(0, 1), doc="Opacity of the heat map.")
     show_heatmap = param.Boolean(default=True, doc="Draw the p(SOZ) heat map under the traces.")
-    bad_channels = param.List(
-        default=[], item_type=str, doc="Channels marked bad: not scored, left out of the average, shown greyed."
-    )
-    show_excluded = param.Boolean(
-        default=True,
-        doc="Show bad and non-iEEG channels as greyed rows after the scored contacts (monopolar montage); "
-        "every montage lists them with the reason under the traces either way.",
-    )
     markers = param.List(
         default=[],
         item_type=dict,
         doc="Annotations {onset, duration, description, kind}; kind in onset/offset/note/event.",
     )
-    focus_channel = param.String(default=None, allow_None=True, doc="Channel to show and highlight.")
-    bin_s = param.Number(
-        default=None,
-        allow_None=True,
-        bounds=(0, None),
-        inclusive_bounds=(False, True),
-        doc="Heat-map bin (s); None = the scores' window stride.",
-    )
     datashade_above_s = param.Number(default=60.0, bounds=(0, None), doc="Spans longer than this are datashaded.")
     max_curve_rows = param.Integer(
         default=32, bounds=(1, None), doc="Pages with more rows are always datashaded (a curve per row costs ~5 ms)."
     )
-    plot_width = param.Integer(default=1000, bounds=(200, None), doc="Width of the plot area (px).")
     row_height = param.Integer(default=30, bounds=(4, None), doc="Height per row (px), within 240–900 px in all.")
-    show_overview = param.Boolean(default=True, doc="Draw the whole-recording overview with its range tool.")
     timecourse = param.ClassSelector(
         class_=SozTimeCourse,
         default=None,

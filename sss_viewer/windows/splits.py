@@ -120,7 +120,33 @@ def assign_splits(
     balance: bool = False,
     seed: int = 0,
 ) -> np.ndarray:
-    """Split name per series for ``mode`` ``"patient"`` or ``"channel"``; shape (n_series,)."""
+    """Split name per series for ``mode`` ``"patient"`` or ``"channel"``; shape (n_series,).
+
+    Parameters
+    ----------
+    meta : DataFrame, shape (n_series, ...)
+        Series metadata: ``label`` (1 SOZ, 0 not), and ``subject`` and ``centre`` for a patient split.
+    mode : {"patient", "channel"}
+        ``"patient"``: whole patients to train/val/test (:func:`split_by_patient`); ``"channel"``: the
+        paper's split of channels, stratified by label (:func:`split_by_channel`).
+    val_fraction, test_fraction : float
+        Shares of patients (or of each class's channels) in validation and test, in [0, 1].
+    balance : bool
+        Drop non-SOZ series at random (split ``"unused"``) down to 1:1: over all channels in channel mode,
+        inside the train split only in patient mode.
+    seed : int
+        Seed of the shuffles.
+
+    Returns
+    -------
+    split : ndarray of str (object), shape (n_series,)
+        ``"train"``, ``"val"``, ``"test"`` or ``"unused"`` per row of ``meta``.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``mode``, a fraction outside [0, 1] (patient mode), or too few patients or channels to split.
+    """
     check_option("split mode", mode, SPLIT_MODES)
     if mode == "patient":
         assignment = split_by_patient(meta, val_fraction=val_fraction, test_fraction=test_fraction, seed=seed)

@@ -41,36 +41,10 @@ NUMPYDOC_SECTIONS = {
 
 UNDESCRIBED_PARAMETERS = frozenset(
     {
-        "sss_viewer.biomarkers.load_weights",
-        "sss_viewer.biomarkers.scorer_class",
-        "sss_viewer.biomarkers.scorer_names",
-        "sss_viewer.cohort_scoring.is_cohort_output",
-        "sss_viewer.engine.checkpoint_path_for",
         "sss_viewer.engine.fine_heat_stride",
-        "sss_viewer.engine.ranking_table",
-        "sss_viewer.engine.read_scores",
-        "sss_viewer.engine.resolve_device",
         "sss_viewer.engine.train_preset",
-        "sss_viewer.engine.write_csv",
-        "sss_viewer.evaluation.held_out_selection",
-        "sss_viewer.experiments.check_models",
-        "sss_viewer.experiments.collect_results",
-        "sss_viewer.experiments.cost_summary",
-        "sss_viewer.experiments.ensemble_members",
-        "sss_viewer.experiments.load_many",
-        "sss_viewer.experiments.markdown_comparison",
-        "sss_viewer.experiments.markdown_tables",
-        "sss_viewer.experiments.split_for_run",
-        "sss_viewer.experiments.sss_run_config",
-        "sss_viewer.io.is_bids_root",
-        "sss_viewer.io.is_bonn",
-        "sss_viewer.models.app_c_best",
-        "sss_viewer.models.build_window_model",
         "sss_viewer.preprocessing.preprocess_preset",
         "sss_viewer.train_preset",
-        "sss_viewer.viewer.build_app",
-        "sss_viewer.viewer.export_ranking_csv",
-        "sss_viewer.windows.assign_splits",
     }
 )
 """Public functions whose docstrings predate this check and lack a ``Parameters`` section: add one, then remove
