@@ -721,9 +721,10 @@ def torch_window_logits(
     window_length : int
     rows : ndarray, shape (W,), int64, optional
         The row of ``x`` each window is in; without it every row has a window at every start.
-    evidence : {"search", "compare"}, optional
+    evidence : {"triton", "search", "compare"}, optional
         How each kernel's thresholded sum is formed (the same numbers up to float rounding);
-        default "compare" on the CPU, "search" elsewhere.
+        default "compare" on the CPU, elsewhere "triton" where it can run
+        (:func:`~sss_viewer.models.minirocket_triton.triton_available`), else "search".
 
     Returns
     -------
@@ -735,9 +736,18 @@ def torch_window_logits(
     the biases below each output by one ``searchsorted`` over each kernel's sorted biases and
     gathers their summed weight, so a block costs a handful of kernel launches whatever the bias
     count (on an H200 with 16 channels a call: 4.5x the per-channel comparisons, docs/results.md §3).
+    "triton" runs one fused kernel per dilation (:mod:`sss_viewer.models.minirocket_triton`): the
+    numba path's arithmetic, its tables uploaded once per model and device.
     """
-    layout = SeriesLayout.of(features, window_length)
     dev = x.device
+    if evidence is None:
+        evidence = "compare" if dev.type == "cpu" else ("triton" if _triton_available(dev) else "search")
+    check_option("evidence", evidence, ("triton", "search", "compare"))
+    layout = SeriesLayout.of(features, window_length)
+    if evidence == "triton":
+        from sss_viewer.models.minirocket_triton import triton_window_logits
+
+        return triton_window_logits(features, layout, weights, constant, x, starts, rows=rows)
     b_rows, T = x.shape
     margin = layout.margin
     xp = F.pad(x.float(), (margin, margin))
@@ -745,19 +755,20 @@ def torch_window_logits(
     starts_t = torch.from_numpy(np.asarray(starts, dtype=np.int64)).to(dev)
     rows_t = None if rows is None else torch.from_numpy(np.asarray(rows, dtype=np.int64)).to(dev)
     out = torch.zeros((b_rows, len(starts)) if rows is None else (len(starts),), dtype=torch.float64, device=dev)
-    evidence = evidence or ("compare" if dev.type == "cpu" else "search")
-    check_option("evidence", evidence, ("search", "compare"))
     kernel_evidence = _evidence_by_search if evidence == "search" else _evidence_by_comparison
+    # every table uploaded once, before the loops: a host-to-device copy waits for the device
+    all_tables = _evidence_tables(layout, weights, b_rows, dev, sorted_=evidence == "search")
+    kernel_groups = [np.flatnonzero(p) for p in layout.padded] + [np.flatnonzero(~p) for p in layout.padded]
+    groups = torch.from_numpy(np.stack(kernel_groups)).to(dev)  # (2 D, 42): each dilation's padded, then unpadded
+    n_dil = len(layout.dilations)
+    zero = torch.zeros(b_rows, 1, dtype=torch.float64, device=dev)
     for di, d in enumerate(layout.dilations.tolist()):
-        tables = _evidence_tables(layout, weights, di, b_rows, dev, sorted_=evidence == "search")
-        pad_rows = torch.from_numpy(np.flatnonzero(layout.padded[di])).to(dev)
-        unp_rows = torch.from_numpy(np.flatnonzero(~layout.padded[di])).to(dev)
-        zero = torch.zeros(b_rows, 1, dtype=torch.float64, device=dev)
+        tables = all_tables[di]
         cum = {True: [zero], False: [zero]}
         for lo in range(0, T, _TORCH_BLOCK):
             n = min(_TORCH_BLOCK, T - lo)
             per_kernel = kernel_evidence(_conv_outputs(xp, margin + lo, n, d, taps), *tables)  # (B, 84, n)
-            for is_padded, kernels in ((True, pad_rows), (False, unp_rows)):
+            for is_padded, kernels in ((True, groups[di]), (False, groups[n_dil + di])):
                 e = per_kernel[:, kernels].sum(1)
                 cum[is_padded].append(e.double().cumsum(1) + cum[is_padded][-1][:, -1:])
         for is_padded in (True, False):
@@ -771,26 +782,49 @@ def torch_window_logits(
     return out + constant
 
 
+def _triton_available(device: torch.device) -> bool:
+    """Whether the fused Triton kernel runs on ``device`` (imports triton only when asked)."""
+    from sss_viewer.models.minirocket_triton import triton_available
+
+    return triton_available(device)
+
+
 def _evidence_tables(
-    layout: SeriesLayout, weights: np.ndarray, dilation_index: int, b_rows: int, device: torch.device, sorted_: bool
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One dilation's biases and weights for :func:`_evidence_by_search` or :func:`_evidence_by_comparison`.
+    layout: SeriesLayout, weights: np.ndarray, b_rows: int, device: torch.device, sorted_: bool
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Every dilation's biases and weights for :func:`_evidence_by_search` or :func:`_evidence_by_comparison`.
+
+    Built on the host and uploaded in one copy per table kind; the dilations' tables are views of it.
 
     Returns
     -------
-    biases : Tensor, shape (b_rows, 84, nb) for the search, (84, nb) for the comparison; float32
-        Sorted within each kernel (:meth:`SeriesLayout.sorted_biases`).
-    weights : Tensor, shape (b_rows, 84, nb + 1) ``[0, w_1, w_1 + w_2, ...]`` for the search (float64
-        sums, then float32), (84, nb) for the comparison; float32
+    list, one per dilation, of (biases, weights):
+        biases : Tensor, shape (b_rows, 84, nb) for the search, (84, nb) for the comparison; float32
+            Sorted within each kernel (:meth:`SeriesLayout.sorted_biases`).
+        weights : Tensor, shape (b_rows, 84, nb + 1) ``[0, w_1, w_1 + w_2, ...]`` for the search (float64
+            sums, then float32), (84, nb) for the comparison; float32
     """
-    b, w = layout.sorted_biases(weights, dilation_index)  # a comparison per bias gives the same sum in any order
-    if not sorted_:
-        return torch.from_numpy(b).to(device), torch.from_numpy(w.astype(np.float32)).to(device)
-    cumulative = np.zeros((N_KERNELS, b.shape[1] + 1), dtype=np.float64)
-    cumulative[:, 1:] = np.cumsum(w, axis=1)
-    steps = torch.from_numpy(b).to(device)
-    summed = torch.from_numpy(cumulative.astype(np.float32)).to(device)
-    return steps.expand(b_rows, -1, -1).contiguous(), summed.expand(b_rows, -1, -1).contiguous()
+    host_b, host_w = [], []
+    for di in range(len(layout.dilations)):
+        b, w = layout.sorted_biases(weights, di)  # a comparison per bias gives the same sum in any order
+        if sorted_:
+            cumulative = np.zeros((N_KERNELS, b.shape[1] + 1), dtype=np.float64)
+            cumulative[:, 1:] = np.cumsum(w, axis=1)
+            w = cumulative
+        host_b.append(b)
+        host_w.append(w.astype(np.float32))
+    flat_b = torch.from_numpy(np.concatenate([b.reshape(-1) for b in host_b])).to(device)
+    flat_w = torch.from_numpy(np.concatenate([w.reshape(-1) for w in host_w])).to(device)
+    tables, at_b, at_w = [], 0, 0
+    for b, w in zip(host_b, host_w, strict=True):
+        steps = flat_b[at_b : at_b + b.size].view(b.shape)
+        summed = flat_w[at_w : at_w + w.size].view(w.shape)
+        at_b, at_w = at_b + b.size, at_w + w.size
+        if sorted_:
+            steps = steps.expand(b_rows, -1, -1).contiguous()
+            summed = summed.expand(b_rows, -1, -1).contiguous()
+        tables.append((steps, summed))
+    return tables
 
 
 def _evidence_by_search(c: torch.Tensor, steps: torch.Tensor, summed: torch.Tensor) -> torch.Tensor:

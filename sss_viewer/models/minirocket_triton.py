@@ -1,0 +1,386 @@
+"""The MiniRocket evidence series in one fused Triton kernel (issue 33): window logits on a GPU.
+
+What the kernel computes
+------------------------
+One program per (tile of ``BLOCK`` positions, row) and dilation reads the 9 dilated taps of its
+positions once, forms the outputs of all 84 MiniRocket kernels (unrolled at compile time: the
+fixed 3-of-9 tap combinations of :func:`~sss_viewer.models.minirocket_features.kernel_taps`, in
+kernel order, each pair sum ``x_a + x_b`` shared by the kernels that start with it), thresholds
+each against its sorted biases and adds the weights, and writes the evidence of the position:
+
+* the padded ("same") kernels, and at dilations whose reach covers the window
+  (``L <= 8 d``) the unpadded ones too, added in float64 to a ``whole`` series shared by all
+  dilations (every such group averages over the window's own ``L`` positions);
+* the unpadded kernels of the other dilations (``L > 8 d``), one float64 series per dilation:
+  :func:`triton_window_logits` turns it into a prefix sum (``torch.cumsum``) and gathers the
+  windows ``[s + 4 d, s + L - 4 d)`` from it before the next dilation overwrites it.
+
+The arithmetic is the numba CPU path's (:func:`sss_viewer.models.minirocket_series.window_logits`)
+operation for operation: the taps added left to right in float32, ``(x_a + x_b + x_c) * 3 - base``
+with no fused multiply-add (the launch passes ``enable_fp_fusion=False``), each kernel's biases
+sorted in groups of four with cumulative weights (:meth:`SeriesLayout.steps`, a chain of selects
+per group), kernels added in kernel order. The per-position evidence is the numba path's bit for
+bit; only the float64 prefix sums are added in another order.
+
+Thresholding: comparisons, not a search
+---------------------------------------
+The biases and weights of a kernel are the same for every position of a program: loaded once per
+thread as scalars, a group of four sorted biases costs 4 compares + 4 selects (the cumulative weight
+of the highest bias below the output) + 1 add per position, 2.25 instructions a bias. A branch-free
+search over the same four biases in registers needs 3 compare-and-select rounds to find the count
+and 4 selects to pick its summed weight (>= 10 instructions, not 9); a search over a table in memory
+adds dependent per-thread loads, which issue at a quarter of the arithmetic rate. Comparisons are
+the cheaper design here.
+
+Counted in the SASS ``ptxas`` makes for sm_90 (``triton.compile`` to a cubin on a CPU machine,
+``cuobjdump -sass``; ``BLOCK=1024``, 4 warps: 8 positions a thread, no spills, 201 registers), per
+position and dilation: **1,340 instructions** with one group of four biases per kernel (336 FSETP,
+317 FSEL, 287 FADD, 84 FMUL, 94 loads, ~220 integer and predicate bookkeeping; 1,024 of them the
+arithmetic itself), 2,084 with two groups, 2,926 with three, 3,779 with four. The demo model (25
+dilations; 4, 3, 1 and 2 groups at the first four, 1 after): **about 38,300 instructions per
+sample**, so at an H200's ~33 T float32 lane-instructions/s a ceiling near 0.9 G samples/s. Each
+kernel's partial sum passes through an ordered move (``_after``): without it the compiler hoisted
+all 672 scalar bias loads to the top of the program and spilled (20,080 instructions, 43 % of them
+local-memory traffic).
+
+Tables
+------
+The step tables (sorted biases, cumulative weights) are uploaded to the device once per
+(transform, head weights, window length, device) and kept in a small cache; a call launches one
+kernel per dilation with plain integers from the host, so nothing waits on the device inside it.
+
+Triton's interpreter (``TRITON_INTERPRET=1`` set before this module is imported) runs the same
+kernel on the CPU: that is how the tests check its logic without a GPU.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # pragma: no cover - triton ships with CUDA builds of torch; a CPU machine may lack it
+    triton = None
+    tl = None
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["triton_available", "triton_window_logits"]
+
+BLOCK = 1024
+"""Positions per program (8 per thread with 4 warps)."""
+NUM_WARPS = 4
+"""Warps per program."""
+_CACHE_SIZE = 8
+"""Device tables kept (one per model, head, window length and device)."""
+
+
+def triton_available(device: torch.device | str = "cuda") -> bool:
+    """Whether the fused Triton kernel can run on ``device``.
+
+    Parameters
+    ----------
+    device : torch.device or str
+        ``cuda`` devices need triton; the CPU runs the kernel only under Triton's interpreter
+        (``TRITON_INTERPRET=1`` set before this module was imported).
+
+    Returns
+    -------
+    bool
+    """
+    if triton is None:
+        return False
+    kind = torch.device(device).type
+    if kind == "cuda":
+        return torch.cuda.is_available()
+    if kind == "cpu":
+        from triton.runtime.interpreter import InterpretedFunction
+
+        return isinstance(_evidence_kernel, InterpretedFunction)
+    return False
+
+
+if triton is not None:
+
+    @triton.jit
+    def _pick(j: tl.constexpr, x0, x1, x2, x3, x4, x5, x6, x7, x8):
+        """Tap ``j`` (a compile-time index) of the nine."""
+        if j == 0:
+            r = x0
+        elif j == 1:
+            r = x1
+        elif j == 2:
+            r = x2
+        elif j == 3:
+            r = x3
+        elif j == 4:
+            r = x4
+        elif j == 5:
+            r = x5
+        elif j == 6:
+            r = x6
+        elif j == 7:
+            r = x7
+        else:
+            r = x8
+        return r
+
+    @triton.jit
+    def _steps(v, e, sb_ptr, sw_ptr, first, NGROUPS: tl.constexpr):
+        """``e + sum_q w_q [v > b_q]`` for one kernel's outputs ``v`` (BLOCK,), float32: per group of four sorted
+        biases the cumulative weight of the highest bias below ``v``, added to ``e`` group by group."""
+        for g in tl.static_range(NGROUPS):
+            s = first + 4 * g
+            b0 = tl.load(sb_ptr + s)
+            b1 = tl.load(sb_ptr + s + 1)
+            b2 = tl.load(sb_ptr + s + 2)
+            b3 = tl.load(sb_ptr + s + 3)
+            w0 = tl.load(sw_ptr + s)
+            w1 = tl.load(sw_ptr + s + 1)
+            w2 = tl.load(sw_ptr + s + 2)
+            w3 = tl.load(sw_ptr + s + 3)
+            a = tl.where(v > b0, w0, 0.0)
+            a = tl.where(v > b1, w1, a)
+            a = tl.where(v > b2, w2, a)
+            a = tl.where(v > b3, w3, a)
+            e = e + a
+        return e
+
+    @triton.jit
+    def _after(e):
+        """``e`` itself, through an ordered (side-effecting) move: the loads of the next kernel's biases are
+        issued after this kernel's arithmetic, not all hoisted to the top of the program (a register for
+        each, then spills)."""
+        return tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [e], dtype=tl.float32, is_pure=False, pack=1)
+
+    @triton.jit(do_not_specialize=["x_stride", "T", "out_stride", "step0", "d", "pad_even", "inner"])
+    def _evidence_kernel(
+        x_ptr,
+        x_stride,
+        T,
+        whole_ptr,
+        part_ptr,
+        out_stride,
+        sb_ptr,
+        sw_ptr,
+        step0,
+        d,
+        pad_even,
+        inner,
+        NGROUPS: tl.constexpr,
+        BLOCK: tl.constexpr,
+        IN_ORDER: tl.constexpr,
+    ):
+        """Evidence of one dilation ``d`` at positions ``tile * BLOCK + arange(BLOCK)`` of row ``program_id(1)``.
+
+        ``x`` (B, T) float32; ``whole`` and ``part`` (B, T + 1) float64, written at columns ``1 + t``;
+        kernel ``k``'s steps start at ``step0 + k * 4 * NGROUPS``; ``pad_even``: the padded kernels
+        are the even ones; ``inner``: the unpadded kernels go to ``part`` (else to ``whole``).
+        """
+        row = tl.program_id(1).to(tl.int64)
+        t = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        live = t < T
+        src = x_ptr + row * x_stride
+        p = t - 4 * d
+        x0 = tl.load(src + p, mask=live & (p >= 0) & (p < T), other=0.0)
+        p = t - 3 * d
+        x1 = tl.load(src + p, mask=live & (p >= 0) & (p < T), other=0.0)
+        p = t - 2 * d
+        x2 = tl.load(src + p, mask=live & (p >= 0) & (p < T), other=0.0)
+        p = t - d
+        x3 = tl.load(src + p, mask=live & (p >= 0) & (p < T), other=0.0)
+        x4 = tl.load(src + t, mask=live, other=0.0)
+        p = t + d
+        x5 = tl.load(src + p, mask=live & (p < T), other=0.0)
+        p = t + 2 * d
+        x6 = tl.load(src + p, mask=live & (p < T), other=0.0)
+        p = t + 3 * d
+        x7 = tl.load(src + p, mask=live & (p < T), other=0.0)
+        p = t + 4 * d
+        x8 = tl.load(src + p, mask=live & (p < T), other=0.0)
+        base = x0 + x1
+        base = base + x2
+        base = base + x3
+        base = base + x4
+        base = base + x5
+        base = base + x6
+        base = base + x7
+        base = base + x8
+        e_even = tl.zeros_like(base)
+        e_odd = tl.zeros_like(base)
+        stride: tl.constexpr = 4 * NGROUPS
+        for a in tl.static_range(7):
+            xa = _pick(a, x0, x1, x2, x3, x4, x5, x6, x7, x8)
+            for b in tl.static_range(a + 1, 8):
+                pair = xa + _pick(b, x0, x1, x2, x3, x4, x5, x6, x7, x8)
+                for c in tl.static_range(b + 1, 9):
+                    # kernel index of (a, b, c) among the 3-of-9 combinations in lexicographic order
+                    k = (
+                        (84 - (9 - a) * (8 - a) * (7 - a) // 6 + (8 - a) * (7 - a) // 2)
+                        - (9 - b) * (8 - b) // 2
+                        + (c - b - 1)
+                    )
+                    v = (pair + _pick(c, x0, x1, x2, x3, x4, x5, x6, x7, x8)) * 3.0 - base
+                    if k % 2 == 0:
+                        e_even = _steps(v, e_even, sb_ptr, sw_ptr, step0 + k * stride, NGROUPS)
+                        if IN_ORDER:
+                            e_even = _after(e_even)
+                    else:
+                        e_odd = _steps(v, e_odd, sb_ptr, sw_ptr, step0 + k * stride, NGROUPS)
+                        if IN_ORDER:
+                            e_odd = _after(e_odd)
+        even = pad_even != 0
+        e_pad = tl.where(even, e_even, e_odd)
+        e_unp = tl.where(even, e_odd, e_even)
+        dst = row * out_stride + 1 + t
+        whole = tl.load(whole_ptr + dst, mask=live, other=0.0)
+        if inner != 0:
+            tl.store(whole_ptr + dst, whole + e_pad.to(tl.float64), mask=live)
+            tl.store(part_ptr + dst, e_unp.to(tl.float64), mask=live)
+        else:
+            tl.store(whole_ptr + dst, whole + (e_pad + e_unp).to(tl.float64), mask=live)
+
+
+@dataclass(frozen=True)
+class _Tables:
+    """One model's numbers on one device: the layout, the step tables and the per-dilation launch arguments."""
+
+    layout: object  # the SeriesLayout the tables were made from
+    step_biases: torch.Tensor  # (n_steps,), float32, on the device
+    step_weights: torch.Tensor  # (n_steps,), float32, on the device
+    first_step: tuple[int, ...]  # per dilation: the first step of kernel 0
+    groups: tuple[int, ...]  # per dilation: groups of four steps per kernel
+    keep: tuple  # the keyed objects themselves, so that their ids stay theirs while cached
+
+
+_TABLES: OrderedDict[tuple, _Tables] = OrderedDict()
+_TABLES_LOCK = threading.Lock()
+
+
+def _tables(features, layout, weights: np.ndarray, device: torch.device) -> _Tables:
+    """The device tables of ``features`` (laid out as ``layout``) with head ``weights``, uploaded on first use and cached.
+
+    Keyed on the identity of the bias tensor (and its in-place version counter), of ``weights`` (an
+    array :func:`~sss_viewer.models.minirocket_series.fold_head` made: never changed in place), the
+    window length and the device.
+    """
+    key = (id(features.biases), features.biases._version, id(weights), int(layout.window_length), str(device))
+    with _TABLES_LOCK:
+        hit = _TABLES.get(key)
+        if hit is not None:
+            _TABLES.move_to_end(key)
+            return hit
+    offsets, counts, step_b, step_w = layout.steps(weights)
+    tables = _Tables(
+        layout=layout,
+        step_biases=torch.from_numpy(step_b).to(device),
+        step_weights=torch.from_numpy(step_w).to(device),
+        first_step=tuple(int(o) for o in offsets[:, 0]),
+        groups=tuple(int(c) // 4 for c in counts),
+        keep=(features.biases, weights),
+    )
+    with _TABLES_LOCK:
+        _TABLES[key] = tables
+        while len(_TABLES) > _CACHE_SIZE:
+            _TABLES.popitem(last=False)
+    return tables
+
+
+def triton_window_logits(
+    features,
+    layout,
+    weights: np.ndarray,
+    constant: float,
+    x: torch.Tensor,
+    starts: np.ndarray,
+    rows: np.ndarray | None = None,
+    *,
+    block: int = BLOCK,
+    num_warps: int = NUM_WARPS,
+) -> torch.Tensor:
+    """Window logits through the evidence series, its per-position evidence from the fused Triton kernel.
+
+    The contract of :func:`sss_viewer.models.minirocket_series.torch_window_logits` (which calls this
+    for ``evidence="triton"``).
+
+    Parameters
+    ----------
+    features : MiniRocketFeatures
+        Fitted transform (its bias tensor keys the cache of device tables).
+    layout : SeriesLayout
+        ``SeriesLayout.of(features, window_length)``: the dilations, biases and window length.
+    weights : ndarray, shape (F,), float64
+    constant : float
+        From :func:`~sss_viewer.models.minirocket_series.fold_head`.
+    x : Tensor, shape (B, T), float32
+        Channels (zero-padded at the end to one length), on a CUDA device or, under Triton's
+        interpreter, the CPU.
+    starts : ndarray, shape (W,), int64
+        Window starts.
+    rows : ndarray, shape (W,), int64, optional
+        The row of ``x`` each window is in; without it every row has a window at every start.
+    block, num_warps : int
+        Positions per program (a power of two) and warps per program.
+
+    Returns
+    -------
+    Tensor, shape (B, W) without ``rows``, else shape (W,); float64
+    """
+    if not triton_available(x.device):
+        raise RuntimeError(
+            f"evidence='triton' needs triton and a CUDA device (or TRITON_INTERPRET=1 on the CPU); got device {x.device}."
+        )
+    if x.ndim != 2:
+        raise ValueError(f"x must have shape (B, T); got {tuple(x.shape)}.")
+    device = x.device
+    tables = _tables(features, layout, weights, device)
+    window_length = layout.window_length
+    b_rows, T = x.shape
+    x = x.float().contiguous()
+    starts_t = torch.as_tensor(np.asarray(starts, dtype=np.int64)).to(device)
+    rows_t = None if rows is None else torch.as_tensor(np.asarray(rows, dtype=np.int64)).to(device)
+    out = torch.zeros((b_rows, len(starts)) if rows is None else (len(starts),), dtype=torch.float64, device=device)
+    whole = torch.zeros((b_rows, T + 1), dtype=torch.float64, device=device)
+    part = torch.zeros((b_rows, T + 1), dtype=torch.float64, device=device)
+    grid = (triton.cdiv(T, block), b_rows)
+
+    def gather(prefix: torch.Tensor, u0: int, u1: int) -> torch.Tensor:
+        if rows_t is None:
+            return prefix[:, starts_t + u1] - prefix[:, starts_t + u0]
+        return prefix[rows_t, starts_t + u1] - prefix[rows_t, starts_t + u0]
+
+    for di, d in enumerate(layout.dilations.tolist()):
+        u0, u1 = layout.positions(di, False)
+        inner = u1 - u0 < window_length
+        _evidence_kernel[grid](
+            x,
+            x.stride(0),
+            T,
+            whole,
+            part,
+            whole.stride(0),
+            tables.step_biases,
+            tables.step_weights,
+            tables.first_step[di],
+            int(d),
+            int(di % 2 == 0),
+            int(inner),
+            NGROUPS=tables.groups[di],
+            BLOCK=block,
+            IN_ORDER=device.type == "cuda",  # the interpreter runs no inline assembly (nor needs the order)
+            num_warps=num_warps,
+            enable_fp_fusion=False,
+        )
+        if inner:
+            part.cumsum_(1)  # column 0 stays 0: the prefix E[t] = sum of evidence before t
+            out += gather(part, u0, u1) / (u1 - u0)
+    whole.cumsum_(1)
+    out += gather(whole, 0, window_length) / window_length
+    return out + constant

@@ -1,0 +1,193 @@
+"""The fused Triton evidence kernel (issue 33) against the numba CPU path, through Triton's interpreter.
+
+The interpreter must be switched on before triton is imported (``TRITON_INTERPRET=1``), so the
+kernel runs in a child python; these tests run without a GPU. The kernel's per-position evidence is
+the numba path's bit for bit (the same float32 operations in the same order), so window logits may
+differ only by the float64 prefix sums and the division by the positions (another order of the same
+float64 additions): the tolerance is ``1e-9`` on logits of order 1, far below what one flipped
+comparison (a weight over a window's positions, ~1e-4) or a float32 rounding of the evidence (~1e-8)
+moves a logit, so a wrong tap, bias, group or window offset fails it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from sss_viewer.models import build_window_model
+from sss_viewer.models.minirocket_series import SeriesLayout, fold_head, torch_window_logits, window_logits
+
+triton = pytest.importorskip("triton", reason="the fused evidence kernel needs triton")
+
+from sss_viewer.models import minirocket_triton  # noqa: E402  (after the skip: it needs triton)
+
+ROOT = Path(__file__).resolve().parents[2]
+L = 64
+"""Window length of the model: dilations 1-7, 6 to 1 biases per kernel (1 or 2 groups of four)."""
+ATOL = 1e-9
+"""Logits: the same float32 evidence, float64 prefix sums added in another order."""
+
+CHILD = """
+import sys
+import numpy as np
+from tests.models.test_minirocket_triton import run_cases
+np.savez(sys.argv[1], **run_cases(int(sys.argv[2])))
+"""
+
+
+def _model(seed: int):
+    """A MiniRocket classifier with biases fitted to random data, a random head and standardiser statistics."""
+    rng = np.random.default_rng(seed)
+    model = build_window_model("minirocket", L, num_features=1344, seed=seed % 1000)
+    model.initialise_from_data(torch.from_numpy(rng.standard_normal((16, L), dtype=np.float32)))
+    with torch.no_grad():
+        model.head.weight.copy_(torch.from_numpy(rng.normal(0.0, 0.05, model.head.weight.shape).astype(np.float32)))
+        model.head.bias.fill_(-0.2)
+        model.norm.update(torch.from_numpy(rng.random((64, model.n_features), dtype=np.float32)))
+    return model.eval()
+
+
+def _ends_and_stride(length: int, window: int, stride: int) -> np.ndarray:
+    """Starts every ``stride`` samples, and the first and last possible start."""
+    return np.unique(np.concatenate([np.arange(0, length - window + 1, stride), [0, length - window]]))
+
+
+def run_cases(seed: int, device: str = "cpu") -> dict[str, np.ndarray]:
+    """Window logits by the Triton kernel on ``device`` and by the numba path on fresh random channels.
+
+    On the CPU this runs in the child python that has Triton's interpreter on.
+
+    Returns
+    -------
+    dict of ndarray, float64
+        ``<case>_triton`` and ``<case>_numba`` for each case: ``rows`` (channels of 540 and 64 samples
+        zero-padded into one batch, ``rows=`` given, tiles of 512 positions), ``all`` (every row at
+        every start, ``rows`` not given, the default tile), ``short`` (windows of 32 samples, which the
+        kernels of dilations 4-7 reach across: their unpadded evidence joins the padded one).
+    """
+    assert minirocket_triton.triton_available(device), f"triton cannot run on {device} (TRITON_INTERPRET=1 on the CPU)"
+    rng = np.random.default_rng(seed)
+    model = _model(seed)
+    weights, constant = fold_head(model)
+    channels = [rng.standard_normal(n).astype(np.float32) * 2 + 0.5 for n in (540, 300, L)]
+    channels[0][100:180] = 0.0  # flat: outputs exactly 0, ties with biases at 0
+    out = {}
+    pair = [channels[0], channels[2]]
+    batch = np.zeros((2, 540), dtype=np.float32)
+    for i, c in enumerate(pair):
+        batch[i, : len(c)] = c
+    series = np.concatenate([np.full(len(_ends_and_stride(len(c), L, 23)), i) for i, c in enumerate(pair)])
+    start = np.concatenate([_ends_and_stride(len(c), L, 23) for c in pair])
+    out["rows_triton"] = (
+        minirocket_triton.triton_window_logits(
+            model.features,
+            SeriesLayout.of(model.features, L),
+            weights,
+            constant,
+            torch.from_numpy(batch).to(device),
+            start,
+            rows=series,
+            block=512,
+        )
+        .cpu()
+        .numpy()
+    )
+    out["rows_numba"] = window_logits(model.features, weights, constant, pair, series, start, L)
+    two = [channels[0][:300], channels[1]]
+    start = _ends_and_stride(300, L, 31)
+    got = torch_window_logits(
+        model.features, weights, constant, torch.from_numpy(np.stack(two)).to(device), start, L, evidence="triton"
+    )
+    out["all_triton"] = got.cpu().numpy()
+    out["all_numba"] = np.stack(
+        [window_logits(model.features, weights, constant, two, np.full(len(start), i), start, L) for i in range(2)]
+    )
+    short = 32
+    start = _ends_and_stride(300, short, 17)
+    out["short_triton"] = (
+        minirocket_triton.triton_window_logits(
+            model.features,
+            SeriesLayout.of(model.features, short),
+            weights,
+            constant,
+            torch.from_numpy(channels[1])[None].to(device),
+            start,
+        )
+        .cpu()
+        .numpy()[0]
+    )
+    out["short_numba"] = window_logits(model.features, weights, constant, [channels[1]], 0 * start, start, short)
+    return out
+
+
+def test_the_model_exercises_every_branch_of_the_kernel():
+    layout = SeriesLayout.of(_model(0).features, L)
+    groups = -(-layout.n_biases // 4)
+    assert groups.max() == 2 and groups.min() == 1  # one or two groups of four biases (the last padded with +inf)
+    assert (layout.window_length > 8 * layout.dilations).all()  # every dilation inner at L ...
+    assert (32 <= 8 * layout.dilations).any() and (32 > 8 * layout.dilations).any()  # ... mixed at 32
+
+
+def test_triton_kernel_under_the_interpreter_equals_the_numba_path(tmp_path):
+    seed = int(np.random.SeedSequence().entropy % 2**31)  # fresh inputs each run; the seed is in any failure
+    result = tmp_path / "logits.npz"
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(result), str(seed)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, f"seed {seed}: the child failed:\n{proc.stderr[-4000:]}"
+    _assert_cases_agree(np.load(result), seed)
+
+
+def _assert_cases_agree(got, seed: int) -> None:
+    for case in ("rows", "all", "short"):
+        triton_logits, numba_logits = got[f"{case}_triton"], got[f"{case}_numba"]
+        assert triton_logits.shape == numba_logits.shape, case
+        assert np.ptp(numba_logits) > 0.05, case  # windows differ: the comparison is not between constants
+        np.testing.assert_allclose(triton_logits, numba_logits, rtol=0, atol=ATOL, err_msg=f"{case}, seed {seed}")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_triton_kernel_equals_the_numba_path():
+    seed = int(np.random.SeedSequence().entropy % 2**31)
+    _assert_cases_agree(run_cases(seed, "cuda"), seed)
+
+
+def test_without_the_interpreter_the_cpu_cannot_run_the_kernel():
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("this process runs triton's interpreter")
+    assert not minirocket_triton.triton_available("cpu")
+    model = _model(1)
+    weights, constant = fold_head(model)
+    with pytest.raises(RuntimeError, match="evidence='triton' needs triton and a CUDA device"):
+        torch_window_logits(model.features, weights, constant, torch.zeros(1, 200), np.array([0]), L, evidence="triton")
+
+
+def test_device_tables_are_uploaded_once_per_model_and_head():
+    model = _model(2)
+    weights, constant = fold_head(model)
+    cpu = torch.device("cpu")
+    layout = SeriesLayout.of(model.features, L)
+    first = minirocket_triton._tables(model.features, layout, weights, cpu)
+    assert minirocket_triton._tables(model.features, SeriesLayout.of(model.features, L), weights, cpu) is first
+    assert minirocket_triton._tables(model.features, layout, weights.copy(), cpu) is not first  # another head
+    short = SeriesLayout.of(model.features, 32)
+    assert minirocket_triton._tables(model.features, short, weights, cpu) is not first  # another window length
+    with torch.no_grad():
+        model.features.biases.add_(1.0)  # refitted in place: its version counter moves
+    again = minirocket_triton._tables(model.features, SeriesLayout.of(model.features, L), weights, cpu)
+    assert again is not first
+    np.testing.assert_array_equal(again.layout.biases, first.layout.biases + np.float32(1.0))
+    assert again.step_biases.device == cpu and again.groups == tuple(-(-layout.n_biases // 4))
