@@ -39,6 +39,19 @@ CALIBRATE_ON = ("val", "train+val")
 HEAD_SOLVERS = ("adam", "lbfgs")
 
 
+PRECISIONS = ("auto", "fp32", "bf16")
+"""Values of ``TrainConfig.precision``."""
+
+
+AUTO_SWITCHES = ("auto", True, False)
+"""Values of ``TrainConfig.compile`` and ``TrainConfig.device_windows``."""
+
+
+EXECUTION_OPTIONS = ("precision", "compile", "device_windows")
+"""How a run executes on its device (:mod:`sss_viewer.engine.execution`): recorded by :meth:`TrainConfig.to_dict`
+only when not ``"auto"``, so records written before they existed compare equal."""
+
+
 @dataclass
 class TrainConfig:
     """Everything that defines a training run (JSON-serialisable through :meth:`to_dict`).
@@ -113,6 +126,21 @@ class TrainConfig:
     device : str
     num_threads : int or None
         Torch threads during training (restored afterwards); ``None`` keeps the current count.
+    precision : {"auto", "fp32", "bf16"}
+        Arithmetic of the training forward and backward passes and of the per-epoch validation:
+        ``"bf16"`` runs them under bfloat16 autocast (weights, optimiser state and checkpoints stay
+        float32); ``"auto"`` is bf16 on CUDA devices that support it for a model trained on raw windows
+        (PatchTST), fp32 elsewhere (the CPU; a head on frozen features). Calibration, threshold and
+        scoring always run in fp32.
+    compile : {"auto", True, False}
+        Train the window model through :func:`torch.compile`; ``"auto"`` compiles on CUDA only
+        (never on the CPU).
+    device_windows : {"auto", True, False}
+        Copy the store's samples to the device once and gather each batch there
+        (:class:`~sss_viewer.windows.store.DeviceWindows`) instead of gathering it on the host and
+        copying it; ``"auto"`` does so on CUDA when the samples take at most
+        :data:`~sss_viewer.windows.store.DEVICE_WINDOWS_FRACTION` of the free device memory.
+        The windows are the same either way.
     """
 
     backbone: str = "patchtst"
@@ -147,6 +175,9 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"
     num_threads: int | None = None
+    precision: str = "auto"
+    compile: bool | str = "auto"
+    device_windows: bool | str = "auto"
 
     def __post_init__(self) -> None:
         check_option("backbone", self.backbone, sorted(MODEL_REGISTRY))
@@ -156,6 +187,11 @@ class TrainConfig:
         check_option("scheduler_step", self.scheduler_step, ("epoch", "batch"))
         check_option("threshold_criterion", self.threshold_criterion, ("f1", "youden"))
         check_option("head_solver", self.head_solver, HEAD_SOLVERS)
+        check_option("precision", self.precision, PRECISIONS)
+        for name in ("compile", "device_windows"):
+            value = getattr(self, name)
+            if not (isinstance(value, bool) or value == "auto"):  # 1/0 would pass a plain membership test
+                raise ValueError(f"Invalid {name}={value!r}: expected one of 'auto', True, False.")
         try:
             penalties = tuple(float(v) for v in np.atleast_1d(self.head_l2))
         except (TypeError, ValueError):
@@ -190,13 +226,47 @@ class TrainConfig:
             self.inference_stride = max(1, self.window_length // 4)
 
     def to_dict(self) -> dict:
-        """JSON-serialisable parameters (flags added later only when True, so older records compare equal)."""
+        """JSON-serialisable parameters (flags added later only when True, and the execution options only when
+        not ``"auto"``, so older records compare equal)."""
         out = dataclasses.asdict(self)
         out["preprocess"] = self.preprocess.to_dict()
         for later_flag in ("mixed_native_rates", "refit_on_train_val"):
             if not out[later_flag]:
                 del out[later_flag]
+        for option in EXECUTION_OPTIONS:
+            if out[option] == "auto":
+                del out[option]
         return out
+
+    @classmethod
+    def from_dict(cls, params: dict) -> TrainConfig:
+        """Rebuild from :meth:`to_dict` output (after a JSON round trip too); unknown keys are an error naming them.
+
+        Missing keys take their defaults: a record written before the execution options existed loads
+        with ``"auto"`` for each, which on the CPU is what it ran with (fp32, no compile, host gather).
+
+        Parameters
+        ----------
+        params : dict
+            ``preprocess`` may be a dict (:meth:`PreprocessConfig.from_dict`).
+
+        Returns
+        -------
+        TrainConfig
+
+        Raises
+        ------
+        ValueError
+            An unknown key, or a value ``__post_init__`` refuses.
+        """
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise ValueError(f"Unknown training parameters {unknown}; known: {sorted(known)}.")
+        params = dict(params)
+        if isinstance(params.get("preprocess"), dict):
+            params["preprocess"] = PreprocessConfig.from_dict(params["preprocess"])
+        return cls(**params)
 
 
 def train_preset(name: str, **overrides) -> TrainConfig:
@@ -230,6 +300,26 @@ def train_preset(name: str, **overrides) -> TrainConfig:
         memory (under ``FEATURE_CACHE_BYTES`` for the README's 12-patient synthetic cohort: 17,739
         windows, 709 MB) and are computed once instead of once per epoch; the head trained in
         batches of 512 at Adam lr 3e-3 for at most 10 epochs (patience 5). Scoring keeps stride 256.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`TRAIN_PRESETS` (above).
+    **overrides
+        :class:`TrainConfig` fields to change. A different ``backbone`` without ``model_params`` drops the preset's
+        model sizes (they belong to its own backbone); ``preprocess`` may be a dict of
+        :class:`~sss_viewer.preprocessing.config.PreprocessConfig` fields changed on the preset's preprocessing.
+
+    Returns
+    -------
+    TrainConfig
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not a preset, or an override's value is invalid.
+    TypeError
+        An override is not a :class:`TrainConfig` field.
     """
     check_option("training preset", name, TRAIN_PRESETS)
     if name == "paper":

@@ -7,6 +7,7 @@ validation → calibrator fit on validation windows → channel threshold chosen
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
@@ -25,6 +26,7 @@ from sss_viewer.engine.calibration import make_calibrator
 from sss_viewer.engine.checkpoint import TrainingCheckpoint, run_fingerprint
 from sss_viewer.engine.config import TrainConfig
 from sss_viewer.engine.device import resolve_device
+from sss_viewer.engine.execution import Execution, resolve_execution
 from sss_viewer.engine.feature_memo import FeatureMemo, front_end_digest
 from sss_viewer.engine.fit import EpochPlan, channel_means, class_balanced_weights, fit_epochs, seeded_torch
 from sss_viewer.engine.head_fit import fit_head_lbfgs, frozen_probs
@@ -37,7 +39,7 @@ from sss_viewer.preprocessing.config import PreprocessConfig, native_rates
 from sss_viewer.windows.sampler import epoch_batches
 from sss_viewer.windows.series_set import SeriesSet, build_series_set
 from sss_viewer.windows.splits import SPLIT_NAMES, UNUSED, assign_splits
-from sss_viewer.windows.store import WindowIndex
+from sss_viewer.windows.store import DeviceWindows, WindowIndex
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +94,32 @@ def channel_loss(
     counts = torch.bincount(inverse, minlength=len(present)).to(probs.dtype)
     mean_p = (sums / counts).clamp(1e-6, 1 - 1e-6)
     loss = _series_loss(mean_p, labels[present], None if series_weight is None else series_weight[present])
+    if window_loss_weight > 0:
+        loss = loss + window_loss_weight * F.binary_cross_entropy_with_logits(logits.float(), labels[series])
+    return loss
+
+
+def _dense_channel_loss(
+    logits: torch.Tensor,
+    series: torch.Tensor,
+    labels: torch.Tensor,
+    series_weight: torch.Tensor | None = None,
+    window_loss_weight: float = 0.0,
+) -> torch.Tensor:
+    """:func:`channel_loss` without a device sync: per-series sums over all ``n_series``, absent series weighted 0.
+
+    The same function as :func:`channel_loss` (up to float rounding), written without
+    ``torch.unique`` or boolean indexing, whose data-dependent shapes make a CUDA device wait for the host
+    every batch. Shapes as in :func:`channel_loss`.
+    """
+    probs = torch.sigmoid(logits.float())
+    sums = torch.zeros(len(labels), device=logits.device).index_add_(0, series, probs)
+    counts = torch.zeros(len(labels), device=logits.device).index_add_(0, series, torch.ones_like(probs))
+    present = (counts > 0).float()
+    mean_p = (sums / counts.clamp(min=1.0)).clamp(1e-6, 1 - 1e-6)
+    losses = F.binary_cross_entropy(mean_p, labels, reduction="none")
+    weight = present if series_weight is None else present * series_weight
+    loss = (losses * weight).sum() / weight.sum()
     if window_loss_weight > 0:
         loss = loss + window_loss_weight * F.binary_cross_entropy_with_logits(logits.float(), labels[series])
     return loss
@@ -309,6 +337,10 @@ def _train(
                 model, frozen, train_set, val_set, labels_np, labels_t, config, extra_info["head_l2"], device
             )
     else:
+        windows_path = frozen is None and not getattr(model, "reads_series", False)
+        execution = resolve_execution(config, device, series_set.store, windows_path)
+        extra_info["execution"] = execution.to_dict()
+        logger.info("execution on %s: %s", device, execution.to_dict())
         history, best_epoch = _train_epochs(
             model,
             config,
@@ -323,6 +355,7 @@ def _train(
             device,
             progress,
             checkpoint,
+            execution,
         )
     model.eval()
     if not distributed.current().is_main:  # rank 0 calibrates and returns the model
@@ -442,12 +475,16 @@ def _train_epochs(
     device,
     progress,
     checkpoint=None,
+    execution: Execution | None = None,
 ) -> tuple[list[dict], int]:
     """Algorithm 1: Adam epochs over (a draw of) the training windows, early stopping on validation channel AUC.
 
     Returns the per-epoch history and the best epoch (1-based; -1 if no epoch had a finite AUC),
-    whose weights ``model`` holds on return.
+    whose weights ``model`` holds on return. ``execution`` (default: fp32, eager, host gather) says
+    whether batches are gathered on the device, the forward runs under bf16 autocast and through
+    :func:`torch.compile`.
     """
+    execution = execution or Execution()
     L = config.window_length
     ranks = distributed.current()
     n_epoch_windows = min(len(train_set), config.windows_per_epoch or len(train_set))
@@ -460,10 +497,13 @@ def _train_epochs(
         patience=config.patience,
         scheduler_step=config.scheduler_step,
         batches_per_epoch=n_batches,
+        fused=device.type == "cuda" and execution != Execution(),
     )
     train_starts = train_set.starts
     train_series = torch.from_numpy(train_set.series)
-    logits_of = _WindowLogits(model)
+    on_device = _DeviceBatches(series_set.store, train_set, device) if execution.device_windows else None
+    loss_of = _dense_channel_loss if on_device is not None and device.type == "cuda" and not ranks.distributed else None
+    logits_of = _WindowLogits(torch.compile(model) if execution.compile else model)
     all_reduce = None
     if ranks.distributed:  # DDP averages the gradients; the channel loss sums per-series sums over ranks
         from torch.nn.parallel import DistributedDataParallel
@@ -480,6 +520,8 @@ def _train_epochs(
             rank=ranks.rank,
             world_size=ranks.world_size,
         )
+        if on_device is not None:  # the epoch's indices go to the device in one copy
+            batches = on_device.split(batches)
         bar = tqdm(
             batches,
             total=n_batches,
@@ -488,18 +530,28 @@ def _train_epochs(
             disable=not (progress and ranks.is_main) or None,
         )
         for idx in bar:
-            if frozen is not None:
-                logits = logits_of(frozen[0][idx.to(device)], True)
-            elif getattr(model, "reads_series", False):  # windows read within their channel
-                feats = model.store_window_features(series_set.store, train_starts[idx.numpy()], L).to(device)
-                logits = logits_of(feats, True)
+            head_only = True
+            if on_device is not None:
+                x, s, head_only = on_device.windows(idx, L), on_device.series[idx], False
             else:
-                x = torch.from_numpy(series_set.store.windows(train_starts[idx.numpy()], L)).to(
-                    device, non_blocking=True
+                if frozen is not None:
+                    x = frozen[0][idx.to(device)]
+                elif getattr(model, "reads_series", False):  # windows read within their channel
+                    x = model.store_window_features(series_set.store, train_starts[idx.numpy()], L).to(device)
+                else:
+                    x = torch.from_numpy(series_set.store.windows(train_starts[idx.numpy()], L)).to(
+                        device, non_blocking=True
+                    )
+                    head_only = False
+                s = train_series[idx].to(device)
+            with execution.autocast(device):
+                logits = logits_of(x, head_only)
+            if loss_of is not None:
+                loss = loss_of(logits, s, labels_t, series_weight, config.window_loss_weight)
+            else:
+                loss = channel_loss(
+                    logits, s, labels_t, series_weight, config.window_loss_weight, all_reduce=all_reduce
                 )
-                logits = logits_of(x, False)
-            s = train_series[idx].to(device)
-            loss = channel_loss(logits, s, labels_t, series_weight, config.window_loss_weight, all_reduce=all_reduce)
             yield loss, len(idx)
 
     def validate() -> float:
@@ -508,13 +560,58 @@ def _train_epochs(
             if frozen is not None:
                 p_val = frozen_probs(model, frozen[1])
             else:
-                p_val = predict_window_probs(model, series_set.store, val_set.starts, L, device=device)
+                store, batch_size = series_set.store, 1024
+                if on_device is not None:
+                    store, batch_size = on_device.store, max(batch_size, config.batch_size)
+                with execution.autocast(device):
+                    p_val = predict_window_probs(model, store, val_set.starts, L, device=device, batch_size=batch_size)
             auc = _selection_auc(p_val, val_set, labels_np, config.calibrator)
         return distributed.broadcast_float(auc, ranks)
 
-    return fit_epochs(
-        model, plan, batch_losses, validate, unit="windows", no_best_epoch=-1, checkpoint=checkpoint, rng=generator
-    )
+    with _compile_errors_fall_back(execution.compile and config.compile == "auto"):
+        return fit_epochs(
+            model, plan, batch_losses, validate, unit="windows", no_best_epoch=-1, checkpoint=checkpoint, rng=generator
+        )
+
+
+def _compile_errors_fall_back(enabled: bool) -> contextlib.AbstractContextManager:
+    """With ``compile="auto"``, a frame :func:`torch.compile` cannot compile runs eagerly instead of failing."""
+    if not enabled:
+        return contextlib.nullcontext()
+    import torch._dynamo
+
+    return torch._dynamo.config.patch(suppress_errors=True)
+
+
+class _DeviceBatches:
+    """The training windows' starts and series numbers, and the store's samples, on the training device.
+
+    Parameters
+    ----------
+    store : SeriesStore
+    subset : _Subset
+        The training windows.
+    device : torch.device
+    """
+
+    def __init__(self, store, subset: _Subset, device: torch.device):
+        self.store = DeviceWindows(store, device)
+        self.starts = torch.from_numpy(subset.starts).to(device)
+        self.series = torch.from_numpy(subset.series).to(device)
+        self.device = device
+        logger.info("training windows gathered on %s (%.0f MB of series)", device, store.n_samples * 4 / 1e6)
+
+    def split(self, batches) -> list[torch.Tensor]:
+        """An epoch's index batches (CPU tensors, shape (B_k,)) as slices of one copy on the device."""
+        batches = list(batches)
+        if not batches:
+            return []
+        sizes = [len(b) for b in batches]
+        return list(torch.cat(batches).to(self.device).split(sizes))
+
+    def windows(self, idx: torch.Tensor, length: int) -> torch.Tensor:
+        """Windows ``(B, length)`` of training-window numbers ``idx`` (shape (B,), on the device)."""
+        return self.store.windows(self.starts[idx], length)
 
 
 class _WindowLogits(torch.nn.Module):

@@ -199,6 +199,92 @@ class SeriesStore:
         return out
 
 
+DEVICE_WINDOWS_FRACTION = 0.25
+"""Largest share of a device's free memory :meth:`DeviceWindows.fits` lets a store's samples take."""
+
+
+class DeviceWindows:
+    """A store's samples copied once to a torch device, with windows gathered there by index arithmetic.
+
+    The segments are laid end to end in one flat 1-D tensor, so an absolute start of the store's
+    address space is also an offset into that tensor, and window ``b`` is
+    ``flat[starts[b] : starts[b] + length]``: the same samples :meth:`SeriesStore.windows` gathers on
+    the host, without the host gather and the host-to-device copy of every batch.
+
+    Parameters
+    ----------
+    store : SeriesStore
+        Its segments are read once (memory-mapped ones page by page) and copied to ``device``.
+    device : torch.device or str
+    chunk : int
+        Samples copied per host-to-device transfer (bounds the host memory of the copy).
+    """
+
+    def __init__(self, store: SeriesStore, device, chunk: int = 1 << 24):
+        import torch
+
+        check_positive_int("chunk", chunk)
+        self.device = torch.device(device)
+        self.n_samples = store.n_samples
+        self.flat = torch.empty(self.n_samples, dtype=torch.float32, device=self.device)
+        for k, segment in enumerate(store.segments):
+            base = int(store.segment_starts[k])
+            for lo in range(0, len(segment), chunk):
+                part = np.array(segment[lo : lo + chunk], dtype=np.float32)  # a writable copy (memmaps are read-only)
+                self.flat[base + lo : base + lo + len(part)].copy_(torch.from_numpy(part))
+
+    @staticmethod
+    def fits(store: SeriesStore, device, fraction: float = DEVICE_WINDOWS_FRACTION) -> bool:
+        """Whether the store's samples take at most ``fraction`` of ``device``'s free memory (always, off CUDA).
+
+        Parameters
+        ----------
+        store : SeriesStore
+        device : torch.device or str
+        fraction : float
+            Share of the free device memory (``torch.cuda.mem_get_info``) the samples may take.
+
+        Returns
+        -------
+        bool
+        """
+        import torch
+
+        device = torch.device(device)
+        if device.type != "cuda":
+            return True
+        free, _ = torch.cuda.mem_get_info(device)
+        return store.n_samples * 4 <= fraction * free
+
+    def windows(self, starts, length: int):
+        """Gather windows on the device.
+
+        Parameters
+        ----------
+        starts : Tensor or ndarray, shape (B,), int64
+            Absolute window starts in the store's address space (a tensor on this device avoids a copy).
+        length : int
+            Window length L; every window must lie inside the store (as for :meth:`SeriesStore.windows`).
+
+        Returns
+        -------
+        windows : Tensor, shape (B, L), float32, on the device
+            A new tensor, equal to ``SeriesStore.windows(starts, length)``.
+
+        Raises
+        ------
+        ValueError
+            When ``length`` exceeds the store's samples.
+        """
+        import torch
+
+        check_positive_int("length", length)
+        if length > self.n_samples:
+            raise ValueError(f"Invalid length={length}: longer than the store's {self.n_samples} samples.")
+        starts = torch.as_tensor(starts, dtype=torch.int64, device=self.device)
+        return self.flat.unfold(0, length, 1)[starts]
+
+
 @dataclass
 class WindowIndex:
     """All windows of length ``window_length`` taken every ``stride`` samples of each series.

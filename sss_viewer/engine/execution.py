@@ -1,0 +1,98 @@
+"""How a training run executes on its device: arithmetic precision, compilation, where windows are gathered.
+
+:func:`resolve_execution` turns a :class:`~sss_viewer.engine.config.TrainConfig`'s ``precision``,
+``compile`` and ``device_windows`` options (each possibly ``"auto"``) into an :class:`Execution` for one
+device and one model. On the CPU the ``"auto"`` answers are today's path (fp32, eager, host gather);
+on CUDA they are bf16 autocast, :func:`torch.compile` and windows gathered on the device, which the
+paper preset's small PatchTST needs to keep an H200 busy (``benchmarks/gpu_training.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+
+import torch
+
+from sss_viewer.windows.store import DeviceWindows, SeriesStore
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Execution", "resolve_execution"]
+
+
+@dataclass(frozen=True)
+class Execution:
+    """The resolved execution options of one training run.
+
+    Parameters
+    ----------
+    precision : {"fp32", "bf16"}
+        ``"bf16"``: the training forward/backward and the per-epoch validation run under bfloat16 autocast.
+    compile : bool
+        The window model's training forward goes through :func:`torch.compile`.
+    device_windows : bool
+        The store's samples sit on the device and batches are gathered there.
+    """
+
+    precision: str = "fp32"
+    compile: bool = False
+    device_windows: bool = False
+
+    def autocast(self, device: torch.device) -> contextlib.AbstractContextManager:
+        """bfloat16 autocast on ``device`` when ``precision`` is ``"bf16"``, else a context that does nothing."""
+        if self.precision == "bf16":
+            return torch.autocast(device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable record (a run's ``info["execution"]``)."""
+        return {"precision": self.precision, "compile": self.compile, "device_windows": self.device_windows}
+
+
+def resolve_execution(config, device: torch.device, store: SeriesStore, windows_path: bool) -> Execution:
+    """Resolve a configuration's ``"auto"`` execution options for one device.
+
+    Parameters
+    ----------
+    config : TrainConfig
+        Its ``precision``, ``compile`` and ``device_windows``.
+    device : torch.device
+        The training device.
+    store : SeriesStore
+        The training data (its size decides ``device_windows="auto"`` on CUDA).
+    windows_path : bool
+        Whether the model is trained on raw windows (not on frozen features, not reading windows within
+        their channel): compilation and device-resident windows apply to that path only, and ``"auto"``
+        precision is bf16 on that path only (a head on frozen features trains in fp32 unless asked).
+
+    Returns
+    -------
+    Execution
+
+    Raises
+    ------
+    ValueError
+        ``precision="bf16"`` on a CUDA device without bfloat16 support.
+    """
+    cuda = device.type == "cuda"
+    precision = config.precision
+    if precision == "auto":
+        precision = "bf16" if cuda and windows_path and torch.cuda.is_bf16_supported() else "fp32"
+    elif precision == "bf16" and cuda and not torch.cuda.is_bf16_supported():
+        raise ValueError(f"Invalid precision='bf16': the CUDA device {device} does not support bfloat16; use 'fp32'.")
+    compile_ = config.compile
+    if compile_ == "auto":
+        compile_ = cuda and windows_path
+    device_windows = config.device_windows
+    if device_windows == "auto":
+        device_windows = cuda and windows_path and DeviceWindows.fits(store, device)
+        if cuda and windows_path and not device_windows:
+            logger.info("the series take more than the device-memory share allowed: gathering windows on the host")
+    elif device_windows and not windows_path:
+        logger.info("device_windows=True does not apply to this model (it does not train on raw windows)")
+        device_windows = False
+    if compile_ and not windows_path:
+        compile_ = False
+    return Execution(precision=precision, compile=bool(compile_), device_windows=bool(device_windows))

@@ -1,0 +1,152 @@
+"""Training's execution options on the CPU: bf16 autocast, windows gathered on the device, their config round trip.
+
+The CUDA path (bf16 by default, ``torch.compile``, device-resident windows) is measured by
+``benchmarks/gpu_training.py``; here the same code runs on the CPU, forced, so CI checks its logic.
+"""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from sss_viewer.engine.config import TrainConfig, train_preset
+from sss_viewer.engine.execution import Execution, resolve_execution
+from sss_viewer.engine.training import _dense_channel_loss, channel_loss, train
+from sss_viewer.windows.store import DeviceWindows, SeriesStore
+
+TINY = dict(
+    window_length=128,
+    train_stride=64,
+    val_stride=64,
+    batch_size=64,
+    epochs=1,
+    windows_per_epoch=512,
+    model_params={"d_model": 16, "d_ff": 32, "n_heads": 2, "n_layers": 1},
+    device="cpu",
+)
+
+
+@pytest.fixture(scope="module")
+def host_bundle(toy_cohort):
+    """Today's path: fp32, host gather (the CPU defaults)."""
+    return train(toy_cohort[:4], train_preset("default", **TINY), progress=False)
+
+
+def test_device_windows_are_the_host_windows(tmp_path):
+    rng = np.random.default_rng(0)
+    mapped = np.memmap(tmp_path / "seg.f32", dtype=np.float32, mode="w+", shape=(700,))
+    mapped[:] = rng.standard_normal(700)
+    mapped.flush()
+    on_disk = SeriesStore([np.memmap(tmp_path / "seg.f32", dtype=np.float32, mode="r")], [0, 300], [300, 400])
+    store = SeriesStore.concatenate([SeriesStore.from_series([rng.standard_normal(500)] * 2), on_disk])
+    starts = np.concatenate([rng.integers(0, 500 - 64, 20), rng.integers(1000, 1300 - 64, 20), [1700 - 64, 0]])
+    on_device = DeviceWindows(store, "cpu", chunk=97)  # chunks that straddle the segments' copies
+    gathered = on_device.windows(torch.from_numpy(starts), 64)
+    assert gathered.dtype == torch.float32 and gathered.shape == (len(starts), 64)
+    np.testing.assert_array_equal(gathered.numpy(), store.windows(starts, 64))
+    assert DeviceWindows.fits(store, "cpu")
+    with pytest.raises(ValueError, match="length=2000: longer than the store's 1700 samples"):
+        on_device.windows(starts, 2000)
+
+
+def test_device_gather_trains_exactly_like_the_host_gather(toy_cohort, host_bundle):
+    forced = train(toy_cohort[:4], train_preset("default", device_windows=True, **TINY), progress=False)
+    assert forced.info["execution"] == {"precision": "fp32", "compile": False, "device_windows": True}
+    assert host_bundle.info["execution"] == {"precision": "fp32", "compile": False, "device_windows": False}
+    for key in ("train_loss", "val_auc"):
+        assert [h[key] for h in forced.info["history"]] == [h[key] for h in host_bundle.info["history"]]
+    host_state, forced_state = host_bundle.model.state_dict(), forced.model.state_dict()
+    assert all(torch.equal(host_state[k], forced_state[k]) for k in host_state)  # same windows, same batches
+
+
+def test_bf16_autocast_trains_fp32_weights_close_to_fp32(toy_cohort, host_bundle):
+    bf16 = train(toy_cohort[:4], train_preset("default", precision="bf16", device_windows=True, **TINY), progress=False)
+    assert bf16.info["execution"]["precision"] == "bf16"
+    assert all(p.dtype == torch.float32 for p in bf16.model.parameters())  # checkpoints stay fp32
+    loss_bf16, loss_fp32 = bf16.info["history"][0]["train_loss"], host_bundle.info["history"][0]["train_loss"]
+    assert loss_bf16 != loss_fp32  # autocast did run in bf16 ...
+    assert abs(loss_bf16 - loss_fp32) < 0.02  # ... on the same batches
+    assert np.isfinite(bf16.info["val_metrics"]["auc"])
+
+
+def test_cpu_defaults_are_todays_path():
+    store = SeriesStore.from_series([np.zeros(2048, np.float32)])
+    config = TrainConfig()
+    assert (config.precision, config.compile, config.device_windows) == ("auto", "auto", "auto")
+    assert resolve_execution(config, torch.device("cpu"), store, windows_path=True) == Execution()
+    assert Execution() == Execution(precision="fp32", compile=False, device_windows=False)
+    assert not {"precision", "compile", "device_windows"} & set(config.to_dict())  # older records compare equal
+
+
+def test_options_that_do_not_apply_are_resolved_off():
+    store = SeriesStore.from_series([np.zeros(2048, np.float32)])
+    config = TrainConfig(compile=True, device_windows=True)
+    assert resolve_execution(config, torch.device("cpu"), store, windows_path=False) == Execution()
+    assert resolve_execution(config, torch.device("cpu"), store, windows_path=True) == Execution(
+        compile=True, device_windows=True
+    )
+
+
+def test_config_round_trip_and_old_records():
+    config = train_preset("paper", precision="bf16", compile=False, device_windows=True)
+    record = json.loads(json.dumps(config.to_dict()))
+    assert (record["precision"], record["compile"], record["device_windows"]) == ("bf16", False, True)
+    assert TrainConfig.from_dict(record) == config
+    old = json.loads(json.dumps(train_preset("paper").to_dict()))  # written before the options existed
+    loaded = TrainConfig.from_dict(old)
+    assert (loaded.precision, loaded.compile, loaded.device_windows) == ("auto", "auto", "auto")
+    assert loaded == train_preset("paper")
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"precision": "fp16"}, r"Invalid precision='fp16': expected one of 'auto', 'fp32', 'bf16'"),
+        ({"compile": 1}, r"Invalid compile=1: expected one of 'auto', True, False"),
+        ({"device_windows": "yes"}, r"Invalid device_windows='yes': expected one of 'auto', True, False"),
+    ],
+)
+def test_bad_execution_options_are_refused(params, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**params)
+    with pytest.raises(ValueError, match=message):
+        TrainConfig.from_dict(params)
+
+
+def test_unknown_keys_are_refused():
+    with pytest.raises(ValueError, match=r"Unknown training parameters \['amp'\]"):
+        TrainConfig.from_dict({"amp": True})
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_sync_free_channel_loss_is_the_channel_loss(weighted):
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(300, generator=gen, requires_grad=True)
+    series = torch.randint(0, 9, (300,), generator=gen)
+    series[series == 4] = 5  # a series absent from the batch
+    labels = (torch.arange(12) % 3 == 0).float()
+    weight = torch.rand(12, generator=gen) + 0.5 if weighted else None
+    for window_weight in (0.0, 0.3):
+        expected = channel_loss(logits, series, labels, weight, window_weight)
+        got = _dense_channel_loss(logits, series, labels, weight, window_weight)
+        torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-7)
+        (grad_expected,) = torch.autograd.grad(expected, logits)
+        (grad_got,) = torch.autograd.grad(got, logits)
+        torch.testing.assert_close(grad_got, grad_expected, rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_gathers_the_host_windows_and_defaults_to_bf16_on_device(toy_cohort):
+    store = SeriesStore.from_series([np.arange(3000, dtype=np.float32), -np.arange(500, dtype=np.float32)])
+    assert DeviceWindows.fits(store, "cuda")
+    starts = np.array([0, 17, 2872, 3000, 3372])
+    gathered = DeviceWindows(store, "cuda").windows(starts, 128)
+    assert gathered.device.type == "cuda"
+    np.testing.assert_array_equal(gathered.cpu().numpy(), store.windows(starts, 128))
+    config = train_preset("default", **{**TINY, "device": "cuda"}, compile=False)  # compiling is the benchmark's
+    bundle = train(toy_cohort[:4], config, progress=False)
+    assert bundle.info["execution"] == {"precision": "bf16", "compile": False, "device_windows": True}
+    assert all(p.dtype == torch.float32 for p in bundle.model.parameters())
+    assert np.isfinite(bundle.info["history"][0]["train_loss"]) and np.isfinite(bundle.info["val_metrics"]["auc"])
