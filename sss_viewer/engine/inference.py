@@ -25,7 +25,9 @@ from tqdm.auto import tqdm
 from sss_viewer.engine.device import resolve_device
 from sss_viewer.io.recording import IEEG_CH_TYPES, Recording
 from sss_viewer.preprocessing.artifacts import ArtifactReport, detect_recording_artifacts
+from sss_viewer.preprocessing.artifacts_torch import DeviceArtifactCheck
 from sss_viewer.preprocessing.cache import SeriesCache
+from sss_viewer.preprocessing.device_series import DeviceSeriesBuilder
 from sss_viewer.windows.series_set import build_series_set
 from sss_viewer.windows.store import SeriesStore, WindowIndex
 
@@ -66,7 +68,9 @@ def predict_window_probs(
     ----------
     model : nn.Module
         Maps (B, L) float32 to (B,) logits.
-    store : SeriesStore
+    store : SeriesStore or DeviceWindows
+        A :class:`~sss_viewer.windows.store.DeviceWindows` (the store's samples already on ``device``)
+        gathers each batch there.
     starts : ndarray, shape (n_windows,), int64
         Absolute window starts in the store's address space.
     window_length : int
@@ -95,9 +99,8 @@ def predict_window_probs(
     out = np.empty(len(starts), dtype=np.float32)
     try:
         for lo in tqdm(range(0, len(starts), batch_size), desc=desc, unit="batch", disable=not progress or None):
-            x = torch.from_numpy(store.windows(starts[lo : lo + batch_size], window_length)).to(
-                device, non_blocking=True
-            )
+            x = store.windows(starts[lo : lo + batch_size], window_length)  # a tensor from a DeviceWindows
+            x = x if isinstance(x, torch.Tensor) else torch.from_numpy(x).to(device, non_blocking=True)
             out[lo : lo + len(x)] = torch.sigmoid(model(x).float()).cpu().numpy()
             if on_progress is not None:
                 on_progress((lo + len(x)) / len(starts))
@@ -299,7 +302,18 @@ class RecordingScores:
 
 
 def fine_heat_stride(bundle) -> int | None:
-    """The finer heat-map stride to ask ``score_recording`` for (it decides whether it applies)."""
+    """The finer heat-map stride to ask ``score_recording`` for (it decides whether it applies).
+
+    Parameters
+    ----------
+    bundle : ModelBundle
+        The model; its ``inference_stride`` (preprocessed samples) is divided by :data:`HEAT_STRIDE_DIVISOR`.
+
+    Returns
+    -------
+    int or None
+        The stride in preprocessed samples, or None when the division leaves 0 (a stride under the divisor).
+    """
     stride = int(bundle.inference_stride) // HEAT_STRIDE_DIVISOR
     return stride or None
 
@@ -370,10 +384,14 @@ def score_recording(
         Window stride in preprocessed samples; default the bundle's (a quarter window).
     batch_size : int
     device : str
-        ``"auto"``, ``"cpu"`` or ``"cuda"``.
+        ``"auto"``, ``"cpu"`` or ``"cuda"``. On CUDA the artifact check's statistics are computed on the GPU
+        from the channels it reads for scoring (unless ``first_channels`` splits the work).
     progress : bool
     cache : SeriesCache, optional
         On-disk cache of preprocessed channels (the recording is preprocessed in memory otherwise).
+        Not used on a CUDA device: there the channels are read into the device and preprocessed on it
+        (:mod:`sss_viewer.preprocessing.device_series`, within ``torch_filters.TOLERANCE`` of the CPU
+        filters), neither read from nor written to the cache.
     on_progress : callable, optional
         Called with the fraction of windows scored (0–1) after each batch (see
         :func:`predict_window_probs`).
@@ -409,6 +427,26 @@ def score_recording(
     if reason is not None:
         raise ValueError(reason)
     heat_stride = _usable_heat_stride(bundle, recording, stride or bundle.inference_stride, heat_stride)
+    wanted = set(first_channels or ())
+    if artifacts and not wanted & set(recording.ch_names) and resolve_device(device).type == "cuda":
+        # the artifact statistics come from the channels the GPU reads for scoring (no second read of the file)
+        check = DeviceArtifactCheck(recording)
+        tables = _score_windows(
+            bundle,
+            recording,
+            stride=stride,
+            batch_size=batch_size,
+            device=device,
+            progress=progress,
+            cache=cache,
+            on_progress=on_progress,
+            heat_stride=heat_stride,
+            artifact_check=check,
+        )
+        report = check.report()
+        if report is None:  # some checked channel was not read for scoring: the CPU check reads them
+            report = detect_recording_artifacts(recording)
+        return _recording_scores(*tables, recording, report=report)
     report = detect_recording_artifacts(recording) if artifacts else None
     options = {
         "stride": stride,
@@ -418,7 +456,6 @@ def score_recording(
         "cache": cache,
         "heat_stride": heat_stride,
     }
-    wanted = set(first_channels or ())
     first = [i for i, name in enumerate(recording.ch_names) if name in wanted]
     rest = [i for i in range(recording.n_channels) if recording.ch_names[i] not in wanted]
     if first and rest:
@@ -545,12 +582,25 @@ def _with_artifacts(windows: pd.DataFrame, report: ArtifactReport | None) -> pd.
 
 
 def _score_windows(
-    bundle, recording: Recording, *, stride, batch_size, device, progress, cache, on_progress, heat_stride=None
+    bundle,
+    recording: Recording,
+    *,
+    stride,
+    batch_size,
+    device,
+    progress,
+    cache,
+    on_progress,
+    heat_stride=None,
+    artifact_check=None,
 ) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame]:
     """Window table (``WINDOW_COLUMNS``), the finer heat-map table (or None) and exclusions (``channel, reason``)."""
     length = bundle.window_length
     stride = stride or bundle.inference_stride
-    series = build_series_set([recording], bundle.preprocess, min_length=length, progress=False, cache=cache)
+    dev = resolve_device(device)
+    # on a GPU the channels are read into it and preprocessed there (no disk cache); elsewhere as always
+    source = DeviceSeriesBuilder(dev, artifact_check=artifact_check) if dev.type == "cuda" else cache
+    series = build_series_set([recording], bundle.preprocess, min_length=length, progress=False, cache=source)
     if series.store.n_series == 0:
         rate = bundle.preprocess.output_sfreq(recording.sfreq)
         where = f"Recording {recording.label} ({recording.source or 'in memory'})"
@@ -565,7 +615,6 @@ def _score_windows(
         raise ValueError(f"{where} has no channel the model can score: {reasons}")
     index = WindowIndex.build(series.store.lengths, length, stride, cover_end=True)
     scored = WindowIndex.build(series.store.lengths, length, heat_stride, cover_end=True) if heat_stride else index
-    dev = resolve_device(device)
     bundle.model.to(dev)
     p_raw = predict_window_probs(
         bundle.model,

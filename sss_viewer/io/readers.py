@@ -41,6 +41,7 @@ import warnings
 import zipfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -1180,3 +1181,93 @@ def plausibility_warnings(recording: Recording) -> list[str]:
     for message in warnings_:
         logger.warning(message)
     return warnings_
+
+
+_MULTIPLEXED_DTYPES = {"short": "<i2", "int": "<i4", "single": "<f4"}
+"""BrainVision ``BinaryFormat`` → the dtype MNE reads it as (``mne.io.brainvision``)."""
+
+
+@dataclass(frozen=True)
+class MultiplexedSamples:
+    """Where a lazily read BrainVision recording's samples lie in its data file, to be converted elsewhere.
+
+    Sample ``t`` of channel ``j`` is ``float32((float64(file[t, columns[j]]) * cals[j]) * scale[j] - offset[j])``
+    with ``file`` the data file as a ``(n_times, n_file_channels)`` array of ``dtype`` from ``byte_offset``:
+    the operations, in this order and in float64, that ``Recording.get_data`` (MNE's calibration, then
+    the µV scale and the level of :class:`~sss_viewer.io.lazy.LazySignals`) performs, so a reader that
+    repeats them gets the same float32 values.
+
+    Parameters
+    ----------
+    path : Path
+        The data file (``.eeg``).
+    dtype : numpy.dtype
+        Little-endian int16, int32 or float32.
+    n_file_channels : int
+        Channels interleaved in each frame of the file.
+    byte_offset : int
+        Byte of the recording's first sample.
+    columns : ndarray, shape (n_channels,), int64
+        The file column of each of the recording's channels.
+    cals, scale, offset : ndarray, shape (n_channels,), float64
+    """
+
+    path: Path
+    dtype: np.dtype
+    n_file_channels: int
+    byte_offset: int
+    columns: np.ndarray
+    cals: np.ndarray
+    scale: np.ndarray
+    offset: np.ndarray
+
+    def read_frames(self, start: int, stop: int) -> np.ndarray:
+        """The raw frames ``[start, stop)`` of every file channel, shape (stop - start, n_file_channels), ``dtype``."""
+        count = (stop - start) * self.n_file_channels
+        at = self.byte_offset + start * self.n_file_channels * self.dtype.itemsize
+        frames = np.fromfile(self.path, dtype=self.dtype, count=count, offset=at)
+        if frames.size != count:
+            raise OSError(f"{self.path} ends before sample {stop}: expected {count} values from byte {at}.")
+        return frames.reshape(stop - start, self.n_file_channels)
+
+
+def multiplexed_samples(recording: Recording) -> MultiplexedSamples | None:
+    """The file layout of a lazily read, multiplexed binary BrainVision recording, or None for anything else.
+
+    None (read through ``get_data``) unless MNE would read the samples itself with a plain
+    calibration: one data file, ``DataOrientation=MULTIPLEXED``, ``BinaryFormat`` INT_16/INT_32/
+    IEEE_FLOAT_32, no projector or compensation.
+
+    Parameters
+    ----------
+    recording : Recording
+
+    Returns
+    -------
+    MultiplexedSamples or None
+    """
+    signals = recording.data
+    raw = getattr(signals, "_raw", None)
+    if not isinstance(signals, LazySignals) or type(raw).__name__ != "RawBrainVision" or raw.preload:
+        return None
+    extras = raw._raw_extras
+    if len(extras) != 1 or len(raw.filenames) != 1 or extras[0].get("order") == "C":
+        return None
+    fmt = extras[0].get("fmt")
+    if not isinstance(fmt, str) or fmt not in _MULTIPLEXED_DTYPES:
+        return None
+    if raw._projector is not None or getattr(raw, "_comp", None) is not None:
+        return None
+    dtype = np.dtype(_MULTIPLEXED_DTYPES[fmt])
+    n_file = int(extras[0]["orig_nchan"])
+    picks = signals._picks
+    return MultiplexedSamples(
+        path=Path(raw.filenames[0]),
+        dtype=dtype,
+        n_file_channels=n_file,
+        byte_offset=int(raw._first_samps[0]) * n_file * dtype.itemsize,
+        columns=np.asarray(raw._read_picks[0][picks], dtype=np.int64),
+        cals=np.asarray(raw._cals.ravel()[picks], dtype=np.float64),
+        scale=np.asarray(signals._scale, dtype=np.float64),
+        offset=np.asarray(signals._offset, dtype=np.float64),
+    )

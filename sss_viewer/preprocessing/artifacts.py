@@ -358,13 +358,38 @@ def _block_stats(
     zero_steps = np.count_nonzero(step[:, 1:] == 0, axis=1)
     del step
 
+    seg_rail, seg_flat_run, rail_fraction = _run_stats(lambda i: x[i], zero_steps, n_times, sfreq, bounds, config)
+    line_band, line_flank = _line_power(x, sfreq, line_freqs)
+    return _BlockStats(seg_sd, seg_step, seg_missing, seg_rail, seg_flat_run, rail_fraction, line_band, line_flank)
+
+
+def _run_stats(
+    row_of, zero_steps: np.ndarray, n_times: int, sfreq: float, bounds: np.ndarray, config: ArtifactConfig
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rails and flat runs of the channels that can hold one (enough zero steps).
+
+    Parameters
+    ----------
+    row_of : callable
+        ``row_of(i)`` -> ndarray, shape (n_times,), float32: channel ``i`` (called only for candidates).
+    zero_steps : ndarray, shape (n,), int
+        Each channel's count of one-sample steps equal to zero.
+    n_times, sfreq, bounds, config
+        As in :func:`_block_stats`.
+
+    Returns
+    -------
+    seg_rail, seg_flat_run : ndarray, shape (n, n_seg), bool
+    rail_fraction : ndarray, shape (n,), float64
+    """
+    n = len(zero_steps)
     clip_run = max(_MIN_CLIP_SAMPLES, math.ceil(config.clip_run_s * sfreq))
     flat_run = max(clip_run, math.ceil(config.flat_run_s * sfreq))
     seg_rail = np.zeros((n, len(bounds)), dtype=bool)
     seg_flat_run = np.zeros((n, len(bounds)), dtype=bool)
     rail_fraction = np.zeros(n)
     for i in np.flatnonzero(zero_steps >= clip_run - 1):  # only channels that can hold such a run
-        row = x[i]
+        row = row_of(i)
         low, high = row.min(), row.max()
         # a constant channel has no rail to be pinned against: it is flat
         rail = _run_mask(row, clip_run, at=np.array([low, high])) if high > low else np.zeros(n_times, dtype=bool)
@@ -374,7 +399,12 @@ def _block_stats(
             rail_fraction[i] = np.isin(row, np.unique(row[rail])).mean()
         if zero_steps[i] >= flat_run - 1:
             seg_flat_run[i] = np.logical_or.reduceat(_run_mask(row, flat_run) & ~rail, bounds)
+    return seg_rail, seg_flat_run, rail_fraction
 
+
+def _line_power(x: np.ndarray, sfreq: float, line_freqs: list[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Mean power in each mains band and its flanks over 1-s Hann frames; shapes (n, n_line) float64 (NaN: none)."""
+    n, n_times = x.shape
     n_line = len(line_freqs)
     line_band = np.full((n, n_line), np.nan)
     line_flank = np.full((n, n_line), np.nan)
@@ -391,7 +421,7 @@ def _block_stats(
         n_band = len(_LINE_BAND_HZ)
         line_band = power[..., :n_band].sum(axis=-1)
         line_flank = power[..., n_band:].mean(axis=-1) * n_band
-    return _BlockStats(seg_sd, seg_step, seg_missing, seg_rail, seg_flat_run, rail_fraction, line_band, line_flank)
+    return line_band, line_flank
 
 
 def _usable_line_freqs(sfreq: float, line_freq: float | None) -> list[float]:
@@ -526,6 +556,15 @@ def _analyse(
     return ArtifactReport(channels=channels, segments=segments, measures=measures)
 
 
+def empty_report() -> ArtifactReport:
+    """The report of a recording with no channel to check (empty tables with their columns)."""
+    return ArtifactReport(
+        channels=pd.DataFrame(columns=["channel", "reason"]),
+        segments=pd.DataFrame(columns=["channel", "start_s", "end_s", "reason"]),
+        measures=pd.DataFrame(columns=["channel", "amplitude_ratio", "line_ratio", "flagged_fraction"]),
+    )
+
+
 def _check_inputs(sfreq: float, ch_names: list[str], n_channels: int, config: ArtifactConfig | None) -> ArtifactConfig:
     sfreq = float(sfreq)
     if not math.isfinite(sfreq) or sfreq <= 0:
@@ -632,11 +671,7 @@ def detect_recording_artifacts(
     names = [recording.ch_names[i] for i in picks]
     config = _check_inputs(recording.sfreq, names, len(picks), config)
     if not len(picks):
-        return ArtifactReport(
-            channels=pd.DataFrame(columns=["channel", "reason"]),
-            segments=pd.DataFrame(columns=["channel", "start_s", "end_s", "reason"]),
-            measures=pd.DataFrame(columns=["channel", "amplitude_ratio", "line_ratio", "flagged_fraction"]),
-        )
+        return empty_report()
     sfreq, n_times = recording.sfreq, recording.n_times
     line_freqs = _usable_line_freqs(sfreq, recording.line_freq)
     bounds = _segment_bounds(n_times, max(1, int(round(config.segment_s * sfreq))))

@@ -237,7 +237,27 @@ def native_rates(rates, *, allow_mixed: bool = False, what: str = "training reco
 
 
 def preprocess_preset(name: str, **overrides) -> PreprocessConfig:
-    """Return the named preset (``"default"`` or ``"paper"``) with optional parameter overrides."""
+    """Return the named preset (``"default"`` or ``"paper"``) with optional parameter overrides.
+
+    Parameters
+    ----------
+    name : {"default", "paper"}
+        ``"default"``: resample to 250 Hz, notch, high-pass 0.5 Hz, per-channel z-score. ``"paper"``: the paper's
+        App. B, average pooling 24/12 on the native rate and the z-score (no resampling or filters).
+    **overrides
+        :class:`PreprocessConfig` fields to change (validated by it).
+
+    Returns
+    -------
+    PreprocessConfig
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not a preset, or an override's value is invalid.
+    TypeError
+        An override is not a :class:`PreprocessConfig` field.
+    """
     check_option("preprocess preset", name, PREPROCESS_PRESETS)
     if name == "paper":
         base = PreprocessConfig(target_sfreq=None, notch=False, highpass_hz=None, pool_kernel=24, pool_stride=12)
