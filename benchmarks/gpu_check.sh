@@ -19,7 +19,8 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 $PY -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'; print('torch', torch.__version__, torch.cuda.get_device_name(0))" || exit 1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 echo "== GPU-marked tests"
-$PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/engine/test_training.py tests/models/test_minirocket_series.py; tests_rc=$?
+$PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/engine/test_training.py tests/models/test_minirocket_series.py \
+    tests/models/test_minirocket_triton.py tests/preprocessing/test_torch_filters.py tests/engine/test_training_precision.py; tests_rc=$?
 echo "== training and CPU-vs-GPU scoring"
 $PY benchmarks/gpu_check.py "$@"; check_rc=$?
 echo "== torchrun (nccl): training windows/s on 1 GPU and on every GPU, same global batch"

@@ -17,7 +17,11 @@
 # an all-reduce to every step of runs that already fit. When every seed has finished, one last call
 # per protocol (all runs found finished, nothing trained) writes the complete results.csv and tables.md.
 #
-# Expected time: measured on one H200 (docs/results.md §3): the paper preset trains 118,566 windows/s
+# Expected time, re-measured 2026-11-28 on one H200 (benchmarks/gpu_training.py, docs/results.md §3): with the CUDA
+# defaults (bf16 autocast, windows gathered on the GPU, torch.compile) the paper preset trains 632,336 windows/s
+# (4.1x the fp32 host-gather path's 152,637 in the same run): ≈ 10.4 min for 50 epochs of 7.9e6 windows, the SSS rows
+# of Tables 1 + 2 ≈ 8.7 h on one H200 (goal ≤ 5 h not yet met), ≈ 2.2 h on 4. Before (for the record):
+# measured on one H200 (docs/results.md §3): the paper preset trains 118,566 windows/s
 # (training/paper_smoke_gpu.sh: one full SSS training on the 24-patient synthetic cohort, 159 s). ds003029's
 # pooled setting has ≈ 7.9e6 training windows an epoch after 1:1 balancing → ≤ 56 min for 50 epochs; the SSS rows
 # of Tables 1 + 2 (≈ 5 pooled settings per seed and split mode) ≤ 45 h on one H200, ≈ 11 h on 4; the baselines

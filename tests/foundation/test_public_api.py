@@ -39,14 +39,7 @@ NUMPYDOC_SECTIONS = {
 }
 """Section headings numpydoc knows."""
 
-UNDESCRIBED_PARAMETERS = frozenset(
-    {
-        "sss_viewer.engine.fine_heat_stride",
-        "sss_viewer.engine.train_preset",
-        "sss_viewer.preprocessing.preprocess_preset",
-        "sss_viewer.train_preset",
-    }
-)
+UNDESCRIBED_PARAMETERS = frozenset()
 """Public functions whose docstrings predate this check and lack a ``Parameters`` section: add one, then remove
 the name here (the test fails while a listed name has one, so the list only shrinks)."""
 

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Issue 33's GPU measurements, one prepared run (≈ 6-8 min on one H200 machine; each part under its own time limit):
+#   1. benchmarks/evidence_kernel.py     the fused (Triton) evidence kernel vs today's torch path, data on the device
+#   2. benchmarks/score_long_recording.py --device cuda
+#                                        128 ch × 1 h × 1 kHz BrainVision file end to end, GPU vs the machine's CPUs
+#   3. benchmarks/gpu_training.py        paper-preset training windows/s, today's path vs bf16/compiled/device-gathered
+#   4. the GPU-marked tests
+# Each part's full output goes to $OUT/<part>.log when OUT is set (the device tool's folder), else /tmp/gpu-issue33.
+# Usage (machine's own python3 with a CUDA torch; wheels the image lacks in .whl/, see benchmarks/README.md):
+#   bash benchmarks/gpu_issue33.sh [PARTS]     PARTS: any of "evidence e2e training tests" (default: all four)
+# Run "evidence" before "e2e" on a fresh machine: the first use of the Triton kernels compiles them (about a
+# minute on the H200 machine; cached on disk afterwards), which would otherwise fall into e2e's GPU warm-up.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+LOGS=${OUT:-/tmp/gpu-issue33}
+mkdir -p "$LOGS"
+if ls .whl/*.whl >/dev/null 2>&1; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/sss-site .whl/*.whl || exit 1
+    export PYTHONPATH="/tmp/sss-site${PYTHONPATH:+:$PYTHONPATH}"
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+$PY -c "import torch, triton; assert torch.cuda.is_available(), 'no CUDA device'; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name(0))" || exit 1
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader || true
+PARTS=${1:-evidence e2e training tests}
+declare -A RC
+part() {  # part NAME LIMIT_S COMMAND...
+    local name=$1 limit=$2
+    shift 2
+    echo "== $name (limit ${limit} s)"
+    local t0=$SECONDS
+    timeout -k 10 "$limit" "$@" >"$LOGS/$name.log" 2>&1
+    RC[$name]=$?
+    tail -n 30 "$LOGS/$name.log"
+    echo "-- $name rc=${RC[$name]} in $((SECONDS - t0)) s"
+}
+for p in $PARTS; do
+    case $p in
+    evidence) part evidence 130 $PY benchmarks/evidence_kernel.py --configs "${EVIDENCE_TILES:-1024x4}" --timeout 120 ;;
+    e2e) part e2e 240 $PY benchmarks/score_long_recording.py --device cuda --file /tmp/sss-long/long.vhdr --skip-per-window --child-timeout 200 ;;
+    training) part training 170 $PY benchmarks/gpu_training.py --no-spread --timeout 160 ;;
+    tests) part tests 70 $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/engine/test_training.py \
+        tests/models/test_minirocket_series.py tests/models/test_minirocket_triton.py tests/preprocessing/test_torch_filters.py \
+        tests/engine/test_training_precision.py ;;
+    *) echo "unknown part $p (expected evidence, e2e, training, tests)"; RC[$p]=2 ;;
+    esac
+done
+status=0
+for p in "${!RC[@]}"; do
+    echo "$p rc=${RC[$p]}"
+    [ "${RC[$p]}" = 0 ] || status=1
+done
+exit $status
