@@ -5,6 +5,8 @@
 #                                        128 ch × 1 h × 1 kHz BrainVision file end to end, GPU vs the machine's CPUs
 #   3. benchmarks/gpu_training.py        paper-preset training windows/s, today's path vs bf16/compiled/device-gathered
 #   4. the GPU-marked tests
+#   ncu (not in the default): the Triton evidence kernel under Nsight Compute (occupancy, registers, warp stalls;
+#        works on Firecracker machines, device/KINDS.md) — what to look at before reformulating it for goal 1
 # Each part's full output goes to $OUT/<part>.log when OUT is set (the device tool's folder), else /tmp/gpu-issue33.
 # Usage (machine's own python3 with a CUDA torch; wheels the image lacks in .whl/, see benchmarks/README.md):
 #   bash benchmarks/gpu_issue33.sh [PARTS]     PARTS: any of "evidence e2e training tests" (default: all four)
@@ -42,7 +44,10 @@ for p in $PARTS; do
     tests) part tests 70 $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/engine/test_training.py \
         tests/models/test_minirocket_series.py tests/models/test_minirocket_triton.py tests/preprocessing/test_torch_filters.py \
         tests/engine/test_training_precision.py ;;
-    *) echo "unknown part $p (expected evidence, e2e, training, tests)"; RC[$p]=2 ;;
+    ncu) part ncu 150 ncu --clock-control none --kernel-name regex:_evidence_kernel --launch-skip 25 --launch-count 1 \
+        --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section ComputeWorkloadAnalysis \
+        $PY benchmarks/evidence_kernel.py --rows 16 --samples 100000 --configs 1024x4 --repeats 1 --search-repeats 1 --timeout 140 ;;
+    *) echo "unknown part $p (expected evidence, e2e, training, tests, ncu)"; RC[$p]=2 ;;
     esac
 done
 status=0

@@ -123,16 +123,11 @@ def test_a_trace_view_sets_its_parameters_on_its_data_before_its_own_reactions(r
 
 
 _SCRIPT = r"""
-import json, sys, types
-from pathlib import Path
+import json, sys
 for name in {blocked}:
     sys.modules[name] = None  # as if not installed
-root = Path(sys.argv[1])
-sys.path.insert(0, str(root))
-# The viewer package's __init__ insists on the [viewer] extras; trace_data itself needs none of them.
-package = types.ModuleType("sss_viewer.viewer")
-package.__path__ = [str(root / "sss_viewer" / "viewer")]
-sys.modules["sss_viewer.viewer"] = package
+sys.path.insert(0, sys.argv[1])
+# the real viewer package: without the plotting libraries it still imports its data side
 
 from sss_viewer.viewer.trace_data import TraceData
 from tests.fixtures.recordings import toy_recording
