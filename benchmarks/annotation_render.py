@@ -42,9 +42,10 @@ from bokeh.document import Document
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sss_viewer.viewer import trace_elements, traces  # noqa: E402
+from sss_viewer.viewer import _trace_elements as trace_elements  # noqa: E402
+from sss_viewer.viewer import traces
+from sss_viewer.viewer._trace_elements import MARKER_COLOURS  # noqa: E402
 from sss_viewer.viewer.app import build_app  # noqa: E402
-from sss_viewer.viewer.trace_elements import MARKER_COLOURS  # noqa: E402
 
 logger = logging.getLogger("annotation_render")
 

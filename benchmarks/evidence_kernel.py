@@ -133,8 +133,8 @@ def main(argv=None) -> int:
     import torch
 
     from sss_viewer.engine.bundle import ModelBundle
-    from sss_viewer.models import minirocket_series as series
-    from sss_viewer.models import minirocket_triton
+    from sss_viewer.models import _minirocket_series as series
+    from sss_viewer.models import _minirocket_triton as minirocket_triton
 
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():

@@ -14,7 +14,7 @@ for scoring (``artifacts``: those statistics and, only if it had to run, the CPU
 baseline on ``--baseline-channels`` channels scaled to all of them (``--skip-per-window`` skips it).
 
 ``--device cuda``: the GPU path (issue 33 goal 2: ≤ 3 s end to end; preprocessing on the GPU,
-``sss_viewer.preprocessing.device_series``): one warm-up, then the median of ``--repeats`` (3) runs,
+``sss_viewer.preprocessing._device_series``): one warm-up, then the median of ``--repeats`` (3) runs,
 and the CPU path in the same run (median of ``--cpu-repeats``, after a warm-up on two channels).
 Exactness checks, which make the script exit 1 when they fail: the GPU preprocessing of 4 channels ×
 10 min against ``preprocess_channels`` (≤ ``torch_filters.TOLERANCE``) and the channel scores of the
@@ -136,9 +136,9 @@ def _preprocessing_check(path: str, device: str) -> float:
     import torch
 
     from sss_viewer.io.readers import read_recording
+    from sss_viewer.preprocessing._torch_filters import preprocess_channels_torch
     from sss_viewer.preprocessing.config import preprocess_preset
     from sss_viewer.preprocessing.filters import preprocess_channels
-    from sss_viewer.preprocessing.torch_filters import preprocess_channels_torch
 
     recording = read_recording(path, preload=False)
     picks = np.arange(min(CHECK_CHANNELS, recording.n_channels))
@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {path} in {time.perf_counter() - t0:.0f} s")
     what = f"{args.channels} channels x {args.minutes:g} min at {args.sfreq:g} Hz, read lazily from {path.name}"
     print(f"recording: {what}", flush=True)
-    from sss_viewer.preprocessing.torch_filters import TOLERANCE
+    from sss_viewer.preprocessing._torch_filters import TOLERANCE
 
     if args.device == "cpu":
         cpu = _in_child(args.child_timeout, timed_child, str(path), args.model, "cpu", args.repeats or 1, "small", True)

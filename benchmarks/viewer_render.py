@@ -35,7 +35,7 @@ import pandas as pd
 
 from sss_viewer.engine.inference import RecordingScores
 from sss_viewer.io.recording import Recording
-from sss_viewer.viewer.envelope import rasterise_envelopes
+from sss_viewer.viewer._envelope import rasterise_envelopes
 from sss_viewer.viewer.timecourse import ensure_bokeh
 from sss_viewer.viewer.traces import TraceView
 

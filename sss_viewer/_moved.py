@@ -17,7 +17,7 @@ import sys
 import types
 import warnings
 
-__all__ = ["MOVED", "MOVED_IN", "REMOVED_IN", "install"]
+__all__ = ["MOVED", "MOVED_IN", "PRIVATISED", "REMOVED_IN", "install"]
 
 MOVED_IN = "0.1"
 """The release whose development moved these modules (see CHANGELOG.md)."""
@@ -27,31 +27,71 @@ REMOVED_IN = "0.2"
 MOVED: dict[str, tuple[str, ...]] = {
     "sss_viewer.io.synthetic": (
         "sss_viewer.synth.config",
-        "sss_viewer.synth.patients",
-        "sss_viewer.synth.signals",
+        "sss_viewer.synth._patients",
+        "sss_viewer.synth._signals",
         "sss_viewer.synth.run",
         "sss_viewer.synth.bids",
         "sss_viewer.synth.cohort",
     ),
     "sss_viewer.recording": ("sss_viewer.io.recording",),
     "sss_viewer.preprocess": ("sss_viewer.preprocessing.config", "sss_viewer.preprocessing.filters"),
-    "sss_viewer.preprocess_stream": ("sss_viewer.preprocessing.streaming",),
+    "sss_viewer.preprocess_stream": ("sss_viewer.preprocessing._streaming",),
     "sss_viewer.cache": ("sss_viewer.preprocessing.cache",),
     "sss_viewer.dataset": ("sss_viewer.windows.series_set",),
     "sss_viewer.splits": ("sss_viewer.windows.splits",),
     "sss_viewer.device": ("sss_viewer.engine.device",),
-    "sss_viewer.early_stopping": ("sss_viewer.engine.early_stopping",),
-    "sss_viewer.head_fit": ("sss_viewer.engine.head_fit",),
+    "sss_viewer.early_stopping": ("sss_viewer.engine._early_stopping",),
+    "sss_viewer.head_fit": ("sss_viewer.engine._head_fit",),
     "sss_viewer.calibration": ("sss_viewer.engine.calibration",),
     "sss_viewer.checkpoint": ("sss_viewer.engine.bundle",),
     "sss_viewer.inference": ("sss_viewer.engine.inference",),
-    "sss_viewer.feature_memo": ("sss_viewer.engine.feature_memo",),
+    "sss_viewer.feature_memo": ("sss_viewer.engine._feature_memo",),
     "sss_viewer.training": ("sss_viewer.engine.config", "sss_viewer.engine.training"),
     "sss_viewer.minirocket_reference": ("sss_viewer.baselines.minirocket_reference",),
     "sss_viewer.whole_channel": ("sss_viewer.baselines.whole_channel",),
-    "sss_viewer.viewer.annotation_identity": ("sss_viewer.io.annotation_identity",),
+    "sss_viewer.viewer.annotation_identity": ("sss_viewer.io._annotation_identity",),
 }
 """Old module → the module(s) that now hold its names (moved in :data:`MOVED_IN`, removed in :data:`REMOVED_IN`)."""
+
+PRIVATISED: dict[str, tuple[str, ...]] = {
+    "biomarkers": ("consensus", "filtering", "floors", "markers", "spectral"),
+    "cohort_scoring": ("digests", "plan", "summary", "task"),
+    "engine": ("distributed", "early_stopping", "execution", "feature_memo", "fit", "head_fit"),
+    "io": ("annotation_identity", "channel_conventions", "channel_names", "lazy"),
+    "models": ("feature_context", "hydra_series", "minirocket_series", "minirocket_triton"),
+    "preprocessing": ("artifacts_torch", "device_series", "streaming", "torch_filters"),
+    "synth": ("patients", "signals"),
+    "viewer": (
+        "access",
+        "annotations",
+        "channel_types",
+        "display",
+        "envelope",
+        "excluded",
+        "export_widgets",
+        "inplace",
+        "keyboard",
+        "loader",
+        "report_figure",
+        "scorers",
+        "scoring",
+        "spectrum",
+        "trace_cursor",
+        "trace_data",
+        "trace_elements",
+        "train_panel",
+    ),
+}
+"""Stage → its internal modules, renamed with a leading underscore in :data:`MOVED_IN` (their names are in no
+stage's ``__all__``); the old paths still import, with a ``FutureWarning``, until :data:`REMOVED_IN`."""
+
+MOVED.update(
+    {
+        f"sss_viewer.{stage}.{name}": (f"sss_viewer.{stage}._{name}",)
+        for stage, names in PRIVATISED.items()
+        for name in names
+    }
+)
 
 
 class _MovedModule(types.ModuleType):

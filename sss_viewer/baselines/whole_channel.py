@@ -40,9 +40,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from sss_viewer._validate import check_non_negative_int, check_option, check_positive_int, check_range
+from sss_viewer.engine._fit import EpochPlan, class_balanced_weights, fit_epochs, seeded_torch
+from sss_viewer.engine._head_fit import frozen_probs
 from sss_viewer.engine.device import resolve_device
-from sss_viewer.engine.fit import EpochPlan, class_balanced_weights, fit_epochs, seeded_torch
-from sss_viewer.engine.head_fit import frozen_probs
 from sss_viewer.metrics import binary_auc
 from sss_viewer.models.registry import (
     FINITE_CONTEXT,
@@ -185,7 +185,7 @@ class WholeChannelResult:
     val_probs, test_probs : ndarray, shapes (n_val,), (n_test,), float64
         SOZ probabilities of ``np.flatnonzero(split == "val")`` / ``== "test"``, in that order.
     history : list of dict
-        Per epoch (:func:`sss_viewer.engine.fit.fit_epochs`): ``epoch`` (1-based), ``train_loss``,
+        Per epoch (:func:`sss_viewer.engine._fit.fit_epochs`): ``epoch`` (1-based), ``train_loss``,
         ``val_auc``, ``lr`` (the rate the epoch started with), ``seconds`` (training plus
         validation) and ``train_channels_per_s``.
     best_epoch : int

@@ -1,6 +1,6 @@
 """A fitted combination of markers (and optionally a trained SSS model): one logistic regression per channel.
 
-Every feature is a *within-recording* percentile rank (:func:`~sss_viewer.biomarkers.consensus.percentile_ranks`,
+Every feature is a *within-recording* percentile rank (:func:`~sss_viewer.biomarkers._consensus.percentile_ranks`,
 1/n … 1, ties averaged), so that no marker's unit, amplifier gain or recording length enters the
 weights, and a recording is ranked with the same scale whatever its channel count:
 
@@ -42,6 +42,7 @@ from sklearn.linear_model import LogisticRegression
 from tqdm.auto import tqdm
 
 from sss_viewer._version import __version__
+from sss_viewer.biomarkers._consensus import percentile_ranks
 from sss_viewer.biomarkers.base import (
     BiomarkerScorer,
     ScorerInfo,
@@ -51,7 +52,6 @@ from sss_viewer.biomarkers.base import (
     read_scored_channels,
     scores_from_values,
 )
-from sss_viewer.biomarkers.consensus import percentile_ranks
 from sss_viewer.engine.inference import RecordingScores
 from sss_viewer.fileio import atomic_write
 from sss_viewer.io.recording import Recording

@@ -5,7 +5,7 @@ epilepsy: a quantified study from intracerebral EEG. Brain 2008; 131:1818–1830
 
 1. Energy ratio per channel on sliding windows: ER[n] = (E_β + E_γ) / (E_θ + E_α), bands θ 3.5–7.4,
    α 7.4–12.4, β 12.4–24, γ 24–97 Hz (γ clipped below Nyquist), from Hann-tapered periodograms
-   (:func:`sss_viewer.biomarkers.spectral.energy_ratio`).
+   (:func:`sss_viewer.biomarkers._spectral.energy_ratio`).
 2. From the search start ``onset_s`` on, the Page–Hinkley cumulative sum
    U_N = Σ_{n ≤ N} (ER[n] − ER̄_n − ν), ER̄_n the mean of ER from the search start to n, and its
    running minimum u_N = min_{n ≤ N} U_n. The alarm is the first N with U_N − u_N > λ; the
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sss_viewer._validate import check_range
-from sss_viewer.biomarkers.filtering import check_line_freq, check_sfreq, check_signal
-from sss_viewer.biomarkers.spectral import energy_ratio
+from sss_viewer.biomarkers._filtering import check_line_freq, check_sfreq, check_signal
+from sss_viewer.biomarkers._spectral import energy_ratio
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ Per channel (vectorised over a block of channels):
    samples out (filter ringing at the edges; not in the paper).
 
 Zero-phase filtering pads each end with the data a whole number of mains periods inside
-(:func:`~sss_viewer.biomarkers.filtering.filtfilt`), so that stationary line noise is notched
+(:func:`~sss_viewer.biomarkers._filtering.filtfilt`), so that stationary line noise is notched
 up to the ends instead of ringing there.
 
 The thresholds are relative to the whole channel (as in the paper), so a recording's length and
@@ -32,7 +32,7 @@ import numpy as np
 from scipy import ndimage
 
 from sss_viewer._validate import check_positive_int, check_range
-from sss_viewer.biomarkers.filtering import (
+from sss_viewer.biomarkers._filtering import (
     bandpass_sos,
     channel_blocks,
     check_band,

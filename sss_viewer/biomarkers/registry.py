@@ -11,17 +11,17 @@ import importlib
 from sss_viewer._validate import check_option
 
 SCORERS: dict[str, str] = {
-    "variance": "sss_viewer.biomarkers.floors:VarianceScorer",
-    "amplitude": "sss_viewer.biomarkers.floors:AmplitudeScorer",
-    "line_length": "sss_viewer.biomarkers.floors:LineLengthScorer",
-    "ripple_rate": "sss_viewer.biomarkers.markers:RippleRateScorer",
-    "fast_ripple_rate": "sss_viewer.biomarkers.markers:FastRippleRateScorer",
-    "spike_rate": "sss_viewer.biomarkers.markers:SpikeRateScorer",
-    "spike_rate_amplitude": "sss_viewer.biomarkers.markers:SpikeRateAmplitudeScorer",
-    "epileptogenicity": "sss_viewer.biomarkers.markers:EpileptogenicityScorer",
-    "energy_ratio": "sss_viewer.biomarkers.markers:EnergyRatioScorer",
-    "hfa": "sss_viewer.biomarkers.markers:HighFrequencyActivityScorer",
-    "consensus": "sss_viewer.biomarkers.consensus:ConsensusScorer",
+    "variance": "sss_viewer.biomarkers._floors:VarianceScorer",
+    "amplitude": "sss_viewer.biomarkers._floors:AmplitudeScorer",
+    "line_length": "sss_viewer.biomarkers._floors:LineLengthScorer",
+    "ripple_rate": "sss_viewer.biomarkers._markers:RippleRateScorer",
+    "fast_ripple_rate": "sss_viewer.biomarkers._markers:FastRippleRateScorer",
+    "spike_rate": "sss_viewer.biomarkers._markers:SpikeRateScorer",
+    "spike_rate_amplitude": "sss_viewer.biomarkers._markers:SpikeRateAmplitudeScorer",
+    "epileptogenicity": "sss_viewer.biomarkers._markers:EpileptogenicityScorer",
+    "energy_ratio": "sss_viewer.biomarkers._markers:EnergyRatioScorer",
+    "hfa": "sss_viewer.biomarkers._markers:HighFrequencyActivityScorer",
+    "consensus": "sss_viewer.biomarkers._consensus:ConsensusScorer",
     "combined": "sss_viewer.biomarkers.combined:CombinedScorer",
 }
 """Registry name → ``module:class`` of every training-free scorer (imported on first use)."""

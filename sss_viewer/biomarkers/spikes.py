@@ -20,7 +20,7 @@ Per channel (vectorised over a block of channels):
    closer than ≈ 120 ms are then merged into their largest (the published "polyspike union");
 6. detections within ``edge_s`` of either end are dropped (filter and Hilbert edge effects). The
    published implementation drops 1 s; here the filters are padded with the data itself (see
-   :func:`~sss_viewer.biomarkers.filtering.filtfilt`) and 0.25 s is enough (no detection at the
+   :func:`~sss_viewer.biomarkers._filtering.filtfilt`) and 0.25 s is enough (no detection at the
    ends of noise with strong drifts, slow waves or mains in the tests), which leaves most of a
    3-s clip around a seizure onset. Pass ``edge_s=1.0`` to reproduce the published output.
 
@@ -40,7 +40,7 @@ from scipy import signal
 from scipy.interpolate import CubicSpline
 
 from sss_viewer._validate import check_range
-from sss_viewer.biomarkers.filtering import (
+from sss_viewer.biomarkers._filtering import (
     channel_blocks,
     check_band,
     check_line_freq,

@@ -1,12 +1,12 @@
 """Scoring a cohort on Dask: one task per recording, resumable, with a cohort and a patient summary.
 
 ``sss-viewer score MODEL ROOT --out DIR`` for a BIDS root or a cohort folder. The client plans
-(:mod:`~sss_viewer.cohort_scoring.plan`: which recordings, how a worker opens each), checks the
-output folder (:mod:`~sss_viewer.cohort_scoring.outputs`, :mod:`~sss_viewer.cohort_scoring.digests`:
+(:mod:`~sss_viewer.cohort_scoring._plan`: which recordings, how a worker opens each), checks the
+output folder (:mod:`~sss_viewer.cohort_scoring.outputs`, :mod:`~sss_viewer.cohort_scoring._digests`:
 what is already done, what was made with other inputs), sends the model to the workers once and
 submits one task per recording (:mod:`~sss_viewer.cohort_scoring.run`,
-:mod:`~sss_viewer.cohort_scoring.task`, on a client from :mod:`~sss_viewer.cohort_scoring.cluster`),
-then writes the cohort and patient tables (:mod:`~sss_viewer.cohort_scoring.summary`).
+:mod:`~sss_viewer.cohort_scoring._task`, on a client from :mod:`~sss_viewer.cohort_scoring.cluster`),
+then writes the cohort and patient tables (:mod:`~sss_viewer.cohort_scoring._summary`).
 """
 
 from sss_viewer._lazy import attach

@@ -99,7 +99,7 @@ def write_recording(
     excluded : DataFrame
         Written when it has rows.
     done : dict
-        The record (:func:`~sss_viewer.cohort_scoring.task.score_task`); ``files`` is added.
+        The record (:func:`~sss_viewer.cohort_scoring._task.score_task`); ``files`` is added.
 
     Returns
     -------

@@ -18,7 +18,10 @@ from pathlib import Path
 import pandas as pd
 
 from sss_viewer._lazy import require
-from sss_viewer.cohort_scoring.digests import Fingerprint, labels_digest, model_digest, sources_unchanged
+from sss_viewer.cohort_scoring._digests import Fingerprint, labels_digest, model_digest, sources_unchanged
+from sss_viewer.cohort_scoring._plan import CohortSource, RecordingTask, find_recordings
+from sss_viewer.cohort_scoring._summary import FAILED, SKIPPED, cohort_table, failed_row, patients_table
+from sss_viewer.cohort_scoring._task import ScoreSettings, TaskResult, score_task
 from sss_viewer.cohort_scoring.outputs import (
     COHORT_CSV,
     MANIFEST,
@@ -30,9 +33,6 @@ from sss_viewer.cohort_scoring.outputs import (
     write_csv,
     write_manifest,
 )
-from sss_viewer.cohort_scoring.plan import CohortSource, RecordingTask, find_recordings
-from sss_viewer.cohort_scoring.summary import FAILED, SKIPPED, cohort_table, failed_row, patients_table
-from sss_viewer.cohort_scoring.task import ScoreSettings, TaskResult, score_task
 from sss_viewer.preprocessing.cache import SeriesCache
 
 logger = logging.getLogger(__name__)

@@ -36,7 +36,7 @@ def _train_overrides(args) -> dict:
 
 def run(args, progress: bool) -> int:
     """Train a model of ``--preset`` with the options' overrides and save it to ``--out``."""
-    from sss_viewer.engine import distributed
+    from sss_viewer.engine import _distributed as distributed
     from sss_viewer.engine.bundle import check_model_destination
     from sss_viewer.engine.checkpoint import checkpoint_path_for
     from sss_viewer.engine.config import train_preset

@@ -48,7 +48,7 @@ AUTO_SWITCHES = ("auto", True, False)
 
 
 EXECUTION_OPTIONS = ("precision", "compile", "device_windows")
-"""How a run executes on its device (:mod:`sss_viewer.engine.execution`): recorded by :meth:`TrainConfig.to_dict`
+"""How a run executes on its device (:mod:`sss_viewer.engine._execution`): recorded by :meth:`TrainConfig.to_dict`
 only when not ``"auto"``, so records written before they existed compare equal."""
 
 
@@ -83,7 +83,7 @@ class TrainConfig:
         ``"lbfgs"`` (local models with a frozen front end only: MiniRocket, ROCKET): instead of the
         epoch loop, fit the head by full-batch L-BFGS on the channel loss over every training
         window, once per penalty in ``head_l2``, and keep the one with the best validation channel
-        AUC (see :mod:`sss_viewer.engine.head_fit`). ``epochs``, ``batch_size``, ``lr`` and
+        AUC (see :mod:`sss_viewer.engine._head_fit`). ``epochs``, ``batch_size``, ``lr`` and
         ``windows_per_epoch`` do not apply then.
     head_l2 : tuple of float
         L2 penalties on the head's weights tried by ``head_solver="lbfgs"``, strongest first (ties

@@ -24,10 +24,10 @@ from tqdm.auto import tqdm
 
 from sss_viewer.engine.device import resolve_device
 from sss_viewer.io.recording import IEEG_CH_TYPES, Recording
+from sss_viewer.preprocessing._artifacts_torch import DeviceArtifactCheck
+from sss_viewer.preprocessing._device_series import DeviceSeriesBuilder
 from sss_viewer.preprocessing.artifacts import ArtifactReport, detect_recording_artifacts
-from sss_viewer.preprocessing.artifacts_torch import DeviceArtifactCheck
 from sss_viewer.preprocessing.cache import SeriesCache
-from sss_viewer.preprocessing.device_series import DeviceSeriesBuilder
 from sss_viewer.windows.series_set import build_series_set
 from sss_viewer.windows.store import SeriesStore, WindowIndex
 
@@ -390,7 +390,7 @@ def score_recording(
     cache : SeriesCache, optional
         On-disk cache of preprocessed channels (the recording is preprocessed in memory otherwise).
         Not used on a CUDA device: there the channels are read into the device and preprocessed on it
-        (:mod:`sss_viewer.preprocessing.device_series`, within ``torch_filters.TOLERANCE`` of the CPU
+        (:mod:`sss_viewer.preprocessing._device_series`, within ``torch_filters.TOLERANCE`` of the CPU
         filters), neither read from nor written to the cache.
     on_progress : callable, optional
         Called with the fraction of windows scored (0–1) after each batch (see

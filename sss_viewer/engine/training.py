@@ -20,16 +20,16 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from sss_viewer.engine import distributed
+from sss_viewer.engine import _distributed as distributed
+from sss_viewer.engine._execution import Execution, resolve_execution
+from sss_viewer.engine._feature_memo import FeatureMemo, front_end_digest
+from sss_viewer.engine._fit import EpochPlan, channel_means, class_balanced_weights, fit_epochs, seeded_torch
+from sss_viewer.engine._head_fit import fit_head_lbfgs, frozen_probs
 from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.engine.calibration import make_calibrator
 from sss_viewer.engine.checkpoint import TrainingCheckpoint, run_fingerprint
 from sss_viewer.engine.config import TrainConfig
 from sss_viewer.engine.device import resolve_device
-from sss_viewer.engine.execution import Execution, resolve_execution
-from sss_viewer.engine.feature_memo import FeatureMemo, front_end_digest
-from sss_viewer.engine.fit import EpochPlan, channel_means, class_balanced_weights, fit_epochs, seeded_torch
-from sss_viewer.engine.head_fit import fit_head_lbfgs, frozen_probs
 from sss_viewer.engine.inference import predict_window_probs
 from sss_viewer.io.recording import Recording
 from sss_viewer.metrics import binary_auc, choose_threshold, evaluate_scores
@@ -76,7 +76,7 @@ def channel_loss(
         Adds this times the window-level BCE (each window inherits its series' label).
     all_reduce : callable, optional
         Distributed training, where a series' windows of one global batch fall on several ranks:
-        a differentiable sum over ranks (:func:`sss_viewer.engine.distributed.sum_over_ranks`). The
+        a differentiable sum over ranks (:func:`sss_viewer.engine._distributed.sum_over_ranks`). The
         per-series sums and window counts are summed over ranks before the mean, so every rank
         gets the loss of the whole global batch (not a mean of per-rank losses); its gradient,
         averaged over ranks by DDP, is the single-process gradient of that batch.
@@ -205,7 +205,7 @@ def train(
     -------
     ModelBundle or None
         The best epoch's model, its calibrator, threshold and a record of the run in ``info``
-        (None on the ranks other than 0 of a ``torchrun`` job: :mod:`sss_viewer.engine.distributed`); a
+        (None on the ranks other than 0 of a ``torchrun`` job: :mod:`sss_viewer.engine._distributed`); a
         native-rate model (``preprocess.target_sfreq`` None) records the rates it was trained on
         in ``preprocess.native_sfreqs``.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sss_viewer.io.channel_names import channel_key
+from sss_viewer.io._channel_names import channel_key
 
 RUN_COLUMNS = ("subject", "run", "channel", "score")
 """Columns a run-channel table must have (``label`` is optional: 1 SOZ, 0 not, NaN unknown)."""
@@ -19,7 +19,7 @@ RUN_COLUMNS = ("subject", "run", "channel", "score")
 def rank_patient_channels(run_channels: pd.DataFrame) -> pd.DataFrame:
     """Rank each patient's channels by the mean of their runs' channel scores.
 
-    Channels of the same patient are matched across runs by :func:`~sss_viewer.io.channel_names.channel_key`
+    Channels of the same patient are matched across runs by :func:`~sss_viewer.io._channel_names.channel_key`
     (``POL G11`` in one export and ``G11`` in another are one contact); the name shown is the one of
     the first run that scored it.
 

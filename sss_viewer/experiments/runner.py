@@ -24,9 +24,9 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from sss_viewer._validate import check_option
+from sss_viewer.engine._feature_memo import FeatureMemo
+from sss_viewer.engine._fit import channel_means
 from sss_viewer.engine.config import train_preset
-from sss_viewer.engine.feature_memo import FeatureMemo
-from sss_viewer.engine.fit import channel_means
 from sss_viewer.engine.inference import predict_window_probs
 from sss_viewer.engine.training import train
 from sss_viewer.experiments.memory import check_fits_in_memory

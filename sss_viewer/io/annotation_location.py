@@ -1,7 +1,7 @@
 """Which folder holds a recording's annotation sidecars, and when old sidecars are adopted (:func:`locate_sidecars`).
 
 Recordings of different patients often share a file name (``EEG.edf``), so the sidecars are keyed
-by the recording's identity, not its file name (:mod:`sss_viewer.io.annotation_identity`): a file
+by the recording's identity, not its file name (:mod:`sss_viewer.io._annotation_identity`): a file
 inside the data root writes to the folder of the output folder mirroring its own
 (``OUT/patA/rec_desc-sssviewer_events.tsv``), any other file (an upload) to
 ``OUT/<stem>_src-<digest>_desc-…``, a recording held in memory to ``OUT`` itself. Sidecars of the
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sss_viewer.fileio import atomic_write_bytes, file_lock
-from sss_viewer.io.annotation_identity import (
+from sss_viewer.io._annotation_identity import (
     RecordingIdentity,
     manifest_match,
     read_manifest,
@@ -193,7 +193,7 @@ def locate_sidecars(
     """Find (and when needed migrate) ``recording``'s sidecars in the output folder ``out_dir``.
 
     They are keyed by the recording's identity
-    (:func:`~sss_viewer.io.annotation_identity.recording_identity`): its path relative to
+    (:func:`~sss_viewer.io._annotation_identity.recording_identity`): its path relative to
     ``data_root`` (``out_dir/patA/rec_desc-…`` for ``patA/rec.edf``), else its content digest
     (``out_dir/rec_src-<digest>_desc-…``), else (held in memory) ``out_dir/<stem>_desc-…``. A
     manifest next to the sidecars records the source's size and digest:

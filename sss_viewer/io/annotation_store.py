@@ -27,7 +27,7 @@ Files, written next to the exports and never into the recording:
 - ``.sssviewer/backups/<sidecar>.1`` … ``.20``: the previous versions (1 = newest),
   ``.sssviewer/<stem>.lock``, the lock file, and ``.sssviewer/<stem>.source.json``, the manifest
   naming the recording (path and content digest) the sidecars belong to
-  (:mod:`sss_viewer.io.annotation_identity`; which folder: :mod:`sss_viewer.io.annotation_location`).
+  (:mod:`sss_viewer.io._annotation_identity`; which folder: :mod:`sss_viewer.io.annotation_location`).
 
 Writing into the recording's own folder is refused unless asked for (``allow_source_dir=True``):
 that folder is often a shared, read-only or BIDS *raw* dataset, where extra ``desc-`` files break
@@ -54,7 +54,7 @@ from sss_viewer.fileio import (
     same_files,
     write_tsv,
 )
-from sss_viewer.io.annotation_identity import RecordingIdentity, manifest_match, read_manifest, write_manifest
+from sss_viewer.io._annotation_identity import RecordingIdentity, manifest_match, read_manifest, write_manifest
 from sss_viewer.io.annotation_merge import Conflict, merge_annotations
 from sss_viewer.io.annotation_model import (
     AnnotationSet,

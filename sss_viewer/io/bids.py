@@ -6,7 +6,7 @@ A BIDS root is read as follows:
   EDF/BDF, EEGLAB and FIF files), every subject, session, task, acquisition and run;
 * each run is opened lazily with :func:`read_recording`, which applies its ``_channels.tsv``
   (types, ``status=bad``; a listed type always wins over the name rules of
-  :mod:`sss_viewer.io.channel_conventions`, which type only unlisted channels) and drops
+  :mod:`sss_viewer.io._channel_conventions`, which type only unlisted channels) and drops
   ``$``-prefixed duplicates (every ``$`` channel the sidecar lists); the sidecars must agree with
   the data (same channel names, same sampling rate to 0.01 Hz) or the run is refused;
 * ``participants.tsv`` gives the centre (``site``), outcome and Engel/ILAE scores;
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sss_viewer.io.channel_conventions import duplicate_channels
+from sss_viewer.io._channel_conventions import duplicate_channels
 from sss_viewer.io.readers import (
     SUPPORTED_FORMATS,
     RecordingReadError,

@@ -5,7 +5,7 @@ and converted to float32 µV in time blocks, so no float64 copy of the whole rec
 A BIDS ``_channels.tsv`` beside the file (``…_ieeg.vhdr`` → ``…_channels.tsv``) supplies channel
 types and ``status``; a BIDS ``_ieeg.json`` supplies the mains frequency when the file lacks it.
 Types the file does not state are inferred from the names, and ``$`` duplicates are dropped, by
-:mod:`sss_viewer.io.channel_conventions` (the same rules for every format).
+:mod:`sss_viewer.io._channel_conventions` (the same rules for every format).
 
 Bad input is refused here, the one place every caller (CLI, API, viewer) reads through:
 
@@ -47,8 +47,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sss_viewer.io.channel_conventions import TYPE_ALIASES, duplicate_channels, resolve_channel_types
-from sss_viewer.io.lazy import OFFSET_LIMIT_UV, LazySignals, array_levels, dc_offsets, probe_levels
+from sss_viewer.io._channel_conventions import TYPE_ALIASES, duplicate_channels, resolve_channel_types
+from sss_viewer.io._lazy import OFFSET_LIMIT_UV, LazySignals, array_levels, dc_offsets, probe_levels
 from sss_viewer.io.recording import IEEG_CH_TYPES, Event, Recording
 from sss_viewer.io.seizure_events import is_clock_stamp
 from sss_viewer.io.tables import TableError, read_table
@@ -677,7 +677,7 @@ def _channel_info(
     """Names, lower-case MNE types, bad channels and types inferred from names, of the kept channels.
 
     A sidecar's ``type`` wins; other channels go through
-    :func:`sss_viewer.io.channel_conventions.resolve_channel_types`.
+    :func:`sss_viewer.io._channel_conventions.resolve_channel_types`.
 
     Parameters
     ----------
@@ -797,7 +797,7 @@ def _signals_uv(raw, picks: np.ndarray, path: Path, types: list[str]) -> tuple[L
     """The picked channels as a lazy float32 view: volts → µV; stim and other units as stored.
 
     A voltage channel whose level exceeds ``OFFSET_LIMIT_UV`` has that level subtracted in float64
-    (see :func:`sss_viewer.io.lazy.dc_offsets`).
+    (see :func:`sss_viewer.io._lazy.dc_offsets`).
 
     Parameters
     ----------
@@ -911,7 +911,7 @@ def read_recording(path: str | Path, *, preload: bool = False, require_ieeg: boo
     recording : Recording
         ``data`` of shape (n_channels, n_times), float32 µV (lazy unless ``preload``); ``$``-prefixed
         duplicates of present channels (or listed in a BIDS sidecar) dropped; ``ch_types`` resolved by
-        :func:`sss_viewer.io.channel_conventions.resolve_channel_types`; ``info["inferred_types"]``
+        :func:`sss_viewer.io._channel_conventions.resolve_channel_types`; ``info["inferred_types"]``
         (``{name: type}`` set from names) and ``info["dropped_duplicates"]``; ``soz`` is None (labels
         come from a cohort's ``labels.tsv``).
 
@@ -996,7 +996,7 @@ def read_npz_recording(path: str | Path) -> Recording:
     path : str or Path
         ``.npz`` with ``data`` (n_channels, n_times) in µV, ``ch_names`` (n_channels,), ``fs`` or
         ``sfreq`` (Hz); optionally ``soz`` (n_channels,) bool and ``ch_types`` (n_channels,) str
-        (default: typed from the names as in :mod:`sss_viewer.io.channel_conventions`, every other
+        (default: typed from the names as in :mod:`sss_viewer.io._channel_conventions`, every other
         channel ``seeg``: any iEEG type is scored the same way).
 
     Returns
@@ -1194,7 +1194,7 @@ class MultiplexedSamples:
     Sample ``t`` of channel ``j`` is ``float32((float64(file[t, columns[j]]) * cals[j]) * scale[j] - offset[j])``
     with ``file`` the data file as a ``(n_times, n_file_channels)`` array of ``dtype`` from ``byte_offset``:
     the operations, in this order and in float64, that ``Recording.get_data`` (MNE's calibration, then
-    the µV scale and the level of :class:`~sss_viewer.io.lazy.LazySignals`) performs, so a reader that
+    the µV scale and the level of :class:`~sss_viewer.io._lazy.LazySignals`) performs, so a reader that
     repeats them gets the same float32 values.
 
     Parameters

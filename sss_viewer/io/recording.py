@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sss_viewer.io.channel_names import display_names
+from sss_viewer.io._channel_names import display_names
 
 IEEG_CH_TYPES = ("ecog", "seeg", "dbs")
 """Channel types that SSS scores. Others (eeg, ecg, misc, stim …) are carried but not scored."""
@@ -42,7 +42,7 @@ class Recording:
     ----------
     data : ndarray or LazySignals, shape (n_channels, n_times), float32
         Signals in microvolts. May be a read-only ``np.memmap``, or a
-        ``sss_viewer.io.lazy.LazySignals`` that reads blocks from the file on demand (what
+        ``sss_viewer.io._lazy.LazySignals`` that reads blocks from the file on demand (what
         ``read_recording`` returns by default); use :meth:`get_data` to read a block either way.
     sfreq : float
         Sampling rate in Hz (may be non-integer, e.g. 249.85).
@@ -168,7 +168,7 @@ class Recording:
 
         Vendor prefixes and reference suffixes removed (``POL G11``, ``EEG G11-Ref`` -> ``G11``);
         where two channels would read the same, both keep their original names. Data, exports and
-        labels files keep using ``ch_names``. See ``sss_viewer.io.channel_conventions``.
+        labels files keep using ``ch_names``. See ``sss_viewer.io._channel_conventions``.
 
         Returns
         -------

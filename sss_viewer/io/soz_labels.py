@@ -25,7 +25,7 @@ Channel matching (:func:`match_soz`)
 ------------------------------------
 A SOZ name matches a channel when both are equal after removing vendor prefixes and reference
 suffixes (``POL G11``, ``EEG G11-Ref`` and ``G11 Ref`` read as ``G11``; see
-:func:`sss_viewer.io.channel_conventions.display_name`), removing whitespace, ignoring case,
+:func:`sss_viewer.io._channel_conventions.display_name`), removing whitespace, ignoring case,
 and dropping leading zeros of numbers (``att 01`` == ``ATT1``). Apostrophes of SEEG names are
 kept literally (``A'1`` matches ``A'1``, never ``A1``); typographic apostrophes (``’``) count as
 ``'``. Nothing fuzzier: ``PT3`` does not match ``PT3'`` and ``G11`` does not match ``$G11``.
@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from sss_viewer._lazy import require
-from sss_viewer.io.channel_names import APOSTROPHES, channel_key
+from sss_viewer.io._channel_names import APOSTROPHES, channel_key
 
 logger = logging.getLogger(__name__)
 

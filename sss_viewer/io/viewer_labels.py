@@ -2,7 +2,7 @@
 
 The viewer saves what a clinician marks on a recording as BIDS-style sidecars in its output folder
 (:mod:`sss_viewer.io.annotation_store`), keyed by the recording's identity
-(:mod:`sss_viewer.io.annotation_identity`):
+(:mod:`sss_viewer.io._annotation_identity`):
 
 - a recording inside the data root: ``OUT/<its folder below the root>/<stem>_desc-sssviewer_channels.tsv``,
   with a manifest ``.sssviewer/<stem>.source.json`` beside it naming the recording (path below the

@@ -6,7 +6,7 @@ the paper's description. The SSS paper does not use it; issue 18 asks for it as 
 as the strongest whole-segment peer of the ROCKET family on Bonn.
 
 The transform (kernels, dilations, competition, counts, and their series definition) is
-:mod:`sss_viewer.models.hydra_features` and :mod:`sss_viewer.models.hydra_series`.
+:mod:`sss_viewer.models.hydra_features` and :mod:`sss_viewer.models._hydra_series`.
 
 Scaling and head
 ----------------
@@ -15,7 +15,7 @@ keeping zero counts at zero and enlarging the scale of mostly-zero features by t
 zeros to the fourth power (so that a feature seen non-zero in a handful of training examples cannot
 dominate). :class:`SparseStandardizer` does the same with running statistics over every training
 row, as the ROCKET/MiniRocket :class:`~sss_viewer.models.rocket.RunningStandardizer` it extends
-(and which the L-BFGS head fit, :mod:`sss_viewer.engine.head_fit`, requires). A linear layer gives
+(and which the L-BFGS head fit, :mod:`sss_viewer.engine._head_fit`, requires). A linear layer gives
 one logit: a logistic-regression head trained by the SSS loss (the paper uses a ridge classifier on
 small data; the whole-segment peer in :mod:`sss_viewer.baselines.hydra_reference` does).
 
@@ -34,8 +34,8 @@ Feature context
 ---------------
 ``feature_context="series"`` (the default for new models without RevIN): a window is read within
 its channel, its counts summed over its own positions of one pass of the kernels over the whole
-channel (:mod:`sss_viewer.models.hydra_series`), and Hydra + MiniRocket's PPV features follow
-MiniRocket's series definition (:mod:`sss_viewer.models.minirocket_series`). Windows are then
+channel (:mod:`sss_viewer.models._hydra_series`), and Hydra + MiniRocket's PPV features follow
+MiniRocket's series definition (:mod:`sss_viewer.models._minirocket_series`). Windows are then
 scored at any stride for the cost of one pass per channel (``store_window_logits``) and trained on
 the same numbers (``store_window_features``); a bare row given to ``forward`` is read as a whole
 channel. ``"window"`` reads each window on its own, zero-padded at its edges: models saved before
@@ -51,11 +51,11 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from sss_viewer.models import minirocket_series
+from sss_viewer.models import _minirocket_series as minirocket_series
+from sss_viewer.models._feature_context import SeriesReading
+from sss_viewer.models._hydra_series import GROUP_WINDOWS, window_counts
 from sss_viewer.models.base import WindowModel
-from sss_viewer.models.feature_context import SeriesReading
 from sss_viewer.models.hydra_features import KERNEL_LENGTH, HydraFeatures, hydra_dilations
-from sss_viewer.models.hydra_series import GROUP_WINDOWS, window_counts
 from sss_viewer.models.minirocket_features import MiniRocketFeatures
 from sss_viewer.models.revin import RevIN
 from sss_viewer.models.rocket import RunningStandardizer, StandardisedLogisticHead
@@ -218,7 +218,7 @@ class _HydraWindowModel(StandardisedLogisticHead, SeriesReading, WindowModel):
     ) -> np.ndarray:
         """Logits of the head on the series features (:meth:`SeriesReading.store_window_logits`).
 
-        A channel's windows are featurised :data:`~sss_viewer.models.hydra_series.GROUP_WINDOWS` at a
+        A channel's windows are featurised :data:`~sss_viewer.models._hydra_series.GROUP_WINDOWS` at a
         time on ``device`` (the model must be there); ``on_progress`` after each channel.
         """
         self._check_ready()

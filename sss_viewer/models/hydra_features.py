@@ -3,7 +3,7 @@
 Dempster, Schmidt & Webb (2023), *Hydra: competing convolutional kernels for fast and accurate
 time series classification* (Data Mining and Knowledge Discovery 37), written here in PyTorch from
 the paper's description. The classifiers built on it are :mod:`sss_viewer.models.hydra`; windows
-read within their channel are :mod:`sss_viewer.models.hydra_series`.
+read within their channel are :mod:`sss_viewer.models._hydra_series`.
 
 Transform
 ---------

@@ -11,7 +11,7 @@ Feature context
 ---------------
 ``feature_context="series"`` (the default for new models, issue 15): the convolutions of a
 channel are computed once over the whole channel and a window averages over its own positions
-(:mod:`sss_viewer.models.minirocket_series`), with MiniRocket's strict ``C > bias``. Window logits
+(:mod:`sss_viewer.models._minirocket_series`), with MiniRocket's strict ``C > bias``. Window logits
 then come from one evidence series per channel at any stride (``store_window_logits``), and the
 training features of windows from segment sums over their channel (``store_window_features``);
 a bare row given to ``forward`` is read as a whole channel. ``"window"`` reads each window on its
@@ -38,9 +38,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sss_viewer.models import minirocket_series as series_features
+from sss_viewer.models import _minirocket_series as series_features
+from sss_viewer.models._feature_context import FEATURE_CONTEXTS, SeriesReading
 from sss_viewer.models.base import WindowModel
-from sss_viewer.models.feature_context import FEATURE_CONTEXTS, SeriesReading
 from sss_viewer.models.minirocket_features import (
     KERNEL_LENGTH,
     MiniRocketFeatures,

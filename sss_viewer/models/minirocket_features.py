@@ -3,7 +3,7 @@
 Dempster, Schmidt & Webb (2021), *MiniRocket: a very fast (almost) deterministic transform for
 time series classification*, written here in PyTorch from the paper's description. Used by the
 classifier (:mod:`sss_viewer.models.minirocket`), its per-sample evidence series
-(:mod:`sss_viewer.models.minirocket_series`) and the MiniRocket-LR baseline.
+(:mod:`sss_viewer.models._minirocket_series`) and the MiniRocket-LR baseline.
 
 Kernels
 -------

@@ -35,8 +35,8 @@ import numpy as np
 
 from sss_viewer.fileio import pid_alive
 from sss_viewer.io.recording import Recording
+from sss_viewer.preprocessing._streaming import preprocess_into
 from sss_viewer.preprocessing.config import PreprocessConfig
-from sss_viewer.preprocessing.streaming import preprocess_into
 
 logger = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ import numpy as np
 from scipy import signal
 
 from sss_viewer._validate import check_option
-from sss_viewer.io.channel_names import display_name
-from sss_viewer.io.channel_names import shaft_name as io_shaft_name
+from sss_viewer.io._channel_names import display_name
+from sss_viewer.io._channel_names import shaft_name as io_shaft_name
 from sss_viewer.preprocessing.config import MIN_SHAFT_CHANNELS, SCALES, PreprocessConfig
 
 logger = logging.getLogger(__name__)
@@ -225,8 +225,8 @@ def preprocess_channels(
 def shaft_name(channel: str) -> str:
     """The electrode shaft (grid, strip) of a contact: ``LA1`` → ``LA``, ``POL A'12`` → ``A'``, ``G`` → ``G``.
 
-    :func:`sss_viewer.io.channel_names.shaft_name` (the viewer's rule) on the vendor-prefix-free name
-    (``sss_viewer.io.channel_names.display_name``); a name ending in no digits is its own shaft.
+    :func:`sss_viewer.io._channel_names.shaft_name` (the viewer's rule) on the vendor-prefix-free name
+    (``sss_viewer.io._channel_names.display_name``); a name ending in no digits is its own shaft.
     """
     return io_shaft_name(display_name(channel))
 

@@ -8,9 +8,8 @@ import numpy as np
 import pandas as pd
 
 from sss_viewer.io.recording import Event, Recording
-from sss_viewer.synth.config import ABNORMAL_COLUMNS, SynthConfig, centre_table
-from sss_viewer.synth.patients import SynthPatient, sample_patient
-from sss_viewer.synth.signals import (
+from sss_viewer.synth._patients import SynthPatient, sample_patient
+from sss_viewer.synth._signals import (
     abnormal_fraction,
     add_distractors,
     add_line_noise,
@@ -18,6 +17,7 @@ from sss_viewer.synth.signals import (
     add_spectral_mimics,
     background,
 )
+from sss_viewer.synth.config import ABNORMAL_COLUMNS, SynthConfig, centre_table
 
 logger = logging.getLogger(__name__)
 

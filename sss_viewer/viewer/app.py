@@ -20,12 +20,26 @@ import param
 from sss_viewer.biomarkers import FITTED, MODEL_SCORER
 from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.engine.inference import RecordingScores, check_fit, fine_heat_stride
+from sss_viewer.io._channel_conventions import apply_type_overrides
 from sss_viewer.io.annotation_store import recording_stem
-from sss_viewer.io.channel_conventions import apply_type_overrides
 from sss_viewer.io.recording import Recording
-from sss_viewer.viewer.access import refusal
-from sss_viewer.viewer.annotations import AnnotationPanel
-from sss_viewer.viewer.channel_types import ChannelTypeEditor
+from sss_viewer.viewer._access import refusal
+from sss_viewer.viewer._annotations import AnnotationPanel
+from sss_viewer.viewer._channel_types import ChannelTypeEditor
+from sss_viewer.viewer._export_widgets import download_buttons
+from sss_viewer.viewer._keyboard import KeyboardReview
+from sss_viewer.viewer._loader import ModelPicker, RecordingBrowser, load_selected
+from sss_viewer.viewer._report_figure import ReportView, choose_report_view, report_figure
+from sss_viewer.viewer._scorers import (
+    NO_COMPARISON,
+    ScorerComparison,
+    ScorerPicker,
+    make_scorer,
+    model_scorer_info,
+)
+from sss_viewer.viewer._scoring import BackgroundScorer, ScoringProgress, is_marker
+from sss_viewer.viewer._spectrum import FocusSpectrum
+from sss_viewer.viewer._train_panel import TrainPanel
 from sss_viewer.viewer.demo import DEMO_MODEL_DIR, demo_marker_scores, demo_scores, load_demo
 from sss_viewer.viewer.export import (
     BrowserUnavailable,
@@ -35,25 +49,11 @@ from sss_viewer.viewer.export import (
     export_report_html,
     figure_bytes,
 )
-from sss_viewer.viewer.export_widgets import download_buttons
-from sss_viewer.viewer.keyboard import KeyboardReview
-from sss_viewer.viewer.loader import ModelPicker, RecordingBrowser, load_selected
 from sss_viewer.viewer.patient_ranking import PatientRankingPanel
 from sss_viewer.viewer.ranking import RankingTable
 from sss_viewer.viewer.recording_heatmap import RecordingHeatmap, first_onset
-from sss_viewer.viewer.report_figure import ReportView, choose_report_view, report_figure
-from sss_viewer.viewer.scorers import (
-    NO_COMPARISON,
-    ScorerComparison,
-    ScorerPicker,
-    make_scorer,
-    model_scorer_info,
-)
-from sss_viewer.viewer.scoring import BackgroundScorer, ScoringProgress, is_marker
-from sss_viewer.viewer.spectrum import FocusSpectrum
 from sss_viewer.viewer.timecourse import SozTimeCourse
 from sss_viewer.viewer.traces import TraceView
-from sss_viewer.viewer.train_panel import TrainPanel
 
 logger = logging.getLogger(__name__)
 
@@ -677,7 +677,7 @@ class ViewerApp(pn.viewable.Viewer):
     def report_view(self) -> ReportView:
         """What the report's figure shows, whatever is on screen: the top-ranked channels around the first onset.
 
-        See :func:`sss_viewer.viewer.report_figure.choose_report_view` (no onset: around the top
+        See :func:`sss_viewer.viewer._report_figure.choose_report_view` (no onset: around the top
         channel's highest-scoring window).
         """
         return choose_report_view(
@@ -821,7 +821,7 @@ def build_app(**params):
     """A new viewer for one session (``panel serve app.py`` calls this per browser session).
 
     Returns a ``ViewerApp`` — or, for an unauthenticated session from outside this machine, a page
-    that refuses it and says how to serve the viewer safely (:mod:`sss_viewer.viewer.access`);
+    that refuses it and says how to serve the viewer safely (:mod:`sss_viewer.viewer._access`);
     nothing of a recording is loaded for such a session.
 
     Parameters

@@ -201,7 +201,7 @@ def load_demo(cache_dir: str | Path | None = None) -> Recording:
         ``seizure_onset_s``/``seizure_offset_s`` and ``centre`` come from the BIDS sidecars and
         ``labels.tsv``.
     """
-    from sss_viewer.viewer.loader import load_selected
+    from sss_viewer.viewer._loader import load_selected
 
     return load_selected(demo_recording(cache_dir))
 

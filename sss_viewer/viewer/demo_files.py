@@ -1,6 +1,6 @@
 """Where the bundled demo files live: the demo model and its precomputed scores (package data).
 
-A module of its own so that the model picker (:mod:`sss_viewer.viewer.loader`) and the demo
+A module of its own so that the model picker (:mod:`sss_viewer.viewer._loader`) and the demo
 (:mod:`sss_viewer.viewer.demo`) share the paths without importing each other.
 """
 

@@ -14,7 +14,7 @@ server's, while Panel runs callbacks on various threads. So one daemon worker th
 Playwright, the browser and the page; an export from any thread serialises the figure and hands the
 worker a render job through a queue, then waits for the answer. The worker is started in the
 background when the app's download buttons are made (:func:`warm_export_browser`, called by
-:func:`sss_viewer.viewer.export_widgets.download_buttons`); it closes the browser
+:func:`sss_viewer.viewer._export_widgets.download_buttons`); it closes the browser
 and ends after ``BROWSER_IDLE_S`` seconds without a job, and at exit; the browser is also closed
 after ``_BrowserWorker.max_uses`` renders (a fresh page keeps memory flat) and after a browser
 error. The next export starts a new one.
@@ -35,7 +35,7 @@ on a hospital PC without internet, at the cost of ~1 MB per file. Every file is 
 (:func:`sss_viewer.fileio.atomic_write`) and an existing file is never overwritten unless
 ``overwrite=True``.
 
-The served app's download buttons, which call these writers, are in :mod:`sss_viewer.viewer.export_widgets`.
+The served app's download buttons, which call these writers, are in :mod:`sss_viewer.viewer._export_widgets`.
 """
 
 from __future__ import annotations
@@ -745,10 +745,10 @@ def export_report_html(
         (:func:`sss_viewer.viewer.ranking.scorer_text`, shown above the ranking as in the app) and the
         unit of a marker's ``value`` column.
     comparison : str, optional
-        The agreement line of a second scorer's ranking (:func:`sss_viewer.viewer.scorers.comparison_text`).
+        The agreement line of a second scorer's ranking (:func:`sss_viewer.viewer._scorers.comparison_text`).
     figure_caption : str, optional
         What the figure shows and why (channels, time span), printed above it
-        (:meth:`sss_viewer.viewer.report_figure.ReportView.caption`).
+        (:meth:`sss_viewer.viewer._report_figure.ReportView.caption`).
 
     Returns
     -------

@@ -23,7 +23,7 @@ import param
 from sss_viewer.engine.inference import check_fit, score_recording
 from sss_viewer.evaluation.patient_ranking import rank_patient_channels
 from sss_viewer.io.cohort import load_recording
-from sss_viewer.viewer.scoring import run_in_session
+from sss_viewer.viewer._scoring import run_in_session
 
 logger = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from bokeh.models.widgets.tables import NumberFormatter
 
 from sss_viewer.engine.inference import RecordingScores
 from sss_viewer.metrics import binary_auc
-from sss_viewer.viewer.display import shaft_name
+from sss_viewer.viewer._display import shaft_name
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import panel as pn
 import param
 
 from sss_viewer.engine.inference import RecordingScores
-from sss_viewer.viewer.trace_data import infer_bin_s
+from sss_viewer.viewer._trace_data import infer_bin_s
 
 logger = logging.getLogger(__name__)
 

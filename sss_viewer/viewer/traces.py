@@ -14,12 +14,12 @@ Where what is
 -------------
 * This module: the Panel component — its parameters, the figure's DynamicMaps and streams, the
   reactions to parameter changes and the widgets.
-* :mod:`sss_viewer.viewer.trace_data`: the data side, :class:`~.trace_data.TraceData` (``view.data``,
+* :mod:`sss_viewer.viewer._trace_data`: the data side, :class:`~.trace_data.TraceData` (``view.data``,
   given the view's parameters of the same names as they change) — which rows and pages there are,
   what is read from the recording for them, envelopes and heat-map rows, and their caches; no Panel.
-* :mod:`sss_viewer.viewer.envelope`: the arithmetic on what was read (sample ranges, filter
+* :mod:`sss_viewer.viewer._envelope`: the arithmetic on what was read (sample ranges, filter
   margins, min/max envelopes, row offsets and scales, the datashaded raster); numpy only.
-* :mod:`sss_viewer.viewer.trace_elements`: the HoloViews elements made of it (curves, heat-map
+* :mod:`sss_viewer.viewer._trace_elements`: the HoloViews elements made of it (curves, heat-map
   image, markers, overview) and the Bokeh hooks that set what changes with the page.
 
 How it stays fast
@@ -43,7 +43,7 @@ How it stays fast
   rebuild: their elements are a fixed few, and in a session only the glyphs whose markers changed
   get new data (an Undo of a note sends the notes' lines, nothing else).
 * Every page has the same row slots, so a page or time step in a served session puts new data
-  straight into the drawn glyphs (:mod:`sss_viewer.viewer.inplace`): the traces as plain columns,
+  straight into the drawn glyphs (:mod:`sss_viewer.viewer._inplace`): the traces as plain columns,
   the other layers through HoloViews' per-glyph update, all in one message to the browser and
   without recomputing the document's model graph. Zoom/pan and display changes take HoloViews'
   own update; a page drawn either way is the same (a browser test checks it).
@@ -65,7 +65,7 @@ import panel as pn
 import param
 from panel.io.state import set_curdoc
 
-from sss_viewer.viewer.display import (
+from sss_viewer.viewer._display import (
     MONTAGES,
     MontageRows,
     centre_and_clip,
@@ -74,7 +74,7 @@ from sss_viewer.viewer.display import (
     display_amplitude,
     implausible_unit_message,
 )
-from sss_viewer.viewer.envelope import (
+from sss_viewer.viewer._envelope import (
     bin_centres,
     nice_scale,
     rasterise_envelopes,
@@ -82,12 +82,10 @@ from sss_viewer.viewer.envelope import (
     row_units,
     sample_range,
 )
-from sss_viewer.viewer.excluded import EXCLUDED_COLOUR
-from sss_viewer.viewer.export import register_static_copy
-from sss_viewer.viewer.inplace import LayerPlots, data_only_freeze
-from sss_viewer.viewer.timecourse import PLOT_BACKEND_OPTS, SozTimeCourse, ensure_bokeh
-from sss_viewer.viewer.trace_cursor import MARKER_MODES, TraceCursor, add_span_tool, set_span_tool_active
-from sss_viewer.viewer.trace_data import (  # noqa: F401  (DrawnRows … OVERVIEW_READ_BUDGET: re-exported, moved there)
+from sss_viewer.viewer._excluded import EXCLUDED_COLOUR
+from sss_viewer.viewer._inplace import LayerPlots, data_only_freeze
+from sss_viewer.viewer._trace_cursor import MARKER_MODES, TraceCursor, add_span_tool, set_span_tool_active
+from sss_viewer.viewer._trace_data import (  # noqa: F401  (DrawnRows … OVERVIEW_READ_BUDGET: re-exported, moved there)
     OVERVIEW_BINS_PER_PX,
     OVERVIEW_CACHE_PAGES,
     OVERVIEW_READ_BUDGET,
@@ -102,7 +100,7 @@ from sss_viewer.viewer.trace_data import (  # noqa: F401  (DrawnRows … OVERVIE
     lru_get,
     lru_put,
 )
-from sss_viewer.viewer.trace_elements import (
+from sss_viewer.viewer._trace_elements import (
     ARTIFACT_MARK,
     FOCUS_COLOUR,
     HEAT_TITLE,
@@ -130,6 +128,8 @@ from sss_viewer.viewer.trace_elements import (
     slot_label,
     traces_template,
 )
+from sss_viewer.viewer.export import register_static_copy
+from sss_viewer.viewer.timecourse import PLOT_BACKEND_OPTS, SozTimeCourse, ensure_bokeh
 
 logger = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from sss_viewer.io.recording import Recording
+from sss_viewer.preprocessing._streaming import preprocess_into
 from sss_viewer.preprocessing.cache import SeriesCache
 from sss_viewer.preprocessing.config import PreprocessConfig
-from sss_viewer.preprocessing.streaming import preprocess_into
 from sss_viewer.windows.store import SeriesStore
 
 logger = logging.getLogger(__name__)

@@ -18,11 +18,12 @@ import logging
 import numpy as np
 import pytest
 
-from sss_viewer.biomarkers import filtering, hfo
+from sss_viewer.biomarkers import _filtering as filtering
+from sss_viewer.biomarkers import hfo
+from sss_viewer.biomarkers._filtering import count_events_per_window, mains_period_samples
+from sss_viewer.biomarkers._spectral import band_power, energy_ratio, high_frequency_activity
 from sss_viewer.biomarkers.epileptogenicity import epileptogenicity_index, page_hinkley
-from sss_viewer.biomarkers.filtering import count_events_per_window, mains_period_samples
 from sss_viewer.biomarkers.hfo import FAST_RIPPLE_BAND, RIPPLE_BAND, detect_hfos
-from sss_viewer.biomarkers.spectral import band_power, energy_ratio, high_frequency_activity
 from sss_viewer.biomarkers.spikes import detect_spikes
 from tests.detector_signals import SIGNALS, build, signal_sha256
 from tests.fixtures.recordings import SHARED_DATA, TEST_DATA
@@ -157,7 +158,7 @@ def test_stationary_mains_harmonics_neither_fire_nor_hide_ripples(monkeypatch):
 def test_a_fast_ripple_band_above_nyquist_is_clipped_with_a_log_or_refused(caplog):
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 5000))
-    with caplog.at_level(logging.WARNING, logger="sss_viewer.biomarkers.filtering"):
+    with caplog.at_level(logging.WARNING, logger="sss_viewer.biomarkers._filtering"):
         events = detect_hfos(x, 1000.0, band=FAST_RIPPLE_BAND)
     assert len(events) == 2
     assert "clipped to (250, 450)" in caplog.text

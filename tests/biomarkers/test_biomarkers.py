@@ -8,9 +8,9 @@ import pytest
 
 from sss_viewer import Recording
 from sss_viewer.biomarkers import DEFAULT_SCORER, FLOORS, SCORERS, get_scorer, is_marker, score_with, scorer_names
+from sss_viewer.biomarkers._consensus import ConsensusScorer, percentile_ranks
+from sss_viewer.biomarkers._floors import window_line_length, window_robust_amplitude, window_variance
 from sss_viewer.biomarkers.base import WindowGrid, rank_channels
-from sss_viewer.biomarkers.consensus import ConsensusScorer, percentile_ranks
-from sss_viewer.biomarkers.floors import window_line_length, window_robust_amplitude, window_variance
 from sss_viewer.cli import main
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sss_viewer.viewer.access import is_loopback
+from sss_viewer.viewer._access import is_loopback
 from tests.browser_support import chromium_missing, served_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")]

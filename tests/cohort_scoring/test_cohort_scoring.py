@@ -31,11 +31,11 @@ from distributed import Client, LocalCluster
 import sss_viewer
 from sss_viewer.cli import EXIT_ERROR, EXIT_USAGE, main
 from sss_viewer.cohort_scoring import CohortOptions, prepare_cohort, run_cohort
-from sss_viewer.cohort_scoring.digests import Fingerprint
+from sss_viewer.cohort_scoring._digests import Fingerprint
+from sss_viewer.cohort_scoring._plan import RecordingTask, find_recordings
+from sss_viewer.cohort_scoring._summary import short_run_name
+from sss_viewer.cohort_scoring._task import ScoreSettings, score_task
 from sss_viewer.cohort_scoring.outputs import leftovers
-from sss_viewer.cohort_scoring.plan import RecordingTask, find_recordings
-from sss_viewer.cohort_scoring.summary import short_run_name
-from sss_viewer.cohort_scoring.task import ScoreSettings, score_task
 from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.evaluation.patient_ranking import rank_patient_channels
 from sss_viewer.io.cohort import load_data

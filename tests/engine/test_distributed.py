@@ -48,7 +48,7 @@ def _single_process(window_loss_weight: float):
 def _rank(rank: int, init_file: str, window_loss_weight: float, results) -> None:
     import warnings
 
-    from sss_viewer.engine.distributed import sum_over_ranks
+    from sss_viewer.engine._distributed import sum_over_ranks
 
     warnings.simplefilter("error", DeprecationWarning)  # as the test suite does in its own process
     warnings.simplefilter("error", FutureWarning)
@@ -135,7 +135,7 @@ def _feature_rank(rank: int, init_file: str, results) -> None:
 
 def test_frozen_features_are_computed_in_shards_and_gathered_on_every_rank(tmp_path):
     """MiniRocket's feature extraction split over 2 ranks: every rank ends with the single process's features."""
-    from sss_viewer.engine import distributed
+    from sss_viewer.engine import _distributed as distributed
     from sss_viewer.engine.training import _frozen_features
 
     model, store, sets = _feature_problem()

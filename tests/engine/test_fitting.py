@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from sss_viewer.engine.fit import EpochPlan, channel_means, class_balanced_weights, fit_epochs, seeded_torch
+from sss_viewer.engine._fit import EpochPlan, channel_means, class_balanced_weights, fit_epochs, seeded_torch
 
 
 def test_class_balanced_weights_give_each_class_half_the_weight():

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
+from sss_viewer.engine._head_fit import fit_head_lbfgs
 from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.engine.config import TrainConfig, train_preset
-from sss_viewer.engine.head_fit import fit_head_lbfgs
 from sss_viewer.engine.inference import score_recording
 from sss_viewer.engine.training import train
 from sss_viewer.metrics import binary_auc
@@ -180,7 +180,7 @@ def test_unknown_head_solver_is_named():
 def test_frozen_features_are_reused_across_runs_that_share_the_front_end(toy_cohort, caplog):
     """Runs given one memo and differing only in head training/calibration reuse the features; another
     front end does not, and a run without a memo computes its own."""
-    from sss_viewer.engine.feature_memo import FeatureMemo
+    from sss_viewer.engine._feature_memo import FeatureMemo
     from sss_viewer.windows.series_set import build_series_set
 
     base = dict(
@@ -222,7 +222,7 @@ def test_frozen_features_are_reused_across_runs_that_share_the_front_end(toy_coh
 def test_feature_memo_forgets_the_oldest_beyond_its_budget():
     import gc
 
-    from sss_viewer.engine.feature_memo import FeatureMemo
+    from sss_viewer.engine._feature_memo import FeatureMemo
     from sss_viewer.windows.store import SeriesStore
 
     memo = FeatureMemo(max_bytes=2 * 10 * 4 * 4)  # two (10, 4) float32 matrices

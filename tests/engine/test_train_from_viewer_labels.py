@@ -32,7 +32,7 @@ from sss_viewer.io.viewer_labels import (
     find_channels_sidecar,
     read_channel_marks,
 )
-from sss_viewer.viewer.annotations import AnnotationPanel
+from sss_viewer.viewer._annotations import AnnotationPanel
 from tests.fixtures.cli import one_error_line, run
 
 DEMO_MODEL = Path(sss_viewer.__file__).parent / "data" / "demo" / "model"
@@ -288,8 +288,8 @@ def test_viewer_labels_refusals(capsys, cohort, marked, tmp_path):
 @BOKEH_RESET_INDEX
 def test_the_viewer_trains_a_pickable_model_and_compares_it(cohort, marked, tmp_path):
     from sss_viewer.engine.bundle import ModelBundle
-    from sss_viewer.viewer.loader import ModelPicker
-    from sss_viewer.viewer.train_panel import TrainPanel
+    from sss_viewer.viewer._loader import ModelPicker
+    from sss_viewer.viewer._train_panel import TrainPanel
 
     out, plan = marked
     models = tmp_path / "models"
@@ -315,7 +315,7 @@ def test_the_viewer_trains_a_pickable_model_and_compares_it(cohort, marked, tmp_
 
 @BOKEH_RESET_INDEX
 def test_the_viewer_says_why_it_cannot_train(cohort, tmp_path):
-    from sss_viewer.viewer.train_panel import TrainPanel
+    from sss_viewer.viewer._train_panel import TrainPanel
 
     empty = tmp_path / "out"
     empty.mkdir()
@@ -329,7 +329,7 @@ def test_the_viewer_says_why_it_cannot_train(cohort, tmp_path):
 
 def test_the_quick_preset_is_the_minirocket_recipe_on_sparser_windows():
     from sss_viewer.engine.config import QUICK_STRIDE, TRAIN_PRESETS, train_preset
-    from sss_viewer.viewer.train_panel import DEFAULT_PRESET
+    from sss_viewer.viewer._train_panel import DEFAULT_PRESET
 
     quick, recipe = train_preset("quick"), train_preset("minirocket")
     assert "quick" in TRAIN_PRESETS and DEFAULT_PRESET == "quick"

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+from sss_viewer.engine._execution import Execution, resolve_execution
 from sss_viewer.engine.config import TrainConfig, train_preset
-from sss_viewer.engine.execution import Execution, resolve_execution
 from sss_viewer.engine.training import _dense_channel_loss, channel_loss, train
 from sss_viewer.windows.store import DeviceWindows, SeriesStore
 

@@ -206,7 +206,7 @@ def test_a_rank_stopped_by_torchrun_says_why_instead_of_dying_silently(tmp_path)
     """The SIGTERM torchrun sends a surviving rank becomes RankStopped (a real signal to a real process)."""
     code = (
         "import os, signal, sys\n"
-        "from sss_viewer.engine.distributed import Ranks, RankStopped, lost_rank, stopped_by_launcher\n"
+        "from sss_viewer.engine._distributed import Ranks, RankStopped, lost_rank, stopped_by_launcher\n"
         "ranks = Ranks(0, 2, 0)\n"
         "try:\n"
         "    with stopped_by_launcher(ranks):\n"

@@ -167,7 +167,7 @@ def test_the_cycle_finder_finds_a_cycle():
 
 @pytest.mark.parametrize(
     "module",
-    ["sss_viewer.fileio", "sss_viewer.viewer.annotations", "sss_viewer.viewer.export", "sss_viewer.io.readers"],
+    ["sss_viewer.fileio", "sss_viewer.viewer._annotations", "sss_viewer.viewer.export", "sss_viewer.io.readers"],
 )
 def test_writing_files_and_reading_recordings_do_not_import_torch(module):
     code = f"import sys, {module}; print('torch' in sys.modules)"
@@ -210,6 +210,27 @@ def test_an_old_import_path_still_works_with_a_future_warning_naming_the_removal
     assert "module: sss_viewer.io.synthetic moved to sss_viewer.synth.config" in out
     assert "name: sss_viewer.io.synthetic.SynthConfig moved to sss_viewer.synth.config.SynthConfig" in out
     assert out.count("the old path will be removed in 0.2") == 2
+    assert out.strip().endswith("True")
+
+
+def test_internal_modules_carry_an_underscore_and_their_old_paths_warn():
+    """Every module whose names no stage exports is private (``_name``); its old path imports with a FutureWarning."""
+    from sss_viewer._moved import PRIVATISED
+
+    for stage, names in PRIVATISED.items():
+        for name in names:
+            assert (PACKAGE / stage / f"_{name}.py").is_file(), f"sss_viewer/{stage}/_{name}.py"
+            assert not (PACKAGE / stage / f"{name}.py").exists(), f"sss_viewer/{stage}/{name}.py is still public"
+    code = (
+        "import warnings; warnings.simplefilter('error', FutureWarning)\n"
+        "import sss_viewer\n"
+        "try:\n    import sss_viewer.preprocessing.streaming\nexcept FutureWarning as w:\n    print('module:', w)\n"
+        "warnings.simplefilter('ignore')\nimport sss_viewer.preprocessing.streaming as old\n"
+        "from sss_viewer.preprocessing._streaming import preprocess_into\n"
+        "print(old.preprocess_into is preprocess_into)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "module: sss_viewer.preprocessing.streaming moved to sss_viewer.preprocessing._streaming" in out
     assert out.strip().endswith("True")
 
 

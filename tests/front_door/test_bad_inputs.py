@@ -472,7 +472,7 @@ def case_2_cli_score_escaping_header_refused(m: Material, tmp: Path, caplog):
 
 @case("2-viewer-loader-escaping-header-refused")
 def case_2_viewer_loader_escaping_header_refused(m: Material, tmp: Path, caplog):
-    from sss_viewer.viewer.loader import load_selected
+    from sss_viewer.viewer._loader import load_selected
 
     vhdr, outside = _outside_pair(tmp, m)
     _edit_header(vhdr, DataFile=str(outside))
@@ -1195,7 +1195,7 @@ def case_13_cache_index_json_corrupt_rebuilt_naming_it(m: Material, tmp: Path, c
 
 @case("13-browser-file-name-too-long")
 def case_13_browser_file_name_too_long(m: Material, tmp: Path, caplog):
-    from sss_viewer.viewer.loader import RecordingBrowser
+    from sss_viewer.viewer._loader import RecordingBrowser
 
     browser = RecordingBrowser(data_root=str(tmp))
     name = "a" * 300 + ".vhdr"

@@ -430,7 +430,7 @@ def test_a_participant_listed_twice_is_refused_naming_the_file(tmp_path):
 def test_an_emptied_channels_csv_of_a_finished_run_is_named(tmp_path):
     import pandas as pd
 
-    from sss_viewer.cohort_scoring.summary import run_channels
+    from sss_viewer.cohort_scoring._summary import run_channels
 
     (tmp_path / "rec1").mkdir()
     (tmp_path / "rec1" / "channels.csv").write_text("")

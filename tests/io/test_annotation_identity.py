@@ -10,7 +10,7 @@ import numpy as np
 import pybv
 import pytest
 
-from sss_viewer.io.annotation_identity import (
+from sss_viewer.io._annotation_identity import (
     CONTENT_ENTITY,
     manifest_path,
     read_manifest,
@@ -20,8 +20,8 @@ from sss_viewer.io.annotation_identity import (
 from sss_viewer.io.annotation_merge import merge_annotations
 from sss_viewer.io.annotation_model import AnnotationSet, make_marker
 from sss_viewer.io.annotation_store import load_annotations, read_log, save_annotations, sidecar_paths
-from sss_viewer.viewer.annotations import AnnotationPanel
-from sss_viewer.viewer.loader import load_selected
+from sss_viewer.viewer._annotations import AnnotationPanel
+from sss_viewer.viewer._loader import load_selected
 from tests.fixtures.recordings import toy_recording
 
 CHANNELS = ["LQ1", "LQ2", "LQ3", "LQ4"]

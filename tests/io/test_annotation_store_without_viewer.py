@@ -13,7 +13,8 @@ import warnings
 
 import pytest
 
-from sss_viewer.io import annotation_identity, annotation_location, annotation_merge, annotation_model, annotation_store
+from sss_viewer.io import _annotation_identity as annotation_identity
+from sss_viewer.io import annotation_location, annotation_merge, annotation_model, annotation_store
 from tests.foundation.test_architecture import VIEWER_LIBRARIES
 
 _SCRIPT = r"""
@@ -97,7 +98,7 @@ def test_the_annotation_store_saves_merges_and_reads_labels_without_the_viewer_e
 
 
 def test_the_viewer_module_re_exports_the_moved_names():
-    viewer = importlib.import_module("sss_viewer.viewer.annotations")
+    viewer = importlib.import_module("sss_viewer.viewer._annotations")
     homes = (annotation_model, annotation_merge, annotation_store, annotation_location, annotation_identity)
     moved = [n for n in viewer.__all__ if n not in ("AnnotationPanel", "default_author")]
     assert len(moved) > 40
@@ -111,5 +112,5 @@ def test_the_old_identity_module_path_warns_and_names_the_new_one():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # the module's own warning, once per process
         old = importlib.import_module("sss_viewer.viewer.annotation_identity")
-    with pytest.warns(FutureWarning, match=r"moved to sss_viewer\.io\.annotation_identity\.recording_identity"):
+    with pytest.warns(FutureWarning, match=r"moved to sss_viewer\.io\._annotation_identity\.recording_identity"):
         assert old.recording_identity is annotation_identity.recording_identity

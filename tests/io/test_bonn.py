@@ -78,7 +78,7 @@ def test_a_window_ensemble_averages_the_single_window_rows_exactly(tmp_path):
     """``window_lengths=1024+2048`` trains the L = 1024 and L = 2048 rows' very models and averages their probabilities."""
     import dataclasses
 
-    from sss_viewer.engine.feature_memo import FeatureMemo
+    from sss_viewer.engine._feature_memo import FeatureMemo
     from sss_viewer.experiments import plan_runs, split_for_run
     from sss_viewer.experiments.protocols import ensemble_members
     from sss_viewer.experiments.runner import PRESETS, _sss_run_probs, run_settings_digest, sss_run_config

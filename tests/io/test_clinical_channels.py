@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 import sss_viewer
-from sss_viewer.io.channel_conventions import (
+from sss_viewer.io._channel_conventions import (
     CHANNEL_TYPES,
     NAME_RULES,
     apply_type_overrides,
@@ -26,7 +26,7 @@ from sss_viewer.io.channel_conventions import (
     resolve_channel_types,
     scalp_channels,
 )
-from sss_viewer.io.channel_names import channel_key, display_name, display_names
+from sss_viewer.io._channel_names import channel_key, display_name, display_names
 from sss_viewer.io.cohort import load_data
 from sss_viewer.io.recording import Recording
 from sss_viewer.io.soz_labels import match_soz
@@ -337,7 +337,7 @@ def test_train_and_score_read_one_labels_file_alike(clinical):
 def test_viewer_reads_and_fits_the_same_channels(clinical):
     from sss_viewer.engine.bundle import ModelBundle
     from sss_viewer.engine.inference import check_fit
-    from sss_viewer.viewer.loader import load_selected
+    from sss_viewer.viewer._loader import load_selected
 
     written, _ = clinical
     bundle = ModelBundle.load(MODEL)
@@ -349,7 +349,7 @@ def test_viewer_reads_and_fits_the_same_channels(clinical):
 
 
 def test_trace_rows_read_display_names_and_keep_original_names_for_data(clinical):
-    from sss_viewer.viewer.loader import load_selected
+    from sss_viewer.viewer._loader import load_selected
     from sss_viewer.viewer.traces import TraceView
 
     written, _ = clinical

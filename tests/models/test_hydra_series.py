@@ -13,11 +13,12 @@ import torch
 import torch.nn.functional as F
 
 from sss_viewer.engine.inference import predict_window_probs
-from sss_viewer.models import build_window_model, hydra_series, model_from_config
+from sss_viewer.models import _hydra_series as hydra_series
+from sss_viewer.models import build_window_model, model_from_config
+from sss_viewer.models._hydra_series import window_counts
+from sss_viewer.models._minirocket_series import window_features
 from sss_viewer.models.hydra import HydraClassifier, HydraMiniRocketClassifier
 from sss_viewer.models.hydra_features import HydraFeatures
-from sss_viewer.models.hydra_series import window_counts
-from sss_viewer.models.minirocket_series import window_features
 from sss_viewer.windows.store import SeriesStore, WindowIndex
 
 L = 256

@@ -18,8 +18,7 @@ import torch
 from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.engine.inference import predict_window_probs
 from sss_viewer.models import build_window_model, model_from_config
-from sss_viewer.models.minirocket import MiniRocketClassifier
-from sss_viewer.models.minirocket_series import (
+from sss_viewer.models._minirocket_series import (
     SeriesLayout,
     explicit_window_features,
     fold_head,
@@ -27,6 +26,7 @@ from sss_viewer.models.minirocket_series import (
     window_features,
     window_logits,
 )
+from sss_viewer.models.minirocket import MiniRocketClassifier
 from sss_viewer.windows.store import SeriesStore, WindowIndex
 
 L = 256
@@ -266,7 +266,7 @@ def test_cuda_evidence_series_and_features_equal_the_cpu_paths():
 
 def test_without_numba_the_torch_paths_give_the_same_numbers(monkeypatch):
     """A machine whose python lacks numba (a GPU box's own environment) falls back to torch."""
-    import sss_viewer.models.minirocket_series as series_module
+    import sss_viewer.models._minirocket_series as series_module
 
     model = _trained_like()
     channels = _channels()

@@ -21,11 +21,11 @@ import pytest
 import torch
 
 from sss_viewer.models import build_window_model
-from sss_viewer.models.minirocket_series import SeriesLayout, fold_head, torch_window_logits, window_logits
+from sss_viewer.models._minirocket_series import SeriesLayout, fold_head, torch_window_logits, window_logits
 
 triton = pytest.importorskip("triton", reason="the fused evidence kernel needs triton")
 
-from sss_viewer.models import minirocket_triton  # noqa: E402  (after the skip: it needs triton)
+from sss_viewer.models import _minirocket_triton as minirocket_triton  # noqa: E402  (after the skip: it needs triton)
 
 ROOT = Path(__file__).resolve().parents[2]
 L = 64

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 import torch
 
+from sss_viewer.preprocessing._artifacts_torch import DeviceArtifactCheck
+from sss_viewer.preprocessing._device_series import DeviceSeriesBuilder
 from sss_viewer.preprocessing.artifacts import detect_recording_artifacts
-from sss_viewer.preprocessing.artifacts_torch import DeviceArtifactCheck
 from sss_viewer.preprocessing.config import preprocess_preset
-from sss_viewer.preprocessing.device_series import DeviceSeriesBuilder
 from sss_viewer.windows.series_set import build_series_set
 from tests.preprocessing.test_artifacts import SFREQ, as_recording, clinical_like, square_wave_contact
 

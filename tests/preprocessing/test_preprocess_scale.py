@@ -14,6 +14,7 @@ from sss_viewer.engine.config import train_preset
 from sss_viewer.io.readers import read_recording
 from sss_viewer.io.recording import Recording
 from sss_viewer.preprocessing import cache as cache_module
+from sss_viewer.preprocessing._streaming import preprocess_into
 from sss_viewer.preprocessing.cache import SeriesCache
 from sss_viewer.preprocessing.config import SCALES, PreprocessConfig, preprocess_preset
 from sss_viewer.preprocessing.filters import (
@@ -23,7 +24,6 @@ from sss_viewer.preprocessing.filters import (
     preprocess_channels,
     shaft_name,
 )
-from sss_viewer.preprocessing.streaming import preprocess_into
 
 DEMO_CONFIG = Path(__file__).resolve().parents[2] / "sss_viewer" / "data" / "demo" / "model" / "config.json"
 SFREQ = 500.0

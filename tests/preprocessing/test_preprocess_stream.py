@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from sss_viewer.io.recording import Recording
+from sss_viewer.preprocessing._streaming import block_plan, chunk_plan, preprocess_into
 from sss_viewer.preprocessing.config import PreprocessConfig, preprocess_preset
 from sss_viewer.preprocessing.filters import preprocess_channel
-from sss_viewer.preprocessing.streaming import block_plan, chunk_plan, preprocess_into
 
 
 def _recording(sfreq: float, seconds: float, n_channels: int = 3, seed: int = 0) -> Recording:

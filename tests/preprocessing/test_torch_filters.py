@@ -5,14 +5,14 @@ import pytest
 import torch
 from scipy import signal
 
-from sss_viewer.preprocessing.config import PreprocessConfig, preprocess_preset
-from sss_viewer.preprocessing.filters import _iir_cascade, preprocess_channels
-from sss_viewer.preprocessing.torch_filters import (
+from sss_viewer.preprocessing._torch_filters import (
     TOLERANCE,
     forward_backward_response,
     preprocess_channels_torch,
     resample_poly_torch,
 )
+from sss_viewer.preprocessing.config import PreprocessConfig, preprocess_preset
+from sss_viewer.preprocessing.filters import _iir_cascade, preprocess_channels
 
 NAMES = ["LA1", "LA2", "LA3", "LB1"]
 
@@ -126,7 +126,7 @@ def _brainvision(folder, data: np.ndarray, sfreq: float, names: list[str], fmt="
 @pytest.mark.parametrize(("fmt", "resolution"), [("binary_float32", 1.0), ("binary_int16", 10.0)])
 def test_device_reads_of_a_brainvision_file_are_get_datas_values(tmp_path, monkeypatch, fmt, resolution):
     from sss_viewer.io.readers import multiplexed_samples
-    from sss_viewer.preprocessing import device_series
+    from sss_viewer.preprocessing import _device_series as device_series
 
     data = _data(1000.0, 20.0)
     data[1] += 2e5  # above OFFSET_LIMIT_UV: its level is subtracted before the float32 conversion
@@ -146,7 +146,7 @@ def test_device_reads_of_a_brainvision_file_are_get_datas_values(tmp_path, monke
 def test_device_reads_of_other_recordings_go_through_get_data(monkeypatch):
     from sss_viewer.io.readers import multiplexed_samples
     from sss_viewer.io.recording import Recording
-    from sss_viewer.preprocessing import device_series
+    from sss_viewer.preprocessing import _device_series as device_series
 
     recording = Recording(_data(1000.0, 20.0), 1000.0, NAMES, ["seeg"] * 4)
     assert multiplexed_samples(recording) is None
@@ -157,7 +157,7 @@ def test_device_reads_of_other_recordings_go_through_get_data(monkeypatch):
 
 
 def test_device_builder_gives_the_cpu_series_set(tmp_path):
-    from sss_viewer.preprocessing.device_series import DeviceSeriesBuilder
+    from sss_viewer.preprocessing._device_series import DeviceSeriesBuilder
     from sss_viewer.windows.series_set import build_series_set
 
     data = _data(1000.0, 60.0)

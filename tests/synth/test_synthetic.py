@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 from scipy import signal
 
+from sss_viewer.synth._signals import phase_randomise
 from sss_viewer.synth.cohort import generate_cohort
 from sss_viewer.synth.config import ABNORMAL_KINDS, CENTRES, SynthConfig, centre_table
 from sss_viewer.synth.run import synthesise_recording
-from sss_viewer.synth.signals import phase_randomise
 
 SEED = 9  # patient 3 (UMMC) draws a 249.85 Hz run at this seed
 SMALL = SynthConfig(duration_scale=0.1, max_channels=12)

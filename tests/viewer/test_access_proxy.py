@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sss_viewer.viewer.access import client_address, trusted_proxies
+from sss_viewer.viewer._access import client_address, trusted_proxies
 from tests.browser_support import chromium_missing, served_app
 
 REMOTE = "203.0.113.7"  # TEST-NET-3: an address outside this machine, never contacted

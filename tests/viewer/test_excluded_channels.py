@@ -20,9 +20,9 @@ from bokeh.models import Line, Plot
 from sss_viewer.biomarkers import get_scorer
 from sss_viewer.io.readers import read_recording
 from sss_viewer.io.recording import Recording
-from sss_viewer.viewer.display import group_by_shaft, montage_rows
-from sss_viewer.viewer.excluded import EXCLUDED_COLOUR, EXCLUDED_HEADING, excluded_channels
-from sss_viewer.viewer.trace_elements import TRACE_COLOUR
+from sss_viewer.viewer._display import group_by_shaft, montage_rows
+from sss_viewer.viewer._excluded import EXCLUDED_COLOUR, EXCLUDED_HEADING, excluded_channels
+from sss_viewer.viewer._trace_elements import TRACE_COLOUR
 from sss_viewer.viewer.traces import ALL_ON_PAGE, TraceView
 
 STORED = [

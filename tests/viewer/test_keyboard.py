@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sss_viewer.viewer.annotations import AnnotationPanel
+from sss_viewer.viewer._annotations import AnnotationPanel
+from sss_viewer.viewer._keyboard import AMPLITUDE_STEP, KEY_ACTIONS, KEY_HELP, KeyboardReview, KeyListener
 from sss_viewer.viewer.app import build_app
-from sss_viewer.viewer.keyboard import AMPLITUDE_STEP, KEY_ACTIONS, KEY_HELP, KeyboardReview, KeyListener
 from sss_viewer.viewer.traces import TraceView
 from tests.fixtures.recordings import toy_recording
 

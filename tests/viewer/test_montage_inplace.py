@@ -21,10 +21,10 @@ from bokeh.document import Document
 from bokeh.models import ColumnDataSource, Line, Plot, VSpan
 from panel.io.state import set_curdoc
 
-from sss_viewer.viewer.annotations import AnnotationPanel
-from sss_viewer.viewer.display import display_amplitude
+from sss_viewer.viewer._annotations import AnnotationPanel
+from sss_viewer.viewer._display import display_amplitude
+from sss_viewer.viewer._trace_elements import slot_label
 from sss_viewer.viewer.timecourse import ensure_bokeh
-from sss_viewer.viewer.trace_elements import slot_label
 from sss_viewer.viewer.traces import TraceView
 from tests.fixtures.recordings import toy_recording
 

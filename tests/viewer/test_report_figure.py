@@ -1,4 +1,4 @@
-"""The report's figure is chosen on purpose (:mod:`sss_viewer.viewer.report_figure`), not the page on screen."""
+"""The report's figure is chosen on purpose (:mod:`sss_viewer.viewer._report_figure`), not the page on screen."""
 
 import re
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from sss_viewer.io.recording import Recording
-from sss_viewer.viewer.report_figure import choose_report_view, report_traces
+from sss_viewer.viewer._report_figure import choose_report_view, report_traces
 from sss_viewer.viewer.traces import TraceView
 
 
@@ -79,7 +79,7 @@ def test_the_report_traces_draw_the_chosen_rows_in_rank_order_in_the_live_montag
     # the same signals as the live view's rows (the average over every shown channel, the same filter)
     live_rows = live.rows()
     picked = [list(live_rows.labels).index(label) for label in labels]
-    from sss_viewer.viewer.display import MontageRows
+    from sss_viewer.viewer._display import MontageRows
 
     rows = MontageRows(
         [live_rows.labels[i] for i in picked],
@@ -110,7 +110,7 @@ def test_the_report_figure_shows_the_top_channels_around_the_onset_whatever_page
 
 
 def test_a_recording_without_a_channel_to_draw_gets_no_report_figure():
-    from sss_viewer.viewer.report_figure import report_figure
+    from sss_viewer.viewer._report_figure import report_figure
 
     rec = Recording(np.zeros((2, 2500), dtype=np.float32), 250.0, ["A1", "A2"], ["seeg"] * 2, subject="x")
     live = TraceView(recording=rec, bad_channels=["A1", "A2"], show_overview=False)

@@ -1,11 +1,11 @@
-"""Spectrogram and band power of the focused channel (:mod:`sss_viewer.viewer.spectrum`)."""
+"""Spectrogram and band power of the focused channel (:mod:`sss_viewer.viewer._spectrum`)."""
 
 import holoviews as hv
 import numpy as np
 import pytest
 
 from sss_viewer.io.recording import Recording
-from sss_viewer.viewer.spectrum import BANDS, FocusSpectrum, band_power, spectrogram_db
+from sss_viewer.viewer._spectrum import BANDS, FocusSpectrum, band_power, spectrogram_db
 from sss_viewer.viewer.traces import TraceView
 
 

@@ -10,10 +10,9 @@ import pytest
 
 from sss_viewer.io.annotation_model import filter_markers, make_marker
 from sss_viewer.io.recording import Recording
-from sss_viewer.viewer import trace_cursor
-from sss_viewer.viewer.annotations import AnnotationPanel
-from sss_viewer.viewer.app import build_app
-from sss_viewer.viewer.trace_cursor import (
+from sss_viewer.viewer import _trace_cursor as trace_cursor
+from sss_viewer.viewer._annotations import AnnotationPanel
+from sss_viewer.viewer._trace_cursor import (
     NO_READING,
     TraceCursor,
     measurement_text,
@@ -22,6 +21,7 @@ from sss_viewer.viewer.trace_cursor import (
     row_at,
     span_request,
 )
+from sss_viewer.viewer.app import build_app
 from sss_viewer.viewer.traces import TraceView
 
 pytestmark = pytest.mark.filterwarnings(

@@ -1,4 +1,4 @@
-"""The trace view's data side on its own (:mod:`sss_viewer.viewer.trace_data`): rows, pages, reads, no Panel.
+"""The trace view's data side on its own (:mod:`sss_viewer.viewer._trace_data`): rows, pages, reads, no Panel.
 
 A :class:`TraceData` over a toy recording answers the rows and pages of each montage, reads the page's
 montage signals, and draws only an explicit list of channels' rows (the report figure's case); a
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sss_viewer.viewer.trace_data import TraceData
+from sss_viewer.viewer._trace_data import TraceData
 from tests.fixtures.recordings import toy_recording
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,7 +129,7 @@ for name in {blocked}:
 sys.path.insert(0, sys.argv[1])
 # the real viewer package: without the plotting libraries it still imports its data side
 
-from sss_viewer.viewer.trace_data import TraceData
+from sss_viewer.viewer._trace_data import TraceData
 from tests.fixtures.recordings import toy_recording
 
 data = TraceData(recording=toy_recording("p", 0, n_channels=10), montage="bipolar", page_size=4, plot_width=200)
@@ -158,10 +158,10 @@ def test_the_data_object_runs_without_panel_holoviews_or_bokeh():
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert out["loaded"] == []  # none of the plotting libraries was imported
     assert out["viewer"] == [
-        "sss_viewer.viewer.display",
-        "sss_viewer.viewer.envelope",
-        "sss_viewer.viewer.excluded",
-        "sss_viewer.viewer.trace_data",
+        "sss_viewer.viewer._display",
+        "sss_viewer.viewer._envelope",
+        "sss_viewer.viewer._excluded",
+        "sss_viewer.viewer._trace_data",
     ]
     assert out["page"] == ["A5", "A6", "A7", "A8"] and out["read"] == [2, 100] and out["envelope"] == [4, 1600]
     assert out["chosen"] == ["A4-A5", "A1-A2"] and out["heat"][0] == 2

@@ -25,7 +25,7 @@ from bokeh.document.events import MessageSentEvent
 from bokeh.io.state import curstate
 from panel.models.file_dropper import FileDropper as BkFileDropper
 
-from sss_viewer.viewer.loader import FILES_HELD, MB, UPLOAD_IDLE_ENV, RecordingBrowser
+from sss_viewer.viewer._loader import FILES_HELD, MB, UPLOAD_IDLE_ENV, RecordingBrowser
 from tests.browser_support import _free_port
 
 LIMIT_MB = 1

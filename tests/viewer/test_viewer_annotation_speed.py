@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from bokeh.models import Line, Plot, VSpan, VStrip
 
-from sss_viewer.viewer.display import display_amplitude
+from sss_viewer.viewer._display import display_amplitude
+from sss_viewer.viewer._trace_elements import MARKER_COLOURS, marker_elements, marker_times
 from sss_viewer.viewer.timecourse import ensure_bokeh
-from sss_viewer.viewer.trace_elements import MARKER_COLOURS, marker_elements, marker_times
 from sss_viewer.viewer.traces import TraceView
 from tests.fixtures.recordings import toy_recording
 

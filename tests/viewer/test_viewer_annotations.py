@@ -22,7 +22,7 @@ from sss_viewer.io.annotation_store import (
     sidecar_paths,
 )
 from sss_viewer.io.recording import Event
-from sss_viewer.viewer.annotations import AnnotationPanel
+from sss_viewer.viewer._annotations import AnnotationPanel
 from tests.fixtures.recordings import toy_recording
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from sss_viewer.engine.bundle import ModelBundle
-from sss_viewer.io.lazy import LazySignals
+from sss_viewer.io._lazy import LazySignals
 from sss_viewer.viewer import demo
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from sss_viewer.viewer.display import (
+from sss_viewer.viewer._display import (
     apply_montage,
     centre_and_clip,
     clip_envelope,

@@ -16,6 +16,7 @@ from PIL import Image
 
 from sss_viewer.io.annotation_model import AnnotationSet, make_marker
 from sss_viewer.viewer import export
+from sss_viewer.viewer._export_widgets import download_buttons
 from sss_viewer.viewer.export import (
     DEMO_MODEL_SENTENCE,
     BrowserUnavailable,
@@ -25,7 +26,6 @@ from sss_viewer.viewer.export import (
     export_report_html,
     figure_bytes,
 )
-from sss_viewer.viewer.export_widgets import download_buttons
 
 hv.extension("bokeh", logo=False)
 

@@ -21,11 +21,11 @@ from sss_viewer.engine.inference import RecordingScores, aggregate_channels
 from sss_viewer.io.annotation_store import read_log
 from sss_viewer.io.readers import read_recording
 from sss_viewer.io.seizure_events import is_clock_stamp
-from sss_viewer.viewer.annotations import AnnotationPanel
+from sss_viewer.viewer._annotations import AnnotationPanel
+from sss_viewer.viewer._scoring import BackgroundScorer, channels_to_score
 from sss_viewer.viewer.app import build_app
 from sss_viewer.viewer.demo import DEMO_MODEL_DIR, load_demo
 from sss_viewer.viewer.ranking import RankingTable, agreement, agreement_text, ranking_frame
-from sss_viewer.viewer.scoring import BackgroundScorer, channels_to_score
 from tests.fixtures.recordings import toy_recording
 
 pytestmark = pytest.mark.filterwarnings(

@@ -7,7 +7,7 @@ from bokeh.document import Document
 from bokeh.models import ColumnDataSource, HoverTool
 from bokeh.plotting import figure
 
-from sss_viewer.viewer.inplace import data_only_freeze
+from sss_viewer.viewer._inplace import data_only_freeze
 
 
 def _document():

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from sss_viewer.engine.inference import check_fit
-from sss_viewer.io.lazy import LazySignals
+from sss_viewer.io._lazy import LazySignals
 from sss_viewer.io.recording import Recording
-from sss_viewer.viewer.loader import (
+from sss_viewer.viewer._loader import (
     CHOOSE_PROMPT,
     ModelPicker,
     RecordingBrowser,

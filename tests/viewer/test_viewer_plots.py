@@ -16,10 +16,10 @@ from bokeh.models import HoverTool, Image, ImageRGBA, Line, Plot, RangeTool, VSp
 from sss_viewer.engine.config import train_preset
 from sss_viewer.engine.inference import RecordingScores, score_recording
 from sss_viewer.engine.training import train
-from sss_viewer.viewer.display import display_amplitude, robust_scale, top_k_mean
-from sss_viewer.viewer.envelope import CLIP_ROWS, minmax_envelope, nice_scale, rebin_envelope
+from sss_viewer.viewer._display import display_amplitude, robust_scale, top_k_mean
+from sss_viewer.viewer._envelope import CLIP_ROWS, minmax_envelope, nice_scale, rebin_envelope
+from sss_viewer.viewer._trace_elements import MARKER_COLOURS, RANGE_BOX_COLOUR, short_text
 from sss_viewer.viewer.timecourse import SozTimeCourse, infer_bin_s
-from sss_viewer.viewer.trace_elements import MARKER_COLOURS, RANGE_BOX_COLOUR, short_text
 from sss_viewer.viewer.traces import OVERVIEW_TOP_K, TraceView, binned_interval
 from tests.fixtures.recordings import toy_recording
 
@@ -408,7 +408,7 @@ def test_minmax_envelope_and_chunked_reads(recording, monkeypatch):
     data = np.array([[0, 5, -1, 2, 7, 3]], dtype=np.float32)
     lo, hi = minmax_envelope(data, np.array([0, 2, 4]))
     assert_same(lo, [[0, -1, 3]]) and assert_same(hi, [[5, 2, 7]])
-    monkeypatch.setattr("sss_viewer.viewer.envelope.CHUNK_VALUES", 8 * 1000)
+    monkeypatch.setattr("sss_viewer.viewer._envelope.CHUNK_VALUES", 8 * 1000)
     view = TraceView(recording=recording)
     plan = view.read_plan()
     edges, lo, hi = view.envelope(plan, 0, recording.n_times, 500)

@@ -15,11 +15,11 @@ from scipy.stats import spearmanr
 import sss_viewer.biomarkers as biomarkers
 from sss_viewer.biomarkers import get_scorer
 from sss_viewer.metrics import binary_auc
+from sss_viewer.viewer._loader import load_selected
+from sss_viewer.viewer._scorers import DEFAULT_TOP_K, SYNTHETIC_VALIDATION, compare_rankings
+from sss_viewer.viewer._scoring import BackgroundScorer
 from sss_viewer.viewer.app import build_app
-from sss_viewer.viewer.loader import load_selected
 from sss_viewer.viewer.ranking import CSV_COLUMNS, ranking_frame, round_value
-from sss_viewer.viewer.scorers import DEFAULT_TOP_K, SYNTHETIC_VALIDATION, compare_rankings
-from sss_viewer.viewer.scoring import BackgroundScorer
 
 # Bokeh's ColumnDataSource.from_df (inside every Tabulator update) calls reset_index(inplace=True),
 # which pandas 3.1 deprecates; not ours to fix.

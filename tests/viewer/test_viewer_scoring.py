@@ -14,7 +14,7 @@ from sss_viewer.engine.config import train_preset
 from sss_viewer.engine.training import train
 from sss_viewer.io.readers import read_recording
 from sss_viewer.io.recording import Recording
-from sss_viewer.viewer.scoring import BackgroundScorer, ScoringProgress, model_key, recording_key
+from sss_viewer.viewer._scoring import BackgroundScorer, ScoringProgress, model_key, recording_key
 from tests.fixtures.recordings import toy_recording
 
 TIMEOUT_S = 120
@@ -76,7 +76,7 @@ def test_a_failing_job_sets_a_readable_error(bundle):
 
 
 def test_a_newer_start_supersedes_the_running_job(bundle, caplog):
-    caplog.set_level(logging.INFO, logger="sss_viewer.viewer.scoring")
+    caplog.set_level(logging.INFO, logger="sss_viewer.viewer._scoring")
     scorer = BackgroundScorer()
     results = []
     scorer.param.watch(lambda e: results.append(e.new), "result")

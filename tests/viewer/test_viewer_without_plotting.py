@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sss_viewer.viewer.trace_data import TraceData, TraceParams
+from sss_viewer.viewer._trace_data import TraceData, TraceParams
 from sss_viewer.viewer.traces import TraceView
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ sys.meta_path.insert(0, Blocked())
 sys.path.insert(0, sys.argv[1])
 
 import sss_viewer.viewer as viewer
-from sss_viewer.viewer.trace_data import TraceData
+from sss_viewer.viewer._trace_data import TraceData
 from tests.fixtures.recordings import toy_recording
 
 data = TraceData(recording=toy_recording("p", 0, n_channels=10), montage="bipolar", page_size=4, page=1)

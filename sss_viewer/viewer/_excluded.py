@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from sss_viewer.io.channel_conventions import rule_for
+from sss_viewer.io._channel_conventions import rule_for
 from sss_viewer.io.recording import Recording
-from sss_viewer.viewer.display import group_by_shaft
+from sss_viewer.viewer._display import group_by_shaft
 
 EXCLUDED_COLOUR = "#a8a8a8"
 """Trace colour of a channel that is shown but not scored (light grey)."""
@@ -31,7 +31,7 @@ _MISC_KINDS = {
     r"X\d+": "spare input",
     r"PHOTIC.*|PHOTO": "photic",
 }
-"""Short names of what a ``misc`` channel is, by the :data:`~sss_viewer.io.channel_conventions.NAME_RULES`
+"""Short names of what a ``misc`` channel is, by the :data:`~sss_viewer.io._channel_conventions.NAME_RULES`
 pattern that typed it (a pattern not listed here reads as its type)."""
 
 
@@ -96,7 +96,7 @@ def excluded_channels(recording: Recording, bad_channels: Iterable[str], shown: 
     -------
     excluded : dict of str to str
         Original names; bad contacts first, then the other channels, each group by shaft in
-        contact-number order (:func:`~sss_viewer.viewer.display.group_by_shaft`).
+        contact-number order (:func:`~sss_viewer.viewer._display.group_by_shaft`).
     """
     marked, file_bads, kept = set(bad_channels), set(recording.bads), set(shown)
     reasons = {

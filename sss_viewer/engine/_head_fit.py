@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from sss_viewer.engine.early_stopping import EarlyStopping
+from sss_viewer.engine._early_stopping import EarlyStopping
 from sss_viewer.models.rocket import RunningStandardizer
 
 logger = logging.getLogger(__name__)

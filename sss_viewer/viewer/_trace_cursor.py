@@ -4,7 +4,7 @@ What a position on the main trace plot means
 --------------------------------------------
 The trace view stacks the page's rows with the first row at the top: in plot coordinates row ``k``
 (0 = top) of a page with ``m`` row slots is centred on ``y = m − 1 − k`` and spans ``y ± 0.5``
-(the y axis runs from −0.5 to m − 0.5; :func:`sss_viewer.viewer.envelope.row_units`). The x axis
+(the y axis runs from −0.5 to m − 0.5; :func:`sss_viewer.viewer._envelope.row_units`). The x axis
 is the time in seconds. :func:`row_at` turns a plot ``y`` into the row under it and
 :func:`read_at` a plot position into a :class:`TraceReading`: the row's channel, the time and the
 signal's value at the nearest sample, in µV, as the view's montage and display filters make it
@@ -41,7 +41,7 @@ import param
 from bokeh.models import BoxSelectTool, PanTool
 from panel.io.state import set_curdoc
 
-from sss_viewer.viewer.display import MontageRows
+from sss_viewer.viewer._display import MontageRows
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ Two parts:
   shortcuts), nor a key a widget already handled (``defaultPrevented``); auto-repeat of a held key is
   swallowed (one action per press). It shows a small "⌨ keys: ?" hint; clicking it toggles the help card.
 * :class:`KeyboardReview` — the controller: maps a key to an action on a
-  :class:`~sss_viewer.viewer.traces.TraceView` and an :class:`~sss_viewer.viewer.annotations.AnnotationPanel`
+  :class:`~sss_viewer.viewer.traces.TraceView` and an :class:`~sss_viewer.viewer._annotations.AnnotationPanel`
   (:data:`KEY_HELP` lists them). :meth:`KeyboardReview.handle` does it without a browser.
 """
 
@@ -23,7 +23,7 @@ import panel as pn
 import param
 from panel.custom import JSComponent
 
-from sss_viewer.viewer.annotations import AnnotationPanel
+from sss_viewer.viewer._annotations import AnnotationPanel
 from sss_viewer.viewer.traces import TraceView
 
 logger = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ the CLI and the engine read clinician labels and bad marks without the ``[viewer
 - :mod:`sss_viewer.io.annotation_model`: markers, :class:`AnnotationSet`, :class:`Edit`;
 - :mod:`sss_viewer.io.annotation_merge`: :func:`merge_annotations` of two sessions, :class:`Conflict`;
 - :mod:`sss_viewer.io.annotation_store`: the sidecars (save, load, sync, backups, the edit log, the lock);
-- :mod:`sss_viewer.io.annotation_identity`, :mod:`sss_viewer.io.annotation_location`: which recording the
+- :mod:`sss_viewer.io._annotation_identity`, :mod:`sss_viewer.io.annotation_location`: which recording the
   sidecars belong to, and in which folder they are (:func:`locate_sidecars`).
 
 Their public names are re-exported here (:data:`__all__`) for code that imported them from this module.
@@ -22,7 +22,7 @@ import param
 from bokeh.models import Tooltip
 
 from sss_viewer.fileio import same_files
-from sss_viewer.io.annotation_identity import RecordingIdentity
+from sss_viewer.io._annotation_identity import RecordingIdentity
 from sss_viewer.io.annotation_location import CLAIM_SUFFIX, SidecarLocation, locate_sidecars
 from sss_viewer.io.annotation_merge import Conflict, merge_annotations
 from sss_viewer.io.annotation_model import (

@@ -13,7 +13,7 @@ import numpy as np
 from scipy import signal
 
 from sss_viewer._validate import check_option
-from sss_viewer.io.channel_names import contact_number, shaft_name  # noqa: F401  (re-exported: the viewer's names)
+from sss_viewer.io._channel_names import contact_number, shaft_name  # noqa: F401  (re-exported: the viewer's names)
 
 MONTAGES = ("monopolar", "average", "bipolar")
 

@@ -35,7 +35,7 @@ from sss_viewer.engine.training import train
 from sss_viewer.evaluation.held_out import evaluate_bundle
 from sss_viewer.io.cohort import load_data
 from sss_viewer.io.viewer_labels import apply_viewer_labels
-from sss_viewer.viewer.scoring import run_in_session
+from sss_viewer.viewer._scoring import run_in_session
 
 logger = logging.getLogger(__name__)
 

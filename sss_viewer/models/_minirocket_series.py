@@ -724,7 +724,7 @@ def torch_window_logits(
     evidence : {"triton", "search", "compare"}, optional
         How each kernel's thresholded sum is formed (the same numbers up to float rounding);
         default "compare" on the CPU, elsewhere "triton" where it can run
-        (:func:`~sss_viewer.models.minirocket_triton.triton_available`), else "search".
+        (:func:`~sss_viewer.models._minirocket_triton.triton_available`), else "search".
 
     Returns
     -------
@@ -736,7 +736,7 @@ def torch_window_logits(
     the biases below each output by one ``searchsorted`` over each kernel's sorted biases and
     gathers their summed weight, so a block costs a handful of kernel launches whatever the bias
     count (on an H200 with 16 channels a call: 4.5x the per-channel comparisons, docs/results.md §3).
-    "triton" runs one fused kernel per dilation (:mod:`sss_viewer.models.minirocket_triton`): the
+    "triton" runs one fused kernel per dilation (:mod:`sss_viewer.models._minirocket_triton`): the
     numba path's arithmetic, its tables uploaded once per model and device.
     """
     dev = x.device
@@ -745,7 +745,7 @@ def torch_window_logits(
     check_option("evidence", evidence, ("triton", "search", "compare"))
     layout = SeriesLayout.of(features, window_length)
     if evidence == "triton":
-        from sss_viewer.models.minirocket_triton import triton_window_logits
+        from sss_viewer.models._minirocket_triton import triton_window_logits
 
         return triton_window_logits(features, layout, weights, constant, x, starts, rows=rows)
     b_rows, T = x.shape
@@ -784,7 +784,7 @@ def torch_window_logits(
 
 def _triton_available(device: torch.device) -> bool:
     """Whether the fused Triton kernel runs on ``device`` (imports triton only when asked)."""
-    from sss_viewer.models.minirocket_triton import triton_available
+    from sss_viewer.models._minirocket_triton import triton_available
 
     return triton_available(device)
 

@@ -15,7 +15,7 @@ each against its sorted biases and adds the weights, and writes the evidence of 
   :func:`triton_window_logits` turns it into a prefix sum (``torch.cumsum``) and gathers the
   windows ``[s + 4 d, s + L - 4 d)`` from it before the next dilation overwrites it.
 
-The arithmetic is the numba CPU path's (:func:`sss_viewer.models.minirocket_series.window_logits`)
+The arithmetic is the numba CPU path's (:func:`sss_viewer.models._minirocket_series.window_logits`)
 operation for operation: the taps added left to right in float32, ``(x_a + x_b + x_c) * 3 - base``
 with no fused multiply-add (the launch passes ``enable_fp_fusion=False``), each kernel's biases
 sorted in groups of four with cumulative weights (:meth:`SeriesLayout.steps`, a chain of selects
@@ -268,7 +268,7 @@ def _tables(features, layout, weights: np.ndarray, device: torch.device) -> _Tab
     """The device tables of ``features`` (laid out as ``layout``) with head ``weights``, uploaded on first use and cached.
 
     Keyed on the identity of the bias tensor (and its in-place version counter), of ``weights`` (an
-    array :func:`~sss_viewer.models.minirocket_series.fold_head` made: never changed in place), the
+    array :func:`~sss_viewer.models._minirocket_series.fold_head` made: never changed in place), the
     window length and the device.
     """
     key = (id(features.biases), features.biases._version, id(weights), int(layout.window_length), str(device))
@@ -307,7 +307,7 @@ def triton_window_logits(
 ) -> torch.Tensor:
     """Window logits through the evidence series, its per-position evidence from the fused Triton kernel.
 
-    The contract of :func:`sss_viewer.models.minirocket_series.torch_window_logits` (which calls this
+    The contract of :func:`sss_viewer.models._minirocket_series.torch_window_logits` (which calls this
     for ``evidence="triton"``).
 
     Parameters
@@ -318,7 +318,7 @@ def triton_window_logits(
         ``SeriesLayout.of(features, window_length)``: the dilations, biases and window length.
     weights : ndarray, shape (F,), float64
     constant : float
-        From :func:`~sss_viewer.models.minirocket_series.fold_head`.
+        From :func:`~sss_viewer.models._minirocket_series.fold_head`.
     x : Tensor, shape (B, T), float32
         Channels (zero-padded at the end to one length), on a CUDA device or, under Triton's
         interpreter, the CPU.

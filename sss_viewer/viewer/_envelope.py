@@ -1,8 +1,8 @@
 """The trace view's arithmetic: which samples to read, min/max envelopes, row offsets and scales.
 
 Arrays in, arrays out (numpy; datashader only to rasterise envelopes into pixels): no HoloViews,
-Bokeh or Panel, and no recording. :class:`sss_viewer.viewer.trace_data.TraceData` reads the signals
-and calls these; :mod:`sss_viewer.viewer.trace_elements` turns the results into plot elements.
+Bokeh or Panel, and no recording. :class:`sss_viewer.viewer._trace_data.TraceData` reads the signals
+and calls these; :mod:`sss_viewer.viewer._trace_elements` turns the results into plot elements.
 
 Data flow of one drawn window:
 
@@ -12,7 +12,7 @@ Data flow of one drawn window:
    values and reduces each to per-bin minima and maxima (:func:`minmax_envelope`); a cached
    whole-recording envelope fine enough is coarsened instead (:func:`rebin_envelope`).
 3. :func:`row_units` puts row ``k`` of ``n`` slots at ``y = n − 1 − k`` with its half-row
-   amplitude as ±0.5 (after :func:`sss_viewer.viewer.display.clip_envelope` with
+   amplitude as ±0.5 (after :func:`sss_viewer.viewer._display.clip_envelope` with
    :func:`clip_limits`), and :func:`rasterise_envelopes` draws them into one RGBA image.
 
 The automatic amplitude is measured over :func:`scale_window` on :func:`scale_rows`; the scale bar
@@ -27,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from sss_viewer.viewer.display import MontageRows
+from sss_viewer.viewer._display import MontageRows
 
 CHUNK_VALUES = 1 << 24
 """Samples × channels read per block when reducing a long range to its envelope (64 MB float32)."""

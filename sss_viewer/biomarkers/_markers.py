@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from sss_viewer.biomarkers._filtering import count_events_per_window
+from sss_viewer.biomarkers._floors import window_robust_amplitude
+from sss_viewer.biomarkers._spectral import energy_ratio, high_frequency_activity
 from sss_viewer.biomarkers.base import BiomarkerScorer, ScorerInfo, WindowGrid
 from sss_viewer.biomarkers.epileptogenicity import epileptogenicity_index
-from sss_viewer.biomarkers.filtering import count_events_per_window
-from sss_viewer.biomarkers.floors import window_robust_amplitude
 from sss_viewer.biomarkers.hfo import FAST_RIPPLE_BAND, RIPPLE_BAND, detect_hfos
-from sss_viewer.biomarkers.spectral import energy_ratio, high_frequency_activity
 from sss_viewer.biomarkers.spikes import detect_spikes
 from sss_viewer.io.recording import Recording
 

@@ -7,7 +7,7 @@ rows and their pages, the read plans and the montage signals read for them, the 
 artifact shares, the rows' amplitudes. Parameters, numpy and pandas only: no Panel, HoloViews or
 Bokeh. :class:`sss_viewer.viewer.traces.TraceView` holds one (``view.data``), sets its own
 parameters of the same names on it, and draws what it answers; the arithmetic on what was read is
-:mod:`sss_viewer.viewer.envelope`'s.
+:mod:`sss_viewer.viewer._envelope`'s.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import param
 
 from sss_viewer.engine.inference import RecordingScores, window_heatmap
 from sss_viewer.io.recording import Recording
-from sss_viewer.viewer.display import (
+from sss_viewer.viewer._display import (
     MONTAGES,
     MontageRows,
     apply_montage,
@@ -36,7 +36,7 @@ from sss_viewer.viewer.display import (
     shaft_name,
     top_k_mean,
 )
-from sss_viewer.viewer.envelope import (
+from sss_viewer.viewer._envelope import (
     SCALE_MIN_S,
     chunked_envelope,
     clip_limits,
@@ -45,7 +45,7 @@ from sss_viewer.viewer.envelope import (
     scale_rows,
     scale_window,
 )
-from sss_viewer.viewer.excluded import excluded_channels, excluded_text
+from sss_viewer.viewer._excluded import excluded_channels, excluded_text
 
 READ_ONLY_HIDDEN_TYPES = ("stim", "misc")
 """Channel types not drawn even when a recording has no iEEG channel (triggers, spares, references)."""
@@ -124,7 +124,7 @@ def binned_interval(scores: RecordingScores, bin_s: float, channels: list[str]) 
 def auto_amplitude(recording: Recording, picks: np.ndarray, seconds: float = SCALE_MIN_S) -> float:
     """Display amplitude (µV per half row) of the monopolar channels ``picks`` over the first ``seconds``.
 
-    The robust scale of :func:`sss_viewer.viewer.display.robust_scale` (median over channels of the
+    The robust scale of :func:`sss_viewer.viewer._display.robust_scale` (median over channels of the
     99th percentile of ``|x − median|``) to two significant digits; see :meth:`TraceData.measure_scale`
     for the view's own rule (its montage, from the visible window).
 
@@ -548,7 +548,7 @@ class TraceData(TraceParams):
 
         Up to ``SCALE_MAX_ROWS`` rows evenly spaced over the montage (all pages), read from the
         window's start; the median over rows of each row's 99th percentile of ``|x − median|``
-        (:func:`sss_viewer.viewer.display.robust_scale`), so seizure spikes and a few broken
+        (:func:`sss_viewer.viewer._display.robust_scale`), so seizure spikes and a few broken
         channels do not set the scale.
 
         Returns

@@ -12,13 +12,13 @@ import pandas as pd
 import scipy.fft
 from scipy.special import i0e
 
+from sss_viewer.synth._patients import SynthPatient
 from sss_viewer.synth.config import (
     CHUNK_CHANNELS,
     DISTRACTOR_KINDS,
     LOWPASS_TRANSITION_HZ,
     SynthConfig,
 )
-from sss_viewer.synth.patients import SynthPatient
 
 logger = logging.getLogger(__name__)
 

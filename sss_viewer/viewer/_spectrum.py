@@ -24,8 +24,8 @@ import panel as pn
 import param
 from scipy import signal as sps
 
-from sss_viewer.viewer.display import MontageRows
-from sss_viewer.viewer.envelope import sample_range
+from sss_viewer.viewer._display import MontageRows
+from sss_viewer.viewer._envelope import sample_range
 from sss_viewer.viewer.timecourse import PLOT_BACKEND_OPTS, ensure_bokeh
 from sss_viewer.viewer.traces import TraceView
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sss_viewer.cohort_scoring._plan import RecordingTask
 from sss_viewer.cohort_scoring.outputs import CHANNELS
-from sss_viewer.cohort_scoring.plan import RecordingTask
 from sss_viewer.evaluation.patient_ranking import rank_patient_channels
 from sss_viewer.metrics import binary_auc, unscored_last
 

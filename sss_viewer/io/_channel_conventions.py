@@ -55,7 +55,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from sss_viewer.io.channel_names import channel_key, display_name
+from sss_viewer.io._channel_names import channel_key, display_name
 from sss_viewer.io.recording import IEEG_CH_TYPES
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Correct a channel's type in the viewer: an EKG lead typed as iEEG leaves the ranking, a contact typed misc joins it.
 
-The file's types (or those the readers inferred from the names, :mod:`sss_viewer.io.channel_conventions`)
+The file's types (or those the readers inferred from the names, :mod:`sss_viewer.io._channel_conventions`)
 are shown per channel; the clinician picks a channel and a type and applies it. The change is stored
 with the annotations (``type`` column of the channels sidecar, :class:`AnnotationPanel.type_overrides`),
 so it survives a reload, and the app rescores the recording with the corrected types.

@@ -4,7 +4,7 @@
 in :func:`~sss_viewer.windows.series_set.build_series_set` (its ``load_or_build``): it reads the picked
 channels straight into device memory (:func:`read_to_device`: time spans read by threads, each
 through ``Recording.get_data``, so exactly what the CPU path reads), preprocesses them there
-(:func:`~sss_viewer.preprocessing.torch_filters.preprocess_rows`, within its stated tolerance of the
+(:func:`~sss_viewer.preprocessing._torch_filters.preprocess_rows`, within its stated tolerance of the
 CPU filters) and returns the series as an in-memory :class:`~sss_viewer.preprocessing.cache.CachedSeries`
 (nothing is written to or read from a disk cache). The device copy of the series stays on the
 builder (``series``) for a consumer that can read it there.
@@ -24,10 +24,10 @@ import torch
 
 from sss_viewer.io.readers import multiplexed_samples
 from sss_viewer.io.recording import Recording
-from sss_viewer.preprocessing.artifacts_torch import DeviceArtifactCheck
+from sss_viewer.preprocessing._artifacts_torch import DeviceArtifactCheck
+from sss_viewer.preprocessing._torch_filters import preprocess_rows
 from sss_viewer.preprocessing.cache import CachedSeries
 from sss_viewer.preprocessing.config import PreprocessConfig
-from sss_viewer.preprocessing.torch_filters import preprocess_rows
 
 logger = logging.getLogger(__name__)
 

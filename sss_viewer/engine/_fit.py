@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from sss_viewer.engine.early_stopping import EarlyStopping
+from sss_viewer.engine._early_stopping import EarlyStopping
 
 logger = logging.getLogger(__name__)
 

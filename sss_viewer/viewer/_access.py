@@ -202,7 +202,7 @@ def refusal() -> str | None:
     if local:
         return None
     logger.warning(
-        "Refused an unauthenticated session from %s (connection from %s; not loopback); see sss_viewer.viewer.access",
+        "Refused an unauthenticated session from %s (connection from %s; not loopback); see sss_viewer.viewer._access",
         address,
         peer,
     )

@@ -24,7 +24,7 @@ from scipy import fft as sp_fft
 from scipy import signal
 
 from sss_viewer._validate import check_positive_int
-from sss_viewer.biomarkers.filtering import (
+from sss_viewer.biomarkers._filtering import (
     BLOCK_SAMPLES,
     channel_blocks,
     check_band,

@@ -1,7 +1,7 @@
 """The artifact check's statistics on a torch device, from channels already read there.
 
 When scoring runs on a GPU the raw channels are read into it once
-(:class:`~sss_viewer.preprocessing.device_series.DeviceSeriesBuilder`). :class:`DeviceArtifactCheck`
+(:class:`~sss_viewer.preprocessing._device_series.DeviceSeriesBuilder`). :class:`DeviceArtifactCheck`
 takes each block it reads and computes the check's per-segment statistics there (segment SDs,
 largest one-sample steps, missing samples, mains-band power), so the file is not read a second time
 and the arithmetic runs on the device. Rails and flat runs are looked for on the host, for the few

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sss_viewer._version import __version__
-from sss_viewer.cohort_scoring.digests import Fingerprint, source_digests
+from sss_viewer.cohort_scoring._digests import Fingerprint, source_digests
+from sss_viewer.cohort_scoring._plan import CohortSource, RecordingTask
+from sss_viewer.cohort_scoring._summary import FAILED, failed_row, recording_row
 from sss_viewer.cohort_scoring.outputs import write_recording
-from sss_viewer.cohort_scoring.plan import CohortSource, RecordingTask
-from sss_viewer.cohort_scoring.summary import FAILED, failed_row, recording_row
 from sss_viewer.engine.inference import score_recording
 from sss_viewer.preprocessing.cache import SeriesCache
 
