@@ -1,23 +1,29 @@
 """BIDS iEEG datasets (OpenNeuro ds003029 rules by default): runs, participants, seizure times, SOZ labels.
 
-A BIDS root is read as follows:
+mne-bids does what it is the reference for; the project's stricter checks sit on top. A BIDS root is read
+as follows:
 
 * runs are found with ``mne_bids.find_matching_paths`` (``ieeg`` data type and suffix; BrainVision,
   EDF/BDF, EEGLAB and FIF files), every subject, session, task, acquisition and run;
-* each run is opened lazily with :func:`read_recording`, which applies its ``_channels.tsv``
-  (types, ``status=bad``; a listed type always wins over the name rules of
-  :mod:`sss_viewer.io._channel_conventions`, which type only unlisted channels) and drops
-  ``$``-prefixed duplicates (every ``$`` channel the sidecar lists); the sidecars must agree with
-  the data (same channel names, same sampling rate to 0.01 Hz) or the run is refused;
+* each run is opened lazily with :func:`read_recording`, which opens a run laid out as BIDS with
+  ``mne_bids.read_raw_bids`` (its ``_channels.tsv`` types, units and ``status=bad``, its ``_events.tsv``
+  as the events, its ``_ieeg.json`` mains frequency); sidecars are the run's own, or inherited as
+  mne-bids matches them (``BIDSPath.find_matching_sidecar``: a ``…_task-ictal_channels.tsv`` without a
+  run entity serves every run of the task); names are parsed by ``get_entities_from_fname``
+  (:mod:`sss_viewer.io._bids_paths`). On top: a listed type always wins over the name rules of
+  :mod:`sss_viewer.io._channel_conventions`, which type only unlisted channels; ``$``-prefixed duplicates
+  are dropped (every ``$`` channel the sidecar lists); the sidecars must agree with the data (same channel
+  names, same sampling rate to 0.01 Hz) or the run is refused, where mne-bids would warn; an inherited
+  sidecar must lie in the run's subject folder or at the root (not a link elsewhere);
 * ``participants.tsv`` gives the centre (``site``), outcome and Engel/ILAE scores;
-* the run's ``_events.tsv`` replaces the file's own annotations, and its free-text seizure markers
-  give ``seizure_onset_s``/``seizure_offset_s`` (:mod:`sss_viewer.io.seizure_events`);
+* the run's ``_events.tsv`` replaces the file's own annotations (an onset that is not a number is an
+  error naming the line, where mne-bids drops the row), and its free-text seizure markers give
+  ``seizure_onset_s``/``seizure_offset_s`` (:mod:`sss_viewer.io.seizure_events`);
 * SOZ labels come from a user table (``subject, channel, soz``; TSV or CSV) when one is given, else
   from ``sourcedata/clinical_data_summary.xlsx``; SOZ names that match no channel are logged and
   kept in ``Recording.info["unmatched_soz"]``.
 
-A run that cannot be read is skipped with a warning naming the file and the reason; the load goes on.
-"""
+A run that cannot be read is skipped with a warning naming the file and the reason; the load goes on."""
 
 from __future__ import annotations
 
@@ -30,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sss_viewer.io._bids_paths import find_bids_root
 from sss_viewer.io._channel_conventions import duplicate_channels
 from sss_viewer.io.readers import (
     SUPPORTED_FORMATS,
@@ -39,6 +46,7 @@ from sss_viewer.io.readers import (
     check_inside,
     read_channels_tsv,
     read_recording,
+    read_table_file,
 )
 from sss_viewer.io.recording import IEEG_CH_TYPES, Event, Recording
 from sss_viewer.io.seizure_events import find_seizure_markers
@@ -69,14 +77,6 @@ def is_bids_root(path: str | Path) -> bool:
     """
     path = Path(path)
     return path.is_dir() and ((path / "dataset_description.json").is_file() or (path / PARTICIPANTS_FILE).is_file())
-
-
-def find_bids_root(path: str | Path) -> Path | None:
-    """The BIDS root above a file (the nearest folder with ``dataset_description.json``), or None."""
-    for parent in Path(path).resolve().parents:
-        if (parent / "dataset_description.json").is_file():
-            return parent
-    return None
 
 
 def read_participants(root: Path) -> pd.DataFrame:
@@ -165,30 +165,54 @@ def check_sidecars(recording: Recording) -> None:
 
 
 def _apply_events(recording: Recording) -> None:
-    """Replace annotations with the run's ``_events.tsv`` and find the seizure onset/offset."""
-    events_tsv = bids_sidecar(recording.source, "events.tsv")
-    if events_tsv is None:
-        markers = find_seizure_markers(recording.events, source=recording.source.name)
-    else:
-        from sss_viewer.io.readers import read_table_file
+    """Find the seizure onset/offset among the run's events, its ``_events.tsv`` checked first.
 
-        table = read_table_file(events_tsv, sep="\t", keep_default_na=False, na_values=["n/a"])
-        if not {"onset", "trial_type"} <= set(table.columns):
-            raise RecordingReadError(f"{events_tsv} lacks onset/trial_type columns; it has {list(table.columns)}.")
-        onsets = pd.to_numeric(table["onset"], errors="coerce")
-        if onsets.isna().any():
-            lines = (np.flatnonzero(onsets.isna().to_numpy()) + 2).tolist()[:5]
-            raise RecordingReadError(f"{events_tsv}: onset is not a number on lines {lines}.")
-        durations = (
-            pd.to_numeric(table["duration"], errors="coerce").fillna(0.0)
-            if "duration" in table.columns
-            else pd.Series(0.0, index=table.index)
-        )
-        recording.events = [Event(o, d, str(t)) for o, d, t in zip(onsets, durations, table["trial_type"])]
-        markers = find_seizure_markers(table, source=events_tsv.name)
+    A run opened by ``mne_bids.read_raw_bids`` (``info["read_by"] == "mne-bids"``) already has its
+    ``_events.tsv`` as its events, by mne-bids' event handling (``trial_type``, else ``value``; rows
+    without a trial type left out). The table is still checked here, more strictly than mne-bids does: an
+    ``onset`` that is not a number is an error naming the lines (mne-bids would drop those rows). A run
+    read by MNE alone (a BIDS-named file outside a BIDS layout) takes its events from the table here.
+    """
+    events_tsv = bids_sidecar(recording.source, "events.tsv")
+    if events_tsv is not None:
+        table = _checked_events_table(events_tsv)
+        if recording.info.get("read_by") != "mne-bids":
+            durations = (
+                pd.to_numeric(table["duration"], errors="coerce").fillna(0.0)
+                if "duration" in table.columns
+                else pd.Series(0.0, index=table.index)
+            )
+            recording.events = [
+                Event(float(o), float(d), str(t)) for o, d, t in zip(table["onset"], durations, table["trial_type"])
+            ]
+    source = (events_tsv or recording.source).name
+    markers = find_seizure_markers(recording.events, source=source)
     recording.seizure_onset_s, recording.seizure_offset_s = markers.onset_s, markers.offset_s
     recording.info["seizure_onset_text"] = markers.onset_text
     recording.info["seizure_offset_text"] = markers.offset_text
+
+
+def _checked_events_table(events_tsv: Path) -> pd.DataFrame:
+    """A run's ``_events.tsv`` with ``onset`` (numbers, s) and ``trial_type`` columns.
+
+    Returns
+    -------
+    DataFrame
+        One row per event, ``onset`` as float.
+
+    Raises
+    ------
+    RecordingReadError
+        A column is missing, or an onset is not a number (the lines named).
+    """
+    table = read_table_file(events_tsv, sep="\t", keep_default_na=False, na_values=["n/a"])
+    if not {"onset", "trial_type"} <= set(table.columns):
+        raise RecordingReadError(f"{events_tsv} lacks onset/trial_type columns; it has {list(table.columns)}.")
+    onsets = pd.to_numeric(table["onset"], errors="coerce")
+    if onsets.isna().any():
+        lines = (np.flatnonzero(onsets.isna().to_numpy()) + 2).tolist()[:5]
+        raise RecordingReadError(f"{events_tsv}: onset is not a number on lines {lines}.")
+    return table.assign(onset=onsets.astype(float))
 
 
 @dataclass

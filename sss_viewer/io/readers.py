@@ -47,6 +47,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sss_viewer.io._bids_paths import bids_entities, bids_path_of, find_bids_root, inherited_sidecar
 from sss_viewer.io._channel_conventions import TYPE_ALIASES, duplicate_channels, resolve_channel_types
 from sss_viewer.io._lazy import OFFSET_LIMIT_UV, LazySignals, array_levels, dc_offsets, probe_levels
 from sss_viewer.io.recording import IEEG_CH_TYPES, Event, Recording
@@ -69,6 +70,23 @@ SUPPORTED_FORMATS = {
 _BIDS_TYPES = TYPE_ALIASES
 """BIDS channel types whose MNE name differs (others are lower-cased)."""
 _MNE_TYPES = {"ecog", "seeg", "dbs", "eeg", "ecg", "eog", "emg", "misc", "stim", "resp", "bio", "temperature", "gsr"}
+
+_READ_BY_MNE_BIDS = (".vhdr", ".edf", ".bdf", ".set", ".fif")
+"""Extensions of BIDS runs opened by ``mne_bids.read_raw_bids`` (others, such as ``.fif.gz``, by MNE alone)."""
+
+_EXPECTED_BIDS_NOTES = (
+    "Did not find any electrodes.tsv",
+    "Did not find any coordsystem.json",
+    "Did not find any events.tsv",
+    "participants.tsv file not found",
+    "Channel mismatch between",
+    "does not match the number of channels in the raw data file",
+    "Cannot set channel type for the following channels",
+    'Cannot set "bad" status for the following channels',
+    "Unable to map the following column(s) to MNE",
+)
+"""mne-bids warnings that are not news for this reader: a run without electrode positions (not used),
+``participants.tsv`` columns MNE has no field for (read by :mod:`sss_viewer.io.bids`), or a channel list the project's own rules reconcile (``$`` duplicates) or refuse. Logged at INFO, not WARNING."""
 
 _TRUNCATION_HINTS = ("does not match the file size", "Invalid tag with only")
 """Fragments of MNE warnings that mean the file is cut short (EDF/BDF, FIF)."""
@@ -107,12 +125,15 @@ def _format_of(path: Path) -> tuple[str, str]:
 def bids_sidecar(path: Path, suffix: str) -> Path | None:
     """BIDS sidecar of the recording ``path`` with ``suffix`` (``"channels.tsv"``), or None when absent or not BIDS-named.
 
-    The recording's extension (the longest of :data:`SUPPORTED_FORMATS` it ends with, so ``.fif.gz`` whole;
-    else its last suffix) and its BIDS suffix are replaced: ``sub-1_task-a_ieeg.vhdr`` →
-    ``sub-1_task-a_channels.tsv``. A sidecar is one of the recording's files: like a header's
-    companions it must lie in the recording's folder after symlinks are followed
-    (:func:`check_companion`), else the run is refused. The one rule for every reader of sidecars
-    (the reader's channel types and durations, the BIDS run's checks and events).
+    The run's own sidecar first: the recording's extension (the longest of :data:`SUPPORTED_FORMATS` it
+    ends with, so ``.fif.gz`` whole; else its last suffix) and its BIDS suffix are replaced:
+    ``sub-1_task-a_ieeg.vhdr`` → ``sub-1_task-a_channels.tsv``. A run laid out in a BIDS dataset that has
+    none of its own takes the one mne-bids matches by the inheritance principle
+    (:func:`sss_viewer.io._bids_paths.inherited_sidecar`: ``sub-1_task-a_channels.tsv`` for ``…_run-02``).
+    A sidecar is one of the recording's files: the run's own must lie in the recording's folder after
+    symlinks are followed (:func:`check_companion`), an inherited one in the run's subject folder or at the
+    dataset's root, else the run is refused. The one rule for every reader of sidecars (the reader's channel
+    types and durations, the BIDS run's checks and events).
     """
     name = path.name
     ext = next((e for e in sorted(SUPPORTED_FORMATS, key=len, reverse=True) if name.lower().endswith(e)), path.suffix)
@@ -120,9 +141,33 @@ def bids_sidecar(path: Path, suffix: str) -> Path | None:
     if "_" not in stem:
         return None
     candidate = path.with_name(stem.rsplit("_", 1)[0] + "_" + suffix)
-    if not (candidate.is_file() or candidate.is_symlink()):
+    if candidate.is_file() or candidate.is_symlink():
+        return check_sidecar(path, candidate)
+    inherited = inherited_sidecar(path, suffix)
+    return None if inherited is None else _check_inherited(path, inherited)
+
+
+def _check_inherited(path: Path, sidecar: Path) -> Path | None:
+    """``sidecar`` (inherited by the run ``path``) when it stays in the run's subject folder or the dataset's root.
+
+    Raises
+    ------
+    RecordingReadError
+        The sidecar is a link leading elsewhere (another subject's files, outside the dataset).
+    """
+    root = find_bids_root(path)
+    subject_dir = next((p for p in path.absolute().parents if p.name.startswith("sub-")), None)
+    where = subject_dir if subject_dir is not None and sidecar.absolute().is_relative_to(subject_dir) else root
+    if where is None:
         return None
-    return check_sidecar(path, candidate)
+    try:
+        check_inside(where, sidecar, f"sidecar of {path.name}")
+    except RecordingReadError:
+        raise RecordingReadError(
+            f"Refusing {path}: the sidecar it inherits, {sidecar}, is a link leading outside {where} "
+            "(an inherited sidecar must lie in the run's subject folder or at the dataset's root)."
+        ) from None
+    return sidecar if sidecar.is_file() else None
 
 
 def check_sidecar(path: Path, sidecar: Path) -> Path | None:
@@ -197,6 +242,9 @@ def _mne_errors(path: Path, fmt: str, size_checked: bool = False) -> Iterator[No
             if not size_checked:
                 raise RecordingReadError(f"Could not read {path} as {fmt}: the file looks truncated ({message})")
             logger.info("%s: %s", path.name, message)  # expected: said in our own words by _check_edf_header
+            continue
+        if any(note in message for note in _EXPECTED_BIDS_NOTES):
+            logger.info("%s: %s", path.name, message)
             continue
         logger.warning("%s: %s", path.name, message)
 
@@ -615,7 +663,9 @@ def _read_raw(path: Path, ext: str, fmt: str):
     -------
     raw : mne.io.BaseRaw
     notes : dict
-        ``empty_labels`` (indices of channels whose label in the file is blank) and ``warnings``.
+        ``empty_labels`` (indices of channels whose label in the file is blank), ``warnings`` and
+        ``read_by``: ``"mne-bids"`` for a run laid out in a BIDS dataset (opened by ``read_raw_bids``, which
+        applies its sidecars: :func:`_read_raw_bids`), else ``"mne"`` (``mne.io.read_raw``).
     """
     import mne
 
@@ -629,7 +679,13 @@ def _read_raw(path: Path, ext: str, fmt: str):
     elif fmt == "EEGLAB":
         _check_eeglab_length(path)
     with _mne_errors(path, fmt, size_checked=notes["size_checked"]):
-        raw = mne.io.read_raw(path, preload=False, verbose="warning")
+        bids_path = bids_path_of(path)
+        if bids_path is None or str(bids_path.extension).lower() not in _READ_BY_MNE_BIDS:
+            raw = mne.io.read_raw(path, preload=False, verbose="warning")
+            notes["read_by"] = "mne"
+        else:
+            raw = _read_raw_bids(bids_path)
+            notes["read_by"] = "mne-bids"
     _check_opened_files(raw, path)
     _check_rate(path, fmt, float(raw.info["sfreq"]))
     if fmt == "EEGLAB":
@@ -643,6 +699,37 @@ def _read_raw(path: Path, ext: str, fmt: str):
         notes["empty_labels"] = []  # the header's signals and MNE's channels do not pair up: the name rules decide
     check_stated_lengths(raw, path, ext, fmt, fields)
     return raw, notes
+
+
+def _read_raw_bids(bids_path):
+    """A BIDS run opened by ``mne_bids.read_raw_bids``: its ``channels.tsv`` types, units and bad marks, its
+    ``events.tsv`` as the annotations, its ``_ieeg.json`` mains frequency, applied by the reference reader.
+
+    A channel list that disagrees with the data is not applied there (``on_ch_mismatch="warn"``): the
+    project's own rules decide (``$`` duplicates a sidecar leaves out are dropped; otherwise the BIDS run is
+    refused naming the channels, :func:`sss_viewer.io.bids.check_sidecars`).
+
+    Parameters
+    ----------
+    bids_path : mne_bids.BIDSPath
+        From :func:`sss_viewer.io._bids_paths.bids_path_of`.
+
+    Returns
+    -------
+    raw : mne.io.BaseRaw
+        Samples left in the file.
+    """
+    from mne_bids import read_raw_bids
+
+    # mne-bids warns through MNE's ``warn``, which can also write a copy through MNE's own log handlers to
+    # standard output (seen under pytest, where the copy landed inside ``cohort --json``'s output). The warning
+    # itself still reaches ``_mne_errors`` (``warnings.warn``); MNE's logger is quiet for the call.
+    mne_logger = logging.getLogger("mne")
+    was_disabled, mne_logger.disabled = mne_logger.disabled, True
+    try:
+        return read_raw_bids(bids_path, extra_params={"preload": False}, on_ch_mismatch="warn", verbose="warning")
+    finally:
+        mne_logger.disabled = was_disabled
 
 
 def read_table_file(path: Path, **options) -> pd.DataFrame:
@@ -879,18 +966,6 @@ def _opened_files(raw, path: Path) -> list[str]:
     return sorted(str(f) for f in files)
 
 
-def bids_entities(path: Path) -> dict[str, str]:
-    """``subject``, ``session`` and ``run`` from a BIDS-style file name (``sub-pt01_ses-x_..._run-01_ieeg.vhdr``).
-
-    Parsed by mne-bids (``get_entities_from_fname``); absent keys are left out, and a name that is not
-    BIDS-style gives ``{}``.
-    """
-    from mne_bids import get_entities_from_fname
-
-    entities = get_entities_from_fname(path.name, on_error="ignore")
-    return {key: entities[key] for key in ("subject", "session", "run") if entities.get(key)}
-
-
 def read_recording(path: str | Path, *, preload: bool = False, require_ieeg: bool = True) -> Recording:
     """Read one EDF/BDF, BrainVision, FIF or EEGLAB file into a ``Recording``.
 
@@ -967,6 +1042,7 @@ def read_recording(path: str | Path, *, preload: bool = False, require_ieeg: boo
             "source_files": _opened_files(raw, path),
             "dc_offsets_uv": _log_offsets(names, offsets, path),
             "blank_labels": [raw.ch_names[i] for i in notes["empty_labels"] if raw.ch_names[i] in names],
+            "read_by": notes["read_by"],
         },
     )
     recording.info["warnings"] = notes["warnings"] + plausibility_warnings(recording)

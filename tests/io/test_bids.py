@@ -11,6 +11,7 @@ import pytest
 
 from sss_viewer.cli import main
 from sss_viewer.io import RecordingReadError, load_bids_cohort, load_data, load_recording, summarise_bids
+from sss_viewer.io.bids import read_bids_run
 from tests.fixtures.bids_fixture import read_manifest
 
 
@@ -177,3 +178,77 @@ def test_train_and_evaluate_accept_a_bids_root(ds003029_like_root, tmp_path, cap
     table = pd.read_csv(scores / "sub-pt01_ses-presurgery_task-ictal_acq-ecog_run-01_ieeg" / "channels.csv")
     assert table["label"].sum() == 10 and table["score"].between(0, 1).all()
     assert _tree_digests(ds003029_like_root) == before
+
+
+def _pt01_run(root, run):
+    return (
+        root
+        / "sub-pt01"
+        / "ses-presurgery"
+        / "ieeg"
+        / f"sub-pt01_ses-presurgery_task-ictal_acq-ecog_run-{run}_ieeg.vhdr"
+    )
+
+
+def test_runs_in_a_bids_layout_are_opened_by_mne_bids_with_the_same_result(ds003029_like_root, tmp_path):
+    """``read_raw_bids`` applies the sidecars; a copy of the run outside any BIDS root, read by MNE alone and
+    the project's own sidecar rules, gives the same channels, types, bad marks, events and seizure times."""
+    bids_run = load_recording(_pt01_run(ds003029_like_root, "01"))
+    assert bids_run.info["read_by"] == "mne-bids"
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    for f in _pt01_run(ds003029_like_root, "01").parent.glob("*run-01_*"):
+        shutil.copy(f, loose / f.name)
+    alone = read_bids_run(loose / _pt01_run(ds003029_like_root, "01").name)
+    assert alone.info["read_by"] == "mne"
+    assert alone.ch_names == bids_run.ch_names and alone.ch_types == bids_run.ch_types
+    assert alone.bads == bids_run.bads and bids_run.bads
+    assert [(e.onset, e.description) for e in alone.events] == [(e.onset, e.description) for e in bids_run.events]
+    assert alone.seizure_onset_s == bids_run.seizure_onset_s is not None
+    assert bids_run.line_freq == alone.line_freq == 60
+
+
+def test_a_run_inherits_its_tasks_sidecars_as_mne_bids_matches_them(broken_copy, caplog):
+    """BIDS inheritance: ``…_task-ictal_acq-ecog_channels.tsv`` (no run entity) serves run-02, which has no
+    channels.tsv of its own; run-01's own sidecar is never taken for run-02 (its run entity conflicts)."""
+    ieeg = _pt01_run(broken_copy, "02").parent
+    own = ieeg / "sub-pt01_ses-presurgery_task-ictal_acq-ecog_run-02_channels.tsv"
+    table = pd.read_csv(own, sep="\t", dtype=str, keep_default_na=False)
+    table.loc[table["name"] == "G3", "status"] = "bad"
+    own.unlink()
+    before = load_recording(_pt01_run(broken_copy, "02"))  # no channels.tsv: run-01's is not inherited
+    assert "G3" not in before.bads and set(before.bads).isdisjoint(set(table.loc[table["status"] == "bad", "name"]))
+    table.to_csv(ieeg / "sub-pt01_ses-presurgery_task-ictal_acq-ecog_channels.tsv", sep="\t", index=False)
+    after = load_recording(_pt01_run(broken_copy, "02"))
+    assert set(after.bads) == set(table.loc[table["status"] == "bad", "name"]) and "G3" in after.bads
+    run01 = load_recording(_pt01_run(broken_copy, "01"))
+    assert "G3" not in run01.bads  # its own sidecar wins over the inherited one
+    table.loc[table["name"] == "G3", "name"] = "G3X"  # the project's checks hold for an inherited sidecar too
+    table.to_csv(ieeg / "sub-pt01_ses-presurgery_task-ictal_acq-ecog_channels.tsv", sep="\t", index=False)
+    with pytest.raises(RecordingReadError, match=r"_channels\.tsv disagrees .*run-02.*\['G3X'\].*\['G3'\]"):
+        load_recording(_pt01_run(broken_copy, "02"))
+
+
+def test_an_inherited_sidecar_leading_to_another_subject_is_refused(broken_copy):
+    ieeg = _pt01_run(broken_copy, "02").parent
+    (ieeg / "sub-pt01_ses-presurgery_task-ictal_acq-ecog_run-02_channels.tsv").unlink()
+    other = (
+        broken_copy
+        / "sub-jh101"
+        / "ses-presurgery"
+        / "ieeg"
+        / "sub-jh101_ses-presurgery_task-ictal_acq-ecog_run-01_channels.tsv"
+    )
+    (ieeg / "sub-pt01_ses-presurgery_task-ictal_acq-ecog_channels.tsv").symlink_to(other)
+    with pytest.raises(RecordingReadError, match=r"inherits.*channels\.tsv.*link leading outside .*sub-pt01"):
+        load_recording(_pt01_run(broken_copy, "02"))
+    assert other.is_file()  # nothing touched
+
+
+def test_an_events_onset_mne_bids_would_drop_is_an_error_naming_the_line(broken_copy):
+    events = _pt01_run(broken_copy, "01").with_name("sub-pt01_ses-presurgery_task-ictal_acq-ecog_run-01_events.tsv")
+    lines = events.read_text().splitlines()
+    lines[3] = "n/a" + lines[3][lines[3].index("\t") :]
+    events.write_text("\n".join(lines) + "\n")
+    with pytest.raises(RecordingReadError, match=r"onset is not a number on lines \[4\]"):
+        load_recording(_pt01_run(broken_copy, "01"))
