@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -32,6 +33,7 @@ import pandas as pd
 from sss_viewer._validate import check_range
 from sss_viewer.engine.inference import RecordingScores
 from sss_viewer.io.recording import IEEG_CH_TYPES, Recording
+from sss_viewer.preprocessing.filters import unusable_reason
 
 logger = logging.getLogger(__name__)
 
@@ -345,7 +347,8 @@ def read_scored_channels(recording: Recording) -> tuple[np.ndarray, list[str], l
     data : ndarray, shape (n_scored, n_times), float32, µV
     names : list of str, length n_scored
     excluded : list of (channel, reason)
-        Channels with NaN/inf samples or a flat signal.
+        Channels with NaN/inf samples or a flat signal, by the preprocessing's rule
+        (:func:`sss_viewer.preprocessing.filters.unusable_reason`).
     """
     picks = recording.ieeg_picks()
     blocks, names, excluded = [], [], []
@@ -356,13 +359,13 @@ def read_scored_channels(recording: Recording) -> tuple[np.ndarray, list[str], l
         for j, pick in enumerate(rows):
             name = recording.ch_names[pick]
             bad = int((~finite[j]).sum())
-            if bad:
-                excluded.append((name, f"{bad} NaN/inf samples"))
-            elif float(np.ptp(block[j])) == 0.0:
-                excluded.append((name, "flat signal"))
-            else:
+            raw_std = math.nan if bad else float(block[j].std(dtype=np.float64))
+            reason = unusable_reason(bad, raw_std)
+            if reason is None:
                 names.append(name)
                 blocks.append(block[j : j + 1])
+            else:
+                excluded.append((name, reason))
     data = np.concatenate(blocks) if blocks else np.zeros((0, recording.n_times), dtype=np.float32)
     return data, names, excluded
 

@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 
 from sss_viewer.io.recording import Recording
 from sss_viewer.preprocessing.config import PreprocessConfig
-from sss_viewer.preprocessing.filters import FLAT_STD_UV, average_pool, channel_scales, filter_block
+from sss_viewer.preprocessing.filters import average_pool, channel_scales, filter_block, unusable_reason
 
 logger = logging.getLogger(__name__)
 
@@ -228,11 +228,9 @@ def preprocess_into(
                     list(pool.map(one_channel, range(len(rows)), rows))
                 bar.update(len(rows))
             for r, j in enumerate(rows):
-                if n_nonfinite[r]:
-                    unusable[int(j)] = f"{n_nonfinite[r]} NaN/inf samples"
-                    continue
-                if raw_moments[r].std <= FLAT_STD_UV:
-                    unusable[int(j)] = "flat signal"
+                reason = unusable_reason(int(n_nonfinite[r]), raw_moments[r].std)
+                if reason is not None:
+                    unusable[int(j)] = reason
                     continue
                 if written[r] != n_out:
                     raise RuntimeError(f"chunked preprocessing wrote {written[r]} samples, expected {n_out}")

@@ -42,7 +42,7 @@ from scipy import fft as sp_fft
 from scipy import signal
 
 from sss_viewer.preprocessing.config import PreprocessConfig
-from sss_viewer.preprocessing.filters import FLAT_STD_UV, _iir_cascade, channel_scales
+from sss_viewer.preprocessing.filters import _iir_cascade, channel_scales, unusable_reason
 
 logger = logging.getLogger(__name__)
 
@@ -358,12 +358,11 @@ def preprocess_rows(
         raw_std = torch.where(finite, raw, 0).to(torch.float64).std(dim=1, correction=0).cpu().numpy()
         good = []
         for r, j in enumerate(rows):
-            if n_bad[r]:
-                unusable[int(j)] = f"{int(n_bad[r])} NaN/inf samples"
-            elif not raw_std[r] > FLAT_STD_UV:
-                unusable[int(j)] = "flat signal"
-            else:
+            reason = unusable_reason(int(n_bad[r]), float(raw_std[r]))
+            if reason is None:
                 good.append(r)
+            else:
+                unusable[int(j)] = reason
         if good:
             keep = torch.as_tensor(good, device=device)
             filtered[keep + lo] = filter_and_pool_torch(raw[keep], sfreq, config, line_freq)

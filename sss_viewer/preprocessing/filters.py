@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -34,6 +35,33 @@ logger = logging.getLogger(__name__)
 
 FLAT_STD_UV = 1e-6
 """Standard deviation (µV) at or below which a channel counts as flat."""
+
+
+def unusable_reason(n_nonfinite: int, raw_std: float) -> str | None:
+    """Why a channel cannot be preprocessed or scored, or None when it can.
+
+    The one rule every path shares (``preprocess_channels``, the streamed, the torch and the
+    biomarker reads): NaN/inf samples come first, then a flat signal.
+
+    Parameters
+    ----------
+    n_nonfinite : int
+        The channel's NaN/inf samples, of its shape (n_times,) raw samples.
+    raw_std : float
+        Standard deviation (µV) of its raw samples; NaN (an empty channel, or one with NaN/inf
+        samples whose SD was not taken) counts as flat.
+
+    Returns
+    -------
+    reason : str or None
+        ``"<n_nonfinite> NaN/inf samples"`` when ``n_nonfinite`` > 0, else ``"flat signal"`` when
+        ``raw_std`` is not above ``FLAT_STD_UV``, else None.
+    """
+    if n_nonfinite:
+        return f"{int(n_nonfinite)} NaN/inf samples"
+    if not raw_std > FLAT_STD_UV:  # not `<=`: a NaN SD is flat too
+        return "flat signal"
+    return None
 
 
 def _notch_frequencies(line_freq: float | None, nyquist: float) -> list[float]:
@@ -174,7 +202,7 @@ def preprocess_channels(
     """Preprocess every channel of one recording in memory (the reference for ``preprocess_into``).
 
     Unlike :func:`preprocess_channel` it knows the whole recording, so it applies every
-    ``config.scale``: channels with NaN/inf samples or a flat signal (raw SD ≤ ``FLAT_STD_UV``)
+    ``config.scale``: channels with NaN/inf samples or a flat signal (:func:`unusable_reason`)
     are reported and left out of the scales.
 
     Parameters
@@ -207,12 +235,12 @@ def preprocess_channels(
     unusable: dict[int, str] = {}
     for j, x in enumerate(data):
         n_bad = int(np.count_nonzero(~np.isfinite(x)))
-        if n_bad:
-            unusable[j] = f"{n_bad} NaN/inf samples"
-        elif np.asarray(x, dtype=np.float64).std() <= FLAT_STD_UV:
-            unusable[j] = "flat signal"
-        else:
+        raw_std = math.nan if n_bad else float(np.asarray(x, dtype=np.float64).std())
+        reason = unusable_reason(n_bad, raw_std)
+        if reason is None:
             filtered[j] = _filter_and_pool(x, sfreq, config, line_freq)
+        else:
+            unusable[j] = reason
     if config.zscore:
         usable = np.array([j not in unusable for j in range(len(data))])
         means = np.array([y.mean() if ok else np.nan for y, ok in zip(filtered, usable, strict=True)])

@@ -18,11 +18,13 @@ from sss_viewer.preprocessing._streaming import preprocess_into
 from sss_viewer.preprocessing.cache import SeriesCache
 from sss_viewer.preprocessing.config import SCALES, PreprocessConfig, preprocess_preset
 from sss_viewer.preprocessing.filters import (
+    FLAT_STD_UV,
     channel_scales,
     filter_block,
     preprocess_channel,
     preprocess_channels,
     shaft_name,
+    unusable_reason,
 )
 
 DEMO_CONFIG = Path(__file__).resolve().parents[2] / "sss_viewer" / "data" / "demo" / "model" / "config.json"
@@ -109,6 +111,22 @@ def test_unusable_channels_do_not_enter_the_recording_scale():
     with_bad, unusable = _stream(_recording(bad, ["A1", "A2", "A3", "A4", "A5", "A6"]), config)
     assert unusable == {3: "flat signal", 4: "flat signal", 5: "1 NaN/inf samples"}
     np.testing.assert_array_equal(with_bad[:3], alone)  # two flat channels would halve the median, a huge one raise it
+
+
+@pytest.mark.parametrize(
+    ("n_nonfinite", "raw_std", "reason"),
+    [
+        (0, 0.0, "flat signal"),
+        (0, FLAT_STD_UV, "flat signal"),  # the threshold itself is flat
+        (0, np.nan, "flat signal"),  # an SD that could not be taken (empty channel) is flat, not usable
+        (3, 0.0, "3 NaN/inf samples"),  # NaN/inf wins over flat
+        (np.int64(1), np.nan, "1 NaN/inf samples"),
+        (0, 2 * FLAT_STD_UV, None),
+        (0, 25.0, None),
+    ],
+)
+def test_unusable_reason_is_the_one_rule(n_nonfinite, raw_std, reason):
+    assert unusable_reason(n_nonfinite, raw_std) == reason
 
 
 @pytest.mark.parametrize("stream", [False, True])
