@@ -62,6 +62,11 @@ def channel_loss(
 ) -> torch.Tensor:
     """SSS loss: BCE of the mean window probability of each series present in the batch.
 
+    Written without data-dependent shapes (no ``torch.unique``, no boolean indexing): the window
+    probabilities are summed per series over all ``n_series`` and a series absent from the batch
+    gets loss weight 0, whatever its label or weight. A CUDA device therefore never waits for the
+    host to learn which series a batch holds.
+
     Parameters
     ----------
     logits : Tensor, shape (B,)
@@ -76,74 +81,38 @@ def channel_loss(
         Adds this times the window-level BCE (each window inherits its series' label).
     all_reduce : callable, optional
         Distributed training, where a series' windows of one global batch fall on several ranks:
-        a differentiable sum over ranks (:func:`sss_viewer.engine._distributed.sum_over_ranks`). The
-        per-series sums and window counts are summed over ranks before the mean, so every rank
-        gets the loss of the whole global batch (not a mean of per-rank losses); its gradient,
-        averaged over ranks by DDP, is the single-process gradient of that batch.
+        a differentiable sum over ranks (:func:`sss_viewer.engine._distributed.sum_over_ranks`). It
+        is applied to the dense per-series sums and window counts (shape (n_series,)) and to the
+        window-level BCE sum before any mean is taken, so every rank gets the loss of the whole
+        global batch (not a mean of per-rank losses); its gradient, averaged over ranks by DDP, is
+        the single-process gradient of that batch.
 
     Returns
     -------
     loss : Tensor, shape ()
-        ``(1/n) sum_i w_i BCE(mean_{w in W_i} sigmoid(f(w)), y_i)`` over the n series in the batch.
+        ``sum_i w_i BCE(mean_{w in W_i} sigmoid(f(w)), y_i) / sum_i w_i`` over the series i in the
+        batch (``w_i = 1`` without ``series_weight``), plus ``window_loss_weight`` times the mean
+        window-level BCE.
     """
-    if all_reduce is not None:
-        return _global_channel_loss(logits, series, labels, series_weight, window_loss_weight, all_reduce)
+    reduce = all_reduce if all_reduce is not None else _unchanged
     probs = torch.sigmoid(logits.float())
-    present, inverse = torch.unique(series, return_inverse=True)
-    sums = torch.zeros(len(present), device=logits.device).index_add_(0, inverse, probs)
-    counts = torch.bincount(inverse, minlength=len(present)).to(probs.dtype)
-    mean_p = (sums / counts).clamp(1e-6, 1 - 1e-6)
-    loss = _series_loss(mean_p, labels[present], None if series_weight is None else series_weight[present])
-    if window_loss_weight > 0:
-        loss = loss + window_loss_weight * F.binary_cross_entropy_with_logits(logits.float(), labels[series])
-    return loss
-
-
-def _dense_channel_loss(
-    logits: torch.Tensor,
-    series: torch.Tensor,
-    labels: torch.Tensor,
-    series_weight: torch.Tensor | None = None,
-    window_loss_weight: float = 0.0,
-) -> torch.Tensor:
-    """:func:`channel_loss` without a device sync: per-series sums over all ``n_series``, absent series weighted 0.
-
-    The same function as :func:`channel_loss` (up to float rounding), written without
-    ``torch.unique`` or boolean indexing, whose data-dependent shapes make a CUDA device wait for the host
-    every batch. Shapes as in :func:`channel_loss`.
-    """
-    probs = torch.sigmoid(logits.float())
-    sums = torch.zeros(len(labels), device=logits.device).index_add_(0, series, probs)
-    counts = torch.zeros(len(labels), device=logits.device).index_add_(0, series, torch.ones_like(probs))
-    present = (counts > 0).float()
+    sums = reduce(torch.zeros(len(labels), device=logits.device).index_add(0, series, probs))
+    counts = reduce(torch.zeros(len(labels), device=logits.device).index_add(0, series, torch.ones_like(probs)))
+    present = counts > 0
     mean_p = (sums / counts.clamp(min=1.0)).clamp(1e-6, 1 - 1e-6)
-    losses = F.binary_cross_entropy(mean_p, labels, reduction="none")
-    weight = present if series_weight is None else present * series_weight
+    target = torch.where(present, labels, 0.0)  # whatever an absent series' label (-1: unknown), its loss is finite
+    weight = present.to(probs.dtype) if series_weight is None else torch.where(present, series_weight, 0.0)
+    losses = F.binary_cross_entropy(mean_p, target, reduction="none")
     loss = (losses * weight).sum() / weight.sum()
     if window_loss_weight > 0:
-        loss = loss + window_loss_weight * F.binary_cross_entropy_with_logits(logits.float(), labels[series])
-    return loss
-
-
-def _series_loss(mean_p: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
-    """(Weighted) mean BCE of the series' mean window probabilities."""
-    losses = F.binary_cross_entropy(mean_p, target, reduction="none")
-    return losses.mean() if weight is None else (losses * weight).sum() / weight.sum()
-
-
-def _global_channel_loss(logits, series, labels, series_weight, window_loss_weight, all_reduce) -> torch.Tensor:
-    """:func:`channel_loss` over the global batch of all ranks (per-series sums and counts summed over ranks)."""
-    n_series = len(labels)
-    probs = torch.sigmoid(logits.float())
-    sums = all_reduce(torch.zeros(n_series, device=logits.device).index_add(0, series, probs))
-    counts = all_reduce(torch.bincount(series, minlength=n_series).to(probs.dtype).detach())
-    present = counts > 0
-    mean_p = (sums[present] / counts[present]).clamp(1e-6, 1 - 1e-6)
-    loss = _series_loss(mean_p, labels[present], None if series_weight is None else series_weight[present])
-    if window_loss_weight > 0:
-        window_sum = all_reduce(F.binary_cross_entropy_with_logits(logits.float(), labels[series], reduction="sum"))
+        window_sum = reduce(F.binary_cross_entropy_with_logits(logits.float(), labels[series], reduction="sum"))
         loss = loss + window_loss_weight * window_sum / counts.sum()
     return loss
+
+
+def _unchanged(tensor: torch.Tensor) -> torch.Tensor:
+    """The identity: :func:`channel_loss`'s sum over ranks in a single process."""
+    return tensor
 
 
 class _Subset:
@@ -502,7 +471,6 @@ def _train_epochs(
     train_starts = train_set.starts
     train_series = torch.from_numpy(train_set.series)
     on_device = _DeviceBatches(series_set.store, train_set, device) if execution.device_windows else None
-    loss_of = _dense_channel_loss if on_device is not None and device.type == "cuda" and not ranks.distributed else None
     logits_of = _WindowLogits(torch.compile(model) if execution.compile else model)
     all_reduce = None
     if ranks.distributed:  # DDP averages the gradients; the channel loss sums per-series sums over ranks
@@ -546,12 +514,7 @@ def _train_epochs(
                 s = train_series[idx].to(device)
             with execution.autocast(device):
                 logits = logits_of(x, head_only)
-            if loss_of is not None:
-                loss = loss_of(logits, s, labels_t, series_weight, config.window_loss_weight)
-            else:
-                loss = channel_loss(
-                    logits, s, labels_t, series_weight, config.window_loss_weight, all_reduce=all_reduce
-                )
+            loss = channel_loss(logits, s, labels_t, series_weight, config.window_loss_weight, all_reduce=all_reduce)
             yield loss, len(idx)
 
     def validate() -> float:

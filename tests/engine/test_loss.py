@@ -1,5 +1,8 @@
 """The SSS channel loss."""
 
+import math
+
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -37,3 +40,44 @@ def test_channel_loss_has_gradients():
     loss = channel_loss(logits, torch.tensor([0, 0, 1, 1, 2, 2, 2, 0]), torch.tensor([1.0, 0.0, 1.0]))
     loss.backward()
     assert torch.isfinite(logits.grad).all() and logits.grad.abs().sum() > 0
+
+
+def _reference_loss(logits, series, labels, series_weight, window_loss_weight):
+    """The SSS loss written out series by series (float64 scalars; shapes as in ``channel_loss``)."""
+    logits = logits.double()
+    weighted_sum, weight_sum = 0.0, 0.0
+    for i in sorted(set(series.tolist())):  # only the series present in the batch
+        windows = [b for b in range(len(series)) if series[b] == i]
+        mean_p = sum(torch.sigmoid(logits[b]) for b in windows) / len(windows)
+        y = float(labels[i])
+        bce = -(y * torch.log(mean_p) + (1 - y) * torch.log(1 - mean_p))
+        w = 1.0 if series_weight is None else float(series_weight[i])
+        weighted_sum, weight_sum = weighted_sum + w * bce, weight_sum + w
+    loss = weighted_sum / weight_sum
+    if window_loss_weight > 0:
+        window_bce = []
+        for b in range(len(series)):
+            y, p = float(labels[series[b]]), torch.sigmoid(logits[b])
+            window_bce.append(-(y * torch.log(p) + (1 - y) * torch.log(1 - p)))
+        loss = loss + window_loss_weight * sum(window_bce) / len(window_bce)
+    return loss
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("window_loss_weight", [0.0, 0.3])
+def test_channel_loss_and_gradient_match_a_series_by_series_reference(weighted, window_loss_weight):
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(200, generator=gen, requires_grad=True)
+    series = torch.randint(0, 9, (200,), generator=gen)
+    series[series == 4] = 5  # series 4 and 9..11 are absent from the batch
+    labels = (torch.arange(12) % 3 == 0).float()
+    labels[[4, 10]] = -1.0  # an absent series of unknown label changes nothing
+    weight = torch.rand(12, generator=gen) + 0.5 if weighted else None
+
+    loss = channel_loss(logits, series, labels, weight, window_loss_weight)
+    expected = _reference_loss(logits, series, labels, weight, window_loss_weight)
+
+    assert math.isclose(loss.item(), expected.item(), rel_tol=1e-6, abs_tol=1e-6)
+    (grad,) = torch.autograd.grad(loss, logits)
+    (grad_expected,) = torch.autograd.grad(expected, logits)
+    torch.testing.assert_close(grad, grad_expected, rtol=1e-5, atol=1e-8)

@@ -12,7 +12,7 @@ import torch
 
 from sss_viewer.engine._execution import Execution, resolve_execution
 from sss_viewer.engine.config import TrainConfig, train_preset
-from sss_viewer.engine.training import _dense_channel_loss, channel_loss, train
+from sss_viewer.engine.training import train
 from sss_viewer.windows.store import DeviceWindows, SeriesStore
 
 TINY = dict(
@@ -117,23 +117,6 @@ def test_bad_execution_options_are_refused(params, message):
 def test_unknown_keys_are_refused():
     with pytest.raises(ValueError, match=r"Unknown training parameters \['amp'\]"):
         TrainConfig.from_dict({"amp": True})
-
-
-@pytest.mark.parametrize("weighted", [False, True])
-def test_sync_free_channel_loss_is_the_channel_loss(weighted):
-    gen = torch.Generator().manual_seed(0)
-    logits = torch.randn(300, generator=gen, requires_grad=True)
-    series = torch.randint(0, 9, (300,), generator=gen)
-    series[series == 4] = 5  # a series absent from the batch
-    labels = (torch.arange(12) % 3 == 0).float()
-    weight = torch.rand(12, generator=gen) + 0.5 if weighted else None
-    for window_weight in (0.0, 0.3):
-        expected = channel_loss(logits, series, labels, weight, window_weight)
-        got = _dense_channel_loss(logits, series, labels, weight, window_weight)
-        torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-7)
-        (grad_expected,) = torch.autograd.grad(expected, logits)
-        (grad_got,) = torch.autograd.grad(got, logits)
-        torch.testing.assert_close(grad_got, grad_expected, rtol=1e-5, atol=1e-8)
 
 
 @pytest.mark.gpu
