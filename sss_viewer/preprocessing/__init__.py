@@ -2,7 +2,8 @@
 
 ``config`` (``PreprocessConfig``, presets, rate checks) → ``filters`` (resample, notch, high-pass,
 pool; one channel block) → ``streaming`` (bounded-memory chunks of a lazy recording) → ``cache``
-(memory-mapped entries shared by processes, keyed by source digests and the config).
+(memory-mapped entries shared by processes, keyed by source digests and the config; ``SeriesSource``: what
+``build_series_set`` reads from a cache or a stand-in for one).
 """
 
 from sss_viewer._lazy import attach
@@ -10,7 +11,7 @@ from sss_viewer._lazy import attach
 _PUBLIC = {
     "sss_viewer.preprocessing.config": ("SCALES", "PreprocessConfig", "native_rates", "preprocess_preset"),
     "sss_viewer.preprocessing.filters": ("filter_block", "preprocess_channels"),
-    "sss_viewer.preprocessing.cache": ("SeriesCache", "default_cache_dir"),
+    "sss_viewer.preprocessing.cache": ("CachedSeries", "SeriesCache", "SeriesSource", "default_cache_dir"),
     "sss_viewer.preprocessing.artifacts": (
         "ArtifactConfig",
         "ArtifactReport",

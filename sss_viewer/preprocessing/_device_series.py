@@ -100,7 +100,7 @@ def read_to_device(
 
 
 class DeviceSeriesBuilder:
-    """``load_or_build`` of a series cache, done on a device and cached nowhere.
+    """A :class:`~sss_viewer.preprocessing.cache.SeriesSource` that preprocesses on a device and caches nothing.
 
     Parameters
     ----------
@@ -136,23 +136,13 @@ class DeviceSeriesBuilder:
         progress: bool = False,
         **stream_options,
     ) -> CachedSeries:
-        """The picks of ``recording`` preprocessed on the device, as :meth:`SeriesCache.load_or_build` returns them.
+        """The picks of ``recording`` preprocessed on the device: ``load_or_build`` of :class:`SeriesSource
+        <sss_viewer.preprocessing.cache.SeriesSource>`, which states the parameters and the result.
 
-        Parameters
-        ----------
-        recording : Recording
-        picks : ndarray, shape (n_picks,), int
-        config : PreprocessConfig
-        progress : bool
-            Accepted for the cache's signature; nothing to show.
-        **stream_options
-            The CPU path's ``chunk_seconds`` / ``memory_bytes``: ignored (channel blocks follow the device's memory).
-
-        Returns
-        -------
-        CachedSeries
-            ``data`` of shape (n_picks * n_out,), float32 in memory, channel ``j`` at ``offsets[j]``;
-            ``key`` is ``""``.
+        What differs from a :class:`~sss_viewer.preprocessing.cache.SeriesCache`: ``progress`` and
+        ``**stream_options`` are ignored (nothing to show; channel blocks follow the device's memory), ``data``
+        is in memory rather than a memmap, ``key`` is ``""`` (nothing is cached), and the series also stay on the
+        device in :attr:`series` (rows of unusable channels NaN), the build's seconds in :attr:`timings`.
         """
         picks = np.asarray(picks, dtype=int)
         config.check_sfreq(recording.sfreq, what=f"recording {recording.label} ({recording.source or 'in memory'})")

@@ -15,6 +15,9 @@ does not re-read them. Entries are written to a temporary folder and renamed int
 interrupted build leaves no half entry; ``index.json`` records the SHA-256 of ``series.f32``,
 checked on every use (through the same remembered digests), so an entry altered in place is
 rebuilt instead of served. Source files are only ever read.
+
+:class:`SeriesSource` states what :func:`~sss_viewer.windows.series_set.build_series_set` needs of a cache
+(and of anything that stands in for one).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -149,6 +153,54 @@ class CachedSeries:
     lengths: np.ndarray
     unusable: dict[str, str]
     key: str
+
+
+@runtime_checkable
+class SeriesSource(Protocol):
+    """Where a recording's preprocessed channels come from (the series-source contract).
+
+    :func:`~sss_viewer.windows.series_set.build_series_set` calls only ``load_or_build`` and reads only ``data``,
+    ``offsets`` and ``unusable`` of what it returns. :class:`SeriesCache` is one (preprocessed on a miss,
+    memory-mapped from disk); GPU scoring's device builder (``_device_series.DeviceSeriesBuilder``) is another
+    (preprocessed on a device, cached nowhere).
+    """
+
+    def load_or_build(
+        self,
+        recording: Recording,
+        picks: np.ndarray,
+        config: PreprocessConfig,
+        *,
+        progress: bool = False,
+        **stream_options,
+    ) -> CachedSeries:
+        """Channels ``picks`` of ``recording`` preprocessed with ``config``.
+
+        Parameters
+        ----------
+        recording : Recording
+            In memory or lazy.
+        picks : ndarray, shape (n_picks,), int
+            Channel indices into ``recording.ch_names``; the series come back in this order.
+        config : PreprocessConfig
+        progress : bool
+            Show the progress of preprocessing; a source with nothing to show ignores it.
+        **stream_options
+            The CPU streaming options (``chunk_seconds`` / ``memory_bytes`` of ``preprocess_into``). A source that
+            does not stream may ignore them: they choose how the work is chunked, never the series.
+
+        Returns
+        -------
+        CachedSeries
+            ``data``, shape (n_picks * n_out,), float32 (a read-only memmap or in memory), with
+            ``n_out = config.output_length(recording.n_times, recording.sfreq)``; ``channels``, the picks' names
+            (n_picks,); ``offsets`` and ``lengths``, shape (n_picks,), int64: pick ``j``'s series is
+            ``data[offsets[j] : offsets[j] + n_out]`` (``lengths[j] == n_out``); ``unusable``,
+            ``{channel name: reason}`` for the picks that could not be preprocessed (NaN/inf samples, a flat
+            signal), whose slots in ``data`` hold no meaningful values; ``key``, the cache entry's key (``""`` when
+            nothing is cached).
+        """
+        ...
 
 
 class SeriesCache:

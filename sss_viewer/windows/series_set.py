@@ -12,7 +12,7 @@ from tqdm.auto import tqdm
 
 from sss_viewer.io.recording import Recording
 from sss_viewer.preprocessing._streaming import preprocess_into
-from sss_viewer.preprocessing.cache import SeriesCache
+from sss_viewer.preprocessing.cache import SeriesSource
 from sss_viewer.preprocessing.config import PreprocessConfig
 from sss_viewer.windows.store import SeriesStore
 
@@ -51,7 +51,7 @@ def build_series_set(
     *,
     min_length: int = 1,
     progress: bool = True,
-    cache: SeriesCache | None = None,
+    cache: SeriesSource | None = None,
     **stream_options,
 ) -> SeriesSet:
     """Pick good iEEG channels, preprocess them and lay them out in one store.
@@ -59,8 +59,8 @@ def build_series_set(
     Channels with NaN/inf samples, flat channels and channels shorter than ``min_length``
     preprocessed samples are excluded, logged with their reason, and listed in ``excluded``.
     Preprocessing is chunked (``preprocess_into``), so memory stays bounded whatever the length of
-    the recordings; with a ``cache`` the series are memory-mapped from disk (and reused across
-    runs), otherwise they are held in memory, one array per recording.
+    the recordings; with a ``cache`` the series are the ones it gives (memory-mapped from disk and
+    reused across runs by a ``SeriesCache``), otherwise they are held in memory, one array per recording.
 
     Parameters
     ----------
@@ -71,8 +71,9 @@ def build_series_set(
         Shortest series kept, in preprocessed samples (the window length L).
     progress : bool
         Show a progress bar over recordings.
-    cache : SeriesCache, optional
-        On-disk cache of preprocessed channels.
+    cache : SeriesSource, optional
+        A series source: a SeriesCache (on disk) or a DeviceSeriesBuilder (on a device); given
+        ``**stream_options``, which it may ignore.
     **stream_options
         ``chunk_seconds`` / ``memory_bytes`` for ``preprocess_into``.
 

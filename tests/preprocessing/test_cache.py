@@ -1,6 +1,7 @@
 """The on-disk cache of preprocessed channels: keys, reuse, equality with in-memory preprocessing."""
 
 import hashlib
+import inspect
 import shutil
 
 import numpy as np
@@ -9,7 +10,8 @@ import pytest
 
 from sss_viewer.io.readers import read_recording
 from sss_viewer.preprocessing import cache as cache_module
-from sss_viewer.preprocessing.cache import SeriesCache, source_files
+from sss_viewer.preprocessing._device_series import DeviceSeriesBuilder
+from sss_viewer.preprocessing.cache import SeriesCache, SeriesSource, source_files
 from sss_viewer.preprocessing.config import preprocess_preset
 from sss_viewer.windows.series_set import build_series_set
 
@@ -81,3 +83,21 @@ def test_damaged_entry_is_reported_and_rebuilt(tmp_path, caplog):
         again = cache.load_or_build(recording, np.arange(4), preprocess_preset("default"))
     assert "is damaged" in caplog.text and "expected" in caplog.text
     np.testing.assert_array_equal(again.data, expected)
+
+
+@pytest.mark.parametrize("source", [SeriesCache, DeviceSeriesBuilder])
+def test_every_series_source_has_the_protocols_load_or_build(source):
+    """build_series_set's two sources keep SeriesSource's signature: names, kinds, defaults, annotations."""
+    expected = inspect.signature(SeriesSource.load_or_build)
+    actual = inspect.signature(source.load_or_build)
+    assert list(actual.parameters.values()) == list(expected.parameters.values())
+    assert actual.return_annotation == expected.return_annotation
+
+
+def test_the_cache_and_the_device_builder_are_series_sources(tmp_path):
+    from sss_viewer.preprocessing import SeriesSource as exported
+
+    assert exported is SeriesSource
+    assert isinstance(SeriesCache(tmp_path / "cache"), SeriesSource)
+    assert isinstance(DeviceSeriesBuilder("cpu"), SeriesSource)
+    assert not isinstance(object(), SeriesSource)
