@@ -19,7 +19,15 @@ from sss_viewer.windows.store import DeviceWindows, SeriesStore
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Execution", "resolve_execution"]
+__all__ = ["COMPILE_MIN_WINDOWS", "Execution", "resolve_execution"]
+
+COMPILE_MIN_WINDOWS = 30_000_000
+"""Planned training windows (epochs × training windows) below which ``compile="auto"`` stays eager on CUDA.
+
+:func:`torch.compile` costs about 17 s of warm-up and, on the paper preset on an H200, trained 632,336
+windows/s against 473,993 eager in bf16 (``benchmarks/gpu_training.py``, docs/results.md §3): 0.53 µs saved a
+window, so the warm-up pays from about 32 million windows. A clinic's own model from a few patients, or a
+check run, is far below that and trains sooner eager."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,9 @@ class Execution:
         return {"precision": self.precision, "compile": self.compile, "device_windows": self.device_windows}
 
 
-def resolve_execution(config, device: torch.device, store: SeriesStore, windows_path: bool) -> Execution:
+def resolve_execution(
+    config, device: torch.device, store: SeriesStore, windows_path: bool, planned_windows: int | None = None
+) -> Execution:
     """Resolve a configuration's ``"auto"`` execution options for one device.
 
     Parameters
@@ -66,6 +76,9 @@ def resolve_execution(config, device: torch.device, store: SeriesStore, windows_
         Whether the model is trained on raw windows (not on frozen features, not reading windows within
         their channel): compilation and device-resident windows apply to that path only, and ``"auto"``
         precision is bf16 on that path only (a head on frozen features trains in fp32 unless asked).
+    planned_windows : int, optional
+        Training windows the run may see (epochs × windows per epoch); ``compile="auto"`` compiles only from
+        :data:`COMPILE_MIN_WINDOWS` (None: as many as that).
 
     Returns
     -------
@@ -85,6 +98,13 @@ def resolve_execution(config, device: torch.device, store: SeriesStore, windows_
     compile_ = config.compile
     if compile_ == "auto":
         compile_ = cuda and windows_path
+        if compile_ and planned_windows is not None and planned_windows < COMPILE_MIN_WINDOWS:
+            logger.info(
+                "training eagerly: %d planned windows are too few for torch.compile's warm-up to pay (from %d)",
+                planned_windows,
+                COMPILE_MIN_WINDOWS,
+            )
+            compile_ = False
     device_windows = config.device_windows
     if device_windows == "auto":
         device_windows = cuda and windows_path and DeviceWindows.fits(store, device)

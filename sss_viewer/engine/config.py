@@ -134,7 +134,8 @@ class TrainConfig:
         scoring always run in fp32.
     compile : {"auto", True, False}
         Train the window model through :func:`torch.compile`; ``"auto"`` compiles on CUDA only
-        (never on the CPU).
+        (never on the CPU), for runs long enough that its warm-up pays
+        (:data:`~sss_viewer.engine._execution.COMPILE_MIN_WINDOWS` planned windows).
     device_windows : {"auto", True, False}
         Copy the store's samples to the device once and gather each batch there
         (:class:`~sss_viewer.windows.store.DeviceWindows`) instead of gathering it on the host and

@@ -307,7 +307,13 @@ def _train(
             )
     else:
         windows_path = frozen is None and not getattr(model, "reads_series", False)
-        execution = resolve_execution(config, device, series_set.store, windows_path)
+        execution = resolve_execution(
+            config,
+            device,
+            series_set.store,
+            windows_path,
+            planned_windows=min(len(train_set), config.windows_per_epoch or len(train_set)) * config.epochs,
+        )
         extra_info["execution"] = execution.to_dict()
         logger.info("execution on %s: %s", device, execution.to_dict())
         history, best_epoch = _train_epochs(

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from sss_viewer.engine._execution import Execution, resolve_execution
+from sss_viewer.engine._execution import COMPILE_MIN_WINDOWS, Execution, resolve_execution
 from sss_viewer.engine.config import TrainConfig, train_preset
 from sss_viewer.engine.training import train
 from sss_viewer.windows.store import DeviceWindows, SeriesStore
@@ -85,6 +85,22 @@ def test_options_that_do_not_apply_are_resolved_off():
     assert resolve_execution(config, torch.device("cpu"), store, windows_path=False) == Execution()
     assert resolve_execution(config, torch.device("cpu"), store, windows_path=True) == Execution(
         compile=True, device_windows=True
+    )
+
+
+def test_auto_compiles_on_cuda_only_runs_long_enough_for_the_warm_up_to_pay():
+    """Resolved for a CUDA device without one (no CUDA call on this path: precision and device windows are set)."""
+    store = SeriesStore.from_series([np.zeros(2048, np.float32)])
+    cuda = torch.device("cuda")
+    config = TrainConfig(precision="fp32", device_windows=False)
+    short, long_ = COMPILE_MIN_WINDOWS - 1, COMPILE_MIN_WINDOWS
+    assert not resolve_execution(config, cuda, store, windows_path=True, planned_windows=short).compile
+    assert resolve_execution(config, cuda, store, windows_path=True, planned_windows=long_).compile
+    assert resolve_execution(config, cuda, store, windows_path=True).compile  # length unknown: compiled
+    asked = TrainConfig(precision="fp32", device_windows=False, compile=True)
+    assert resolve_execution(asked, cuda, store, windows_path=True, planned_windows=10).compile  # asked for: kept
+    assert (
+        resolve_execution(config, torch.device("cpu"), store, windows_path=True, planned_windows=long_) == Execution()
     )
 
 
