@@ -5,11 +5,13 @@
 #                                        128 ch × 1 h × 1 kHz BrainVision file end to end, GPU vs the machine's CPUs
 #   3. benchmarks/gpu_training.py        paper-preset training windows/s, today's path vs bf16/compiled/device-gathered
 #   4. the GPU-marked tests
+#   modes (not in the default, ≈ 5 min): the compiled training path in torch.compile's "reduce-overhead" (CUDA
+#        graphs) and "max-autotune-no-cudagraphs" modes beside the rows of part 3 (goal 3's next candidates)
 #   ncu (not in the default): the Triton evidence kernel under Nsight Compute (occupancy, registers, warp stalls;
 #        works on Firecracker machines, device/KINDS.md) — what to look at before reformulating it for goal 1
 # Each part's full output goes to $OUT/<part>.log when OUT is set (the device tool's folder), else /tmp/gpu-issue33.
 # Usage (machine's own python3 with a CUDA torch; wheels the image lacks in .whl/, see benchmarks/README.md):
-#   bash benchmarks/gpu_issue33.sh [PARTS]     PARTS: any of "evidence e2e training tests" (default: all four)
+#   bash benchmarks/gpu_issue33.sh [PARTS]     PARTS: any of "evidence e2e training tests modes ncu" (default: the first four)
 # Run "evidence" before "e2e" on a fresh machine: the first use of the Triton kernels compiles them (about a
 # minute on the H200 machine; cached on disk afterwards), which would otherwise fall into e2e's GPU warm-up.
 set -uo pipefail
@@ -41,6 +43,7 @@ for p in $PARTS; do
     evidence) part evidence 130 $PY benchmarks/evidence_kernel.py --configs "${EVIDENCE_TILES:-1024x4}" --timeout 120 ;;
     e2e) part e2e 240 $PY benchmarks/score_long_recording.py --device cuda --file /tmp/sss-long/long.vhdr --skip-per-window --child-timeout 200 ;;
     training) part training 170 $PY benchmarks/gpu_training.py --no-spread --timeout 160 ;;
+    modes) part modes 300 $PY benchmarks/gpu_training.py --no-spread --compile-modes reduce-overhead,max-autotune-no-cudagraphs --timeout 290 ;;
     tests) part tests 70 $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/engine/test_training.py \
         tests/models/test_minirocket_series.py tests/models/test_minirocket_triton.py tests/preprocessing/test_torch_filters.py \
         tests/engine/test_training_precision.py ;;

@@ -74,6 +74,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--val-stride", type=int, default=None, help="validation stride (paper 5; tiny 64)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-spread", action="store_true", help="skip today's path at a second seed (the AUC spread)")
+    p.add_argument(
+        "--compile-modes",
+        default="",
+        help="extra rows on CUDA: the compiled path in these torch.compile modes, comma-separated "
+        "(e.g. reduce-overhead,max-autotune-no-cudagraphs; default none)",
+    )
     p.add_argument("--timeout", type=int, default=225, help="seconds before the watchdog ends the run (225)")
     return p.parse_args(argv)
 
@@ -271,6 +277,15 @@ def main(argv=None) -> int:
         allowed = max(AUC_TOLERANCE, spread)
         notes.append(f"|val AUC new - today| = {gap:.3f} (allowed {allowed:.3f}: max({AUC_TOLERANCE}, seed spread))")
         checks["validation AUC unchanged"] = bool(np.isfinite(gap) and gap <= allowed)
+        for mode in [m for m in args.compile_modes.split(",") if m] if device.startswith("cuda") else []:
+            try:  # goal 3's candidates (CUDA graphs, autotuned kernels), each beside the rows above
+                row = train_path(f"compiled, mode={mode}", series_set, train_preset("paper", **common, compile=mode))
+            except Exception as error:
+                notes.append(f"mode {mode} failed: {type(error).__name__}: {str(error).splitlines()[0][:200]}")
+                logger.exception("mode %s failed", mode)
+                continue
+            rows.append(row)
+            notes.append(f"|val AUC mode={mode} - today| = {abs(row['val_auc'] - rows[0]['val_auc']):.3f}")
     except Watchdog:
         checks[f"finished within --timeout {args.timeout} s"] = False
         print_table(rows, checks, notes)

@@ -40,6 +40,8 @@ class Execution:
         ``"bf16"``: the training forward/backward and the per-epoch validation run under bfloat16 autocast.
     compile : bool
         The window model's training forward goes through :func:`torch.compile`.
+    compile_mode : str
+        Its ``mode`` (one of :data:`~sss_viewer.engine.config.COMPILE_MODES`; ``"default"`` unless asked).
     device_windows : bool
         The store's samples sit on the device and batches are gathered there.
     """
@@ -47,6 +49,7 @@ class Execution:
     precision: str = "fp32"
     compile: bool = False
     device_windows: bool = False
+    compile_mode: str = "default"
 
     def autocast(self, device: torch.device) -> contextlib.AbstractContextManager:
         """bfloat16 autocast on ``device`` when ``precision`` is ``"bf16"``, else a context that does nothing."""
@@ -56,7 +59,10 @@ class Execution:
 
     def to_dict(self) -> dict:
         """JSON-serialisable record (a run's ``info["execution"]``)."""
-        return {"precision": self.precision, "compile": self.compile, "device_windows": self.device_windows}
+        record = {"precision": self.precision, "compile": self.compile, "device_windows": self.device_windows}
+        if self.compile and self.compile_mode != "default":
+            record["compile_mode"] = self.compile_mode
+        return record
 
 
 def resolve_execution(
@@ -95,7 +101,9 @@ def resolve_execution(
         precision = "bf16" if cuda and windows_path and torch.cuda.is_bf16_supported() else "fp32"
     elif precision == "bf16" and cuda and not torch.cuda.is_bf16_supported():
         raise ValueError(f"Invalid precision='bf16': the CUDA device {device} does not support bfloat16; use 'fp32'.")
-    compile_ = config.compile
+    compile_, compile_mode = config.compile, "default"
+    if isinstance(compile_, str) and compile_ != "auto":  # a mode: compile in it
+        compile_, compile_mode = True, config.compile
     if compile_ == "auto":
         compile_ = cuda and windows_path
         if compile_ and planned_windows is not None and planned_windows < COMPILE_MIN_WINDOWS:
@@ -115,4 +123,9 @@ def resolve_execution(
         device_windows = False
     if compile_ and not windows_path:
         compile_ = False
-    return Execution(precision=precision, compile=bool(compile_), device_windows=bool(device_windows))
+    return Execution(
+        precision=precision,
+        compile=bool(compile_),
+        device_windows=bool(device_windows),
+        compile_mode=compile_mode if compile_ else "default",
+    )

@@ -46,6 +46,9 @@ PRECISIONS = ("auto", "fp32", "bf16")
 AUTO_SWITCHES = ("auto", True, False)
 """Values of ``TrainConfig.compile`` and ``TrainConfig.device_windows``."""
 
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+""":func:`torch.compile` modes ``TrainConfig.compile`` also accepts (compile, in that mode; ``True`` is ``"default"``)."""
+
 
 EXECUTION_OPTIONS = ("precision", "compile", "device_windows")
 """How a run executes on its device (:mod:`sss_viewer.engine._execution`): recorded by :meth:`TrainConfig.to_dict`
@@ -132,10 +135,11 @@ class TrainConfig:
         float32); ``"auto"`` is bf16 on CUDA devices that support it for a model trained on raw windows
         (PatchTST), fp32 elsewhere (the CPU; a head on frozen features). Calibration, threshold and
         scoring always run in fp32.
-    compile : {"auto", True, False}
+    compile : {"auto", True, False, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"}
         Train the window model through :func:`torch.compile`; ``"auto"`` compiles on CUDA only
         (never on the CPU), for runs long enough that its warm-up pays
-        (:data:`~sss_viewer.engine._execution.COMPILE_MIN_WINDOWS` planned windows).
+        (:data:`~sss_viewer.engine._execution.COMPILE_MIN_WINDOWS` planned windows). A mode of
+        :data:`COMPILE_MODES` compiles in that mode (``"reduce-overhead"``: CUDA graphs); ``True`` is ``"default"``.
     device_windows : {"auto", True, False}
         Copy the store's samples to the device once and gather each batch there
         (:class:`~sss_viewer.windows.store.DeviceWindows`) instead of gathering it on the host and
@@ -189,10 +193,13 @@ class TrainConfig:
         check_option("threshold_criterion", self.threshold_criterion, ("f1", "youden"))
         check_option("head_solver", self.head_solver, HEAD_SOLVERS)
         check_option("precision", self.precision, PRECISIONS)
-        for name in ("compile", "device_windows"):
-            value = getattr(self, name)
-            if not (isinstance(value, bool) or value == "auto"):  # 1/0 would pass a plain membership test
-                raise ValueError(f"Invalid {name}={value!r}: expected one of 'auto', True, False.")
+        if not (isinstance(self.device_windows, bool) or self.device_windows == "auto"):  # 1/0 are not switches
+            raise ValueError(f"Invalid device_windows={self.device_windows!r}: expected one of 'auto', True, False.")
+        if not (isinstance(self.compile, bool) or self.compile == "auto" or self.compile in COMPILE_MODES):
+            modes = ", ".join(repr(m) for m in COMPILE_MODES)
+            raise ValueError(
+                f"Invalid compile={self.compile!r}: expected one of 'auto', True, False, or a mode: {modes}."
+            )
         try:
             penalties = tuple(float(v) for v in np.atleast_1d(self.head_l2))
         except (TypeError, ValueError):

@@ -477,7 +477,7 @@ def _train_epochs(
     train_starts = train_set.starts
     train_series = torch.from_numpy(train_set.series)
     on_device = _DeviceBatches(series_set.store, train_set, device) if execution.device_windows else None
-    logits_of = _WindowLogits(torch.compile(model) if execution.compile else model)
+    logits_of = _WindowLogits(torch.compile(model, mode=execution.compile_mode) if execution.compile else model)
     all_reduce = None
     if ranks.distributed:  # DDP averages the gradients; the channel loss sums per-series sums over ranks
         from torch.nn.parallel import DistributedDataParallel

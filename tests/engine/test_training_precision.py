@@ -104,6 +104,23 @@ def test_auto_compiles_on_cuda_only_runs_long_enough_for_the_warm_up_to_pay():
     )
 
 
+def test_a_compile_mode_compiles_in_that_mode_and_is_recorded():
+    store = SeriesStore.from_series([np.zeros(2048, np.float32)])
+    config = TrainConfig(compile="reduce-overhead")
+    execution = resolve_execution(config, torch.device("cpu"), store, windows_path=True, planned_windows=10)
+    assert (execution.compile, execution.compile_mode) == (True, "reduce-overhead")  # asked for: on any device
+    assert execution.to_dict()["compile_mode"] == "reduce-overhead"
+    assert (
+        "compile_mode" not in resolve_execution(TrainConfig(compile=True), torch.device("cpu"), store, True).to_dict()
+    )
+    assert TrainConfig.from_dict(json.loads(json.dumps(config.to_dict()))).compile == "reduce-overhead"
+    assert not resolve_execution(config, torch.device("cpu"), store, windows_path=False).compile  # frozen features
+    with pytest.raises(ValueError, match=r"Invalid compile='fast'.*'reduce-overhead'"):
+        TrainConfig(compile="fast")
+    with pytest.raises(ValueError, match=r"Invalid device_windows='reduce-overhead'"):
+        TrainConfig(device_windows="reduce-overhead")
+
+
 def test_config_round_trip_and_old_records():
     config = train_preset("paper", precision="bf16", compile=False, device_windows=True)
     record = json.loads(json.dumps(config.to_dict()))
