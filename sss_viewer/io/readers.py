@@ -86,7 +86,8 @@ _EXPECTED_BIDS_NOTES = (
     "Unable to map the following column(s) to MNE",
 )
 """mne-bids warnings that are not news for this reader: a run without electrode positions (not used),
-``participants.tsv`` columns MNE has no field for (read by :mod:`sss_viewer.io.bids`), or a channel list the project's own rules reconcile (``$`` duplicates) or refuse. Logged at INFO, not WARNING."""
+``participants.tsv`` columns MNE has no field for (read by :mod:`sss_viewer.io.bids`), or a channel list
+the project's own rules reconcile (``$`` duplicates) or refuse. Logged at INFO, not WARNING."""
 
 _TRUNCATION_HINTS = ("does not match the file size", "Invalid tag with only")
 """Fragments of MNE warnings that mean the file is cut short (EDF/BDF, FIF)."""
