@@ -12,6 +12,7 @@ import pytest
 from sss_viewer.cli import main
 from sss_viewer.io import RecordingReadError, load_bids_cohort, load_data, load_recording, summarise_bids
 from sss_viewer.io.bids import read_bids_run
+from sss_viewer.io.readers import read_recording
 from tests.fixtures.bids_fixture import read_manifest
 
 
@@ -252,3 +253,48 @@ def test_an_events_onset_mne_bids_would_drop_is_an_error_naming_the_line(broken_
     events.write_text("\n".join(lines) + "\n")
     with pytest.raises(RecordingReadError, match=r"onset is not a number on lines \[4\]"):
         load_recording(_pt01_run(broken_copy, "01"))
+
+
+def test_an_edf_run_in_a_bids_layout_is_opened_by_mne_bids_with_its_sidecars(tmp_path):
+    """Clinics' EDF exports in BIDS: the vendor-named EDF (``POL G1``…, mV contacts) read by ``read_raw_bids``;
+    ``channels.tsv`` types and bad marks, ``events.tsv`` seizure onset (not the file's own annotations) applied."""
+    import mne
+
+    from tests.clinical_files import write_clinical_edf
+
+    root = tmp_path / "ds"
+    ieeg = root / "sub-01" / "ieeg"
+    ieeg.mkdir(parents=True)
+    (root / "dataset_description.json").write_text(json.dumps({"Name": "edf", "BIDSVersion": "1.9.0"}))
+    (root / "participants.tsv").write_text("participant_id\tsite\nsub-01\tCLINIC\n")
+    edf = write_clinical_edf(ieeg, name="sub-01_task-ictal_run-01_ieeg.edf", units="mV", onset_s=12.0)
+    names = mne.io.read_raw_edf(edf.path, verbose="error").ch_names
+    kinds = ["SEEG" if n in edf.scored else "MISC" for n in names]
+    bad = edf.scored[1]
+    status = ["bad" if n == bad else "good" for n in names]
+    pd.DataFrame({"name": names, "type": kinds, "units": "uV", "status": status}).to_csv(
+        ieeg / "sub-01_task-ictal_run-01_channels.tsv", sep="\t", index=False
+    )
+    (ieeg / "sub-01_task-ictal_run-01_ieeg.json").write_text(
+        json.dumps({"PowerLineFrequency": 50, "SamplingFrequency": 256})
+    )
+    pd.DataFrame({"onset": [1.0, 15.5], "duration": [0.0, 0.0], "trial_type": ["A1+A2 OFF", "sz onset"]}).to_csv(
+        ieeg / "sub-01_task-ictal_run-01_events.tsv", sep="\t", index=False
+    )
+    before = _tree_digests(root)
+    rec = read_bids_run(edf.path)
+    assert rec.info["read_by"] == "mne-bids" and rec.centre == "CLINIC" and rec.subject == "01"
+    assert [rec.ch_names[i] for i in rec.ieeg_picks()] == [n for n in edf.scored if n != bad]
+    assert bad in rec.bads
+    assert rec.seizure_onset_s == pytest.approx(15.5)  # the events.tsv's, not the file's EEG SZ START at 12 s
+    assert [e.description for e in rec.events] == ["A1+A2 OFF", "sz onset"] and rec.line_freq == 50
+    loose = tmp_path / "loose"  # the same EDF outside any dataset, read by MNE alone: the same µV samples
+    loose.mkdir()
+    shutil.copy(edf.path, loose / edf.path.name)
+    alone = read_recording(loose / edf.path.name)
+    picks = rec.ieeg_picks()
+    np.testing.assert_array_equal(
+        rec.get_data(picks), alone.get_data([alone.ch_names.index(rec.ch_names[i]) for i in picks])
+    )
+    assert 1.0 < float(np.std(rec.get_data(picks[:1]))) < 1e4  # µV, as stated in mV in the file
+    assert _tree_digests(root) == before
