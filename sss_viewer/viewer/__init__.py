@@ -5,8 +5,8 @@ param); PNG/SVG export also needs ``[export]`` (playwright) and Debian's ``chrom
 
 Without param (an engine-only install) importing the package says which extra to install. With param
 but without the plotting libraries, the modules that draw nothing still import: the trace view's data
-side (:mod:`.trace_data`) and the arithmetic under it (:mod:`.display`, :mod:`.envelope`,
-:mod:`.excluded`), the demo files and the CSV export; a public name whose module needs a missing
+side (:mod:`._trace_data`) and the arithmetic under it (:mod:`._display`, :mod:`._envelope`,
+:mod:`._excluded`), the demo files and the CSV export; a public name whose module needs a missing
 plotting library raises :class:`sss_viewer._lazy.MissingExtraError` naming ``[viewer]``.
 """
 

@@ -161,7 +161,7 @@ class DrawnRows:
     n_contacts : int
         How many of ``names`` are scored contacts (a member at or past it is a greyed row).
     excluded : dict of str to str
-        ``{channel: reason}`` of every channel that is not a contact (see :mod:`.excluded`).
+        ``{channel: reason}`` of every channel that is not a contact (see :mod:`._excluded`).
     """
 
     picks: np.ndarray

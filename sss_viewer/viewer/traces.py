@@ -1208,7 +1208,7 @@ class TraceView(pn.viewable.Viewer, TraceParams):
                 self._overview_stream.event(version=self._overview_stream.version + 1)
 
     def _redraw_in_place(self, window: tuple[float, float], *, overview: bool, heat: bool = False) -> bool:
-        """Draw ``window`` of the current page into the session's drawn glyphs (see :mod:`.inplace`).
+        """Draw ``window`` of the current page into the session's drawn glyphs (see :mod:`._inplace`).
 
         Only new data: the same row slots, templates and options as the last full update. Each
         curve's amplitude range (its ``subcoordinate_y`` source range, ±the row's amplitude) is
@@ -1523,7 +1523,7 @@ class TraceView(pn.viewable.Viewer, TraceParams):
 
     @property
     def cursor(self) -> TraceCursor:
-        """The readout, two-point measurement and "click adds" mode of the traces (:mod:`.trace_cursor`)."""
+        """The readout, two-point measurement and "click adds" mode of the traces (:mod:`._trace_cursor`)."""
         cursor = self.__dict__.get("_cursor")
         if cursor is None:
             cursor = self._cursor = TraceCursor(view=self)
