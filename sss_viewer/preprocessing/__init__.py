@@ -10,7 +10,7 @@ from sss_viewer._lazy import attach
 
 _PUBLIC = {
     "sss_viewer.preprocessing.config": ("SCALES", "PreprocessConfig", "native_rates", "preprocess_preset"),
-    "sss_viewer.preprocessing.filters": ("filter_block", "preprocess_channels"),
+    "sss_viewer.preprocessing.filters": ("filter_block", "preprocess_channels", "unusable_reason"),
     "sss_viewer.preprocessing.cache": ("CachedSeries", "SeriesCache", "SeriesSource", "default_cache_dir"),
     "sss_viewer.preprocessing.artifacts": (
         "ArtifactConfig",
