@@ -36,12 +36,11 @@ import numpy as np
 import torch
 
 from sss_viewer.engine.config import train_preset
-from sss_viewer.engine.training import train
+from sss_viewer.engine.training import default_split, train
 from sss_viewer.models import build_window_model
 from sss_viewer.synth.config import SynthConfig
 from sss_viewer.synth.run import synthesise_recording
 from sss_viewer.windows.series_set import build_series_set
-from sss_viewer.windows.splits import assign_splits
 from sss_viewer.windows.store import DeviceWindows
 
 logger = logging.getLogger("gpu_training")
@@ -101,17 +100,7 @@ def cohort_series(n_patients: int, duration_scale: float, window_length: int, pr
 
 def train_windows(series_set, config) -> int:
     """Training windows of ``config``'s split of ``series_set`` (as :func:`~sss_viewer.engine.training.train` draws it)."""
-    meta = series_set.meta
-    labelled = meta["label"].to_numpy() >= 0
-    split = assign_splits(
-        meta[labelled],
-        config.split,
-        val_fraction=config.val_fraction,
-        test_fraction=config.test_fraction,
-        balance=config.balance,
-        seed=config.seed,
-    )
-    lengths = series_set.store.lengths[labelled][split == "train"]
+    lengths = series_set.store.lengths[default_split(series_set.meta, config) == "train"]
     return int(np.maximum((lengths - config.window_length) // config.train_stride + 1, 0).sum())
 
 

@@ -215,6 +215,34 @@ def train(
         )
 
 
+def default_split(meta: pd.DataFrame, config) -> np.ndarray:
+    """Each series' split as :func:`train` draws it when none is given: labelled series by ``config``, others unused.
+
+    Parameters
+    ----------
+    meta : DataFrame
+        A series set's ``meta`` (one row per series; ``label`` -1 when unknown).
+    config : TrainConfig
+        Its ``split``, ``val_fraction``, ``test_fraction``, ``balance`` and ``seed``.
+
+    Returns
+    -------
+    split : ndarray, shape (n_series,), object
+        ``"train"``, ``"val"``, ``"test"`` or :data:`UNUSED` per series.
+    """
+    labelled = meta["label"].to_numpy() >= 0
+    split = np.full(len(meta), UNUSED, dtype=object)
+    split[labelled] = assign_splits(
+        meta[labelled],
+        config.split,
+        val_fraction=config.val_fraction,
+        test_fraction=config.test_fraction,
+        balance=config.balance,
+        seed=config.seed,
+    )
+    return split
+
+
 def _train(
     recordings, config, device, generator, *, progress, series_set, cache, split, feature_memo, checkpoint, resume
 ) -> ModelBundle | None:
@@ -232,15 +260,7 @@ def _train(
         _refuse_short_recordings(recordings, config)
         raise ValueError("None of the training recordings has SOZ labels; training needs labelled channels.")
     if split is None:
-        split = np.full(len(meta), UNUSED, dtype=object)
-        split[labelled] = assign_splits(
-            meta[labelled],
-            config.split,
-            val_fraction=config.val_fraction,
-            test_fraction=config.test_fraction,
-            balance=config.balance,
-            seed=config.seed,
-        )
+        split = default_split(meta, config)
     else:
         split = np.asarray(split, dtype=object)
         if split.shape != (len(meta),):
