@@ -43,6 +43,31 @@ kernel's partial sum passes through an ordered move (``_after``): without it the
 all 672 scalar bias loads to the top of the program and spilled (20,080 instructions, 43 % of them
 local-memory traffic).
 
+The baked kernel: the numbers compiled in
+-----------------------------------------
+:func:`_baked_evidence_kernel` is the same arithmetic with one dilation's sorted biases, cumulative weights
+and dilation passed as compile-time constants (tuples of the float32 values), so ``ptxas`` writes them into
+the compare and select instructions as immediates: no table loads, no address arithmetic, no ``+inf``
+padding compared (a kernel's last group holds only its remaining biases), and one position a thread. Counted
+the same way for the demo model (``benchmarks/evidence_sass.py``, sm_90, tile 128 x 4): **32,336
+instructions a sample** against the generic kernel's 38,269 (0.845), 1,144 a position at a dilation of four
+biases a kernel (336 FSETP, 336 FSEL, 284 FADD, 84 FMUL: 1,040 the arithmetic itself), 32-48 registers
+instead of ~200 (so an SM holds 4-6 times the warps to hide latency) and 15-53 KB of code a kernel instead
+of 168-472 KB. Two or four positions a thread made ``ptxas`` hold the immediates in registers: more
+instructions a position and up to 255 registers. The cost is compiling: one kernel per model and dilation
+(25 for the demo model, about a second each on a 2-core CPU), cached on disk by Triton after a machine's
+first use. Its results equal the generic kernel's bit for bit (the tests check it through the interpreter).
+
+What goal 1 asks of the hardware
+--------------------------------
+Every sample is compared with each of the model's 9,996 biases and each comparison feeds a select: two
+issued instructions a bias, plus three a kernel for its output, is the floor of an exact compare-based
+evaluation. An H200 issues at most one warp instruction per clock on each of its 528 schedulers, 3.35e13
+lane-instructions a second at 1.98 GHz: the baked kernel's ceiling is 1.03e9 samples/s (the generic one's
+8.7e8), so 1e9 would need 97 % of every issue slot of the chip, which no kernel sustains. The measured
+figure for the generic kernel, 2.44e8, is 28 % of its ceiling; what the baked kernel's registers and code
+size buy is a larger share of a higher ceiling, measured on a GPU by ``benchmarks/evidence_kernel.py``.
+
 Tables
 ------
 The step tables (sorted biases, cumulative weights) are uploaded to the device once per
@@ -63,6 +88,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from sss_viewer._validate import check_option
+from sss_viewer.models.minirocket_features import N_KERNELS
+
 try:
     import triton
     import triton.language as tl
@@ -75,9 +103,19 @@ logger = logging.getLogger(__name__)
 __all__ = ["triton_available", "triton_window_logits"]
 
 BLOCK = 1024
-"""Positions per program (8 per thread with 4 warps)."""
+"""Positions per program of the generic kernel (8 per thread with 4 warps)."""
 NUM_WARPS = 4
-"""Warps per program."""
+"""Warps per program of the generic kernel."""
+KERNELS = ("generic", "baked")
+"""The two forms of the kernel (:func:`triton_window_logits`'s ``kernel``)."""
+DEFAULT_KERNEL = "generic"
+"""The form scoring uses. The baked form has 16 % fewer instructions a sample, 32-48 registers instead of ~200
+and a tenth of the code (``benchmarks/evidence_sass.py``), but pays one compile per model and dilation on a
+machine's first use; it becomes the default when a GPU has measured it faster (``benchmarks/evidence_kernel.py``)."""
+TILES = {"generic": (BLOCK, NUM_WARPS), "baked": (128, 4)}
+"""Default (positions, warps) per program of each kernel. The baked kernel takes one position a thread: with
+its numbers compiled in as immediates it needs 32-48 registers; two or four positions a thread made ptxas
+hold the immediates in registers (more instructions a position, up to 255 registers)."""
 _CACHE_SIZE = 8
 """Device tables kept (one per model, head, window length and device)."""
 
@@ -160,6 +198,69 @@ if triton is not None:
         each, then spills)."""
         return tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [e], dtype=tl.float32, is_pure=False, pack=1)
 
+    @triton.constexpr_function
+    def _kernel_index(a, b, c):
+        """Index of the kernel whose 2-weighted taps are ``(a, b, c)`` among the 3-of-9 combinations in
+        lexicographic order (:func:`~sss_viewer.models.minirocket_features.kernel_taps`), at compile time."""
+        return (84 - (9 - a) * (8 - a) * (7 - a) // 6 + (8 - a) * (7 - a) // 2) - (9 - b) * (8 - b) // 2 + (c - b - 1)
+
+    @triton.constexpr_function
+    def _baked_index(a, b, c, nb, j):
+        """Position of bias ``j`` of kernel ``(a, b, c)`` in a dilation's baked table of ``nb`` biases a kernel."""
+        return _kernel_index(a, b, c) * nb + j
+
+    @triton.jit
+    def _taps(x_ptr, x_stride, T, BLOCK: tl.constexpr, d, BOTH_ENDS: tl.constexpr):
+        """The row, positions and mask of this program, and the 9 taps at dilation ``d`` of each position
+        (zeros outside ``[0, T)``) with their left-to-right float32 sum ``base``. ``BOTH_ENDS``: the left taps' masks test ``p < T`` too
+        (always true there; the generic kernel's SASS, as measured, has it)."""
+        row = tl.program_id(1).to(tl.int64)
+        t = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        live = t < T
+        src = x_ptr + row * x_stride
+        left_end = T if BOTH_ENDS else 2**31 - 1
+        p = t - 4 * d
+        x0 = tl.load(src + p, mask=live & (p >= 0) & (p < left_end), other=0.0)
+        p = t - 3 * d
+        x1 = tl.load(src + p, mask=live & (p >= 0) & (p < left_end), other=0.0)
+        p = t - 2 * d
+        x2 = tl.load(src + p, mask=live & (p >= 0) & (p < left_end), other=0.0)
+        p = t - d
+        x3 = tl.load(src + p, mask=live & (p >= 0) & (p < left_end), other=0.0)
+        x4 = tl.load(src + t, mask=live, other=0.0)
+        p = t + d
+        x5 = tl.load(src + p, mask=live & (p < T), other=0.0)
+        p = t + 2 * d
+        x6 = tl.load(src + p, mask=live & (p < T), other=0.0)
+        p = t + 3 * d
+        x7 = tl.load(src + p, mask=live & (p < T), other=0.0)
+        p = t + 4 * d
+        x8 = tl.load(src + p, mask=live & (p < T), other=0.0)
+        base = x0 + x1
+        base = base + x2
+        base = base + x3
+        base = base + x4
+        base = base + x5
+        base = base + x6
+        base = base + x7
+        base = base + x8
+        return row, t, live, x0, x1, x2, x3, x4, x5, x6, x7, x8, base
+
+    @triton.jit
+    def _write(whole_ptr, part_ptr, out_stride, row, t, live, e_even, e_odd, pad_even, inner):
+        """Add the padded kernels' evidence (the even or the odd ones) to ``whole`` (float64, column ``1 + t``),
+        and the unpadded ones' to ``part`` when ``inner``, else to ``whole`` as well."""
+        even = pad_even != 0
+        e_pad = tl.where(even, e_even, e_odd)
+        e_unp = tl.where(even, e_odd, e_even)
+        dst = row * out_stride + 1 + t
+        whole = tl.load(whole_ptr + dst, mask=live, other=0.0)
+        if inner != 0:
+            tl.store(whole_ptr + dst, whole + e_pad.to(tl.float64), mask=live)
+            tl.store(part_ptr + dst, e_unp.to(tl.float64), mask=live)
+        else:
+            tl.store(whole_ptr + dst, whole + (e_pad + e_unp).to(tl.float64), mask=live)
+
     @triton.jit(do_not_specialize=["x_stride", "T", "out_stride", "step0", "d", "pad_even", "inner"])
     def _evidence_kernel(
         x_ptr,
@@ -184,35 +285,7 @@ if triton is not None:
         kernel ``k``'s steps start at ``step0 + k * 4 * NGROUPS``; ``pad_even``: the padded kernels
         are the even ones; ``inner``: the unpadded kernels go to ``part`` (else to ``whole``).
         """
-        row = tl.program_id(1).to(tl.int64)
-        t = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        live = t < T
-        src = x_ptr + row * x_stride
-        p = t - 4 * d
-        x0 = tl.load(src + p, mask=live & (p >= 0) & (p < T), other=0.0)
-        p = t - 3 * d
-        x1 = tl.load(src + p, mask=live & (p >= 0) & (p < T), other=0.0)
-        p = t - 2 * d
-        x2 = tl.load(src + p, mask=live & (p >= 0) & (p < T), other=0.0)
-        p = t - d
-        x3 = tl.load(src + p, mask=live & (p >= 0) & (p < T), other=0.0)
-        x4 = tl.load(src + t, mask=live, other=0.0)
-        p = t + d
-        x5 = tl.load(src + p, mask=live & (p < T), other=0.0)
-        p = t + 2 * d
-        x6 = tl.load(src + p, mask=live & (p < T), other=0.0)
-        p = t + 3 * d
-        x7 = tl.load(src + p, mask=live & (p < T), other=0.0)
-        p = t + 4 * d
-        x8 = tl.load(src + p, mask=live & (p < T), other=0.0)
-        base = x0 + x1
-        base = base + x2
-        base = base + x3
-        base = base + x4
-        base = base + x5
-        base = base + x6
-        base = base + x7
-        base = base + x8
+        row, t, live, x0, x1, x2, x3, x4, x5, x6, x7, x8, base = _taps(x_ptr, x_stride, T, BLOCK, d, True)
         e_even = tl.zeros_like(base)
         e_odd = tl.zeros_like(base)
         stride: tl.constexpr = 4 * NGROUPS
@@ -221,31 +294,66 @@ if triton is not None:
             for b in tl.static_range(a + 1, 8):
                 pair = xa + _pick(b, x0, x1, x2, x3, x4, x5, x6, x7, x8)
                 for c in tl.static_range(b + 1, 9):
-                    # kernel index of (a, b, c) among the 3-of-9 combinations in lexicographic order
-                    k = (
-                        (84 - (9 - a) * (8 - a) * (7 - a) // 6 + (8 - a) * (7 - a) // 2)
-                        - (9 - b) * (8 - b) // 2
-                        + (c - b - 1)
-                    )
                     v = (pair + _pick(c, x0, x1, x2, x3, x4, x5, x6, x7, x8)) * 3.0 - base
-                    if k % 2 == 0:
-                        e_even = _steps(v, e_even, sb_ptr, sw_ptr, step0 + k * stride, NGROUPS)
+                    first = step0 + _kernel_index(a, b, c) * stride
+                    if _kernel_index(a, b, c) % 2 == 0:
+                        e_even = _steps(v, e_even, sb_ptr, sw_ptr, first, NGROUPS)
                         if IN_ORDER:
                             e_even = _after(e_even)
                     else:
-                        e_odd = _steps(v, e_odd, sb_ptr, sw_ptr, step0 + k * stride, NGROUPS)
+                        e_odd = _steps(v, e_odd, sb_ptr, sw_ptr, first, NGROUPS)
                         if IN_ORDER:
                             e_odd = _after(e_odd)
-        even = pad_even != 0
-        e_pad = tl.where(even, e_even, e_odd)
-        e_unp = tl.where(even, e_odd, e_even)
-        dst = row * out_stride + 1 + t
-        whole = tl.load(whole_ptr + dst, mask=live, other=0.0)
-        if inner != 0:
-            tl.store(whole_ptr + dst, whole + e_pad.to(tl.float64), mask=live)
-            tl.store(part_ptr + dst, e_unp.to(tl.float64), mask=live)
-        else:
-            tl.store(whole_ptr + dst, whole + (e_pad + e_unp).to(tl.float64), mask=live)
+        _write(whole_ptr, part_ptr, out_stride, row, t, live, e_even, e_odd, pad_even, inner)
+
+    @triton.jit(do_not_specialize=["x_stride", "T", "out_stride"])
+    def _baked_evidence_kernel(
+        x_ptr,
+        x_stride,
+        T,
+        whole_ptr,
+        part_ptr,
+        out_stride,
+        B: tl.constexpr,
+        W: tl.constexpr,
+        NB: tl.constexpr,
+        D: tl.constexpr,
+        PAD_EVEN: tl.constexpr,
+        INNER: tl.constexpr,
+        BLOCK: tl.constexpr,
+    ):
+        """:func:`_evidence_kernel` with one dilation's numbers compiled in: ``B`` and ``W`` (tuples of
+        ``84 * NB`` floats, kernel by kernel) the sorted biases and the cumulative weights within each group
+        of four, ``D`` the dilation; the last group of a kernel holds ``NB - 4 * (NB // 4)`` biases when
+        ``NB`` is not a multiple of four (no ``+inf`` padding compared)."""
+        row, t, live, x0, x1, x2, x3, x4, x5, x6, x7, x8, base = _taps(x_ptr, x_stride, T, BLOCK, D, False)
+        e_even = tl.zeros_like(base)
+        e_odd = tl.zeros_like(base)
+        for a in tl.static_range(7):
+            xa = _pick(a, x0, x1, x2, x3, x4, x5, x6, x7, x8)
+            for b in tl.static_range(a + 1, 8):
+                pair = xa + _pick(b, x0, x1, x2, x3, x4, x5, x6, x7, x8)
+                for c in tl.static_range(b + 1, 9):
+                    v = (pair + _pick(c, x0, x1, x2, x3, x4, x5, x6, x7, x8)) * 3.0 - base
+                    for g in tl.static_range(0, NB, 4):
+                        s = tl.where(v > B[_baked_index(a, b, c, NB, g)], W[_baked_index(a, b, c, NB, g)], 0.0)
+                        if g + 1 < NB:
+                            s = tl.where(
+                                v > B[_baked_index(a, b, c, NB, g + 1)], W[_baked_index(a, b, c, NB, g + 1)], s
+                            )
+                        if g + 2 < NB:
+                            s = tl.where(
+                                v > B[_baked_index(a, b, c, NB, g + 2)], W[_baked_index(a, b, c, NB, g + 2)], s
+                            )
+                        if g + 3 < NB:
+                            s = tl.where(
+                                v > B[_baked_index(a, b, c, NB, g + 3)], W[_baked_index(a, b, c, NB, g + 3)], s
+                            )
+                        if _kernel_index(a, b, c) % 2 == 0:
+                            e_even = e_even + s
+                        else:
+                            e_odd = e_odd + s
+        _write(whole_ptr, part_ptr, out_stride, row, t, live, e_even, e_odd, PAD_EVEN, INNER)
 
 
 @dataclass(frozen=True)
@@ -257,6 +365,7 @@ class _Tables:
     step_weights: torch.Tensor  # (n_steps,), float32, on the device
     first_step: tuple[int, ...]  # per dilation: the first step of kernel 0
     groups: tuple[int, ...]  # per dilation: groups of four steps per kernel
+    baked: tuple[tuple[tuple[float, ...], tuple[float, ...], int], ...]  # per dilation: biases, weights, per kernel
     keep: tuple  # the keyed objects themselves, so that their ids stay theirs while cached
 
 
@@ -284,6 +393,7 @@ def _tables(features, layout, weights: np.ndarray, device: torch.device) -> _Tab
         step_weights=torch.from_numpy(step_w).to(device),
         first_step=tuple(int(o) for o in offsets[:, 0]),
         groups=tuple(int(c) // 4 for c in counts),
+        baked=_baked_tables(offsets, counts, layout.n_biases, step_b, step_w),
         keep=(features.biases, weights),
     )
     with _TABLES_LOCK:
@@ -291,6 +401,30 @@ def _tables(features, layout, weights: np.ndarray, device: torch.device) -> _Tab
         while len(_TABLES) > _CACHE_SIZE:
             _TABLES.popitem(last=False)
     return tables
+
+
+def _baked_tables(offsets, counts, n_biases, step_b, step_w) -> tuple:
+    """Per dilation, the step tables of :meth:`SeriesLayout.steps` without their ``+inf`` padding, as the
+    tuples of Python floats :func:`_baked_evidence_kernel` compiles in (each a float32 value, exactly).
+
+    Parameters
+    ----------
+    offsets : ndarray, shape (D, 84), int64
+    counts, n_biases : ndarray, shape (D,), int64
+        Steps (a multiple of four) and biases per kernel at each dilation.
+    step_b, step_w : ndarray, shape (n_steps,), float32
+
+    Returns
+    -------
+    tuple of (biases, weights, nb)
+        ``biases`` and ``weights`` hold ``84 * nb`` floats, kernel by kernel.
+    """
+    out = []
+    for di, (count, nb) in enumerate(zip(counts.tolist(), n_biases.tolist(), strict=True)):
+        first = int(offsets[di, 0])
+        keep = (np.arange(N_KERNELS)[:, None] * count + np.arange(nb)).reshape(-1) + first
+        out.append((tuple(step_b[keep].tolist()), tuple(step_w[keep].tolist()), int(nb)))
+    return tuple(out)
 
 
 def triton_window_logits(
@@ -302,8 +436,9 @@ def triton_window_logits(
     starts: np.ndarray,
     rows: np.ndarray | None = None,
     *,
-    block: int = BLOCK,
-    num_warps: int = NUM_WARPS,
+    block: int | None = None,
+    num_warps: int | None = None,
+    kernel: str | None = None,
 ) -> torch.Tensor:
     """Window logits through the evidence series, its per-position evidence from the fused Triton kernel.
 
@@ -326,19 +461,28 @@ def triton_window_logits(
         Window starts.
     rows : ndarray, shape (W,), int64, optional
         The row of ``x`` each window is in; without it every row has a window at every start.
-    block, num_warps : int
-        Positions per program (a power of two) and warps per program.
+    block, num_warps : int, optional
+        Positions per program (a power of two) and warps per program; default :data:`TILES` of ``kernel``.
+    kernel : {"generic", "baked"}, optional
+        Default :data:`DEFAULT_KERNEL`. ``"generic"`` reads the model's step tables from device memory (one compiled kernel per
+        bias-group count); ``"baked"`` compiles each dilation's biases and weights into its kernel
+        (:func:`_baked_evidence_kernel`: one compile per model and dilation, cached on disk by Triton).
+        The same float32 operations on the same numbers: the two agree bit for bit.
 
     Returns
     -------
     Tensor, shape (B, W) without ``rows``, else shape (W,); float64
     """
+    kernel = DEFAULT_KERNEL if kernel is None else kernel
+    check_option("kernel", kernel, KERNELS)
     if not triton_available(x.device):
         raise RuntimeError(
             f"evidence='triton' needs triton and a CUDA device (or TRITON_INTERPRET=1 on the CPU); got device {x.device}."
         )
     if x.ndim != 2:
         raise ValueError(f"x must have shape (B, T); got {tuple(x.shape)}.")
+    default_block, default_warps = TILES[kernel]
+    block, num_warps = block or default_block, num_warps or default_warps
     device = x.device
     tables = _tables(features, layout, weights, device)
     window_length = layout.window_length
@@ -359,25 +503,45 @@ def triton_window_logits(
     for di, d in enumerate(layout.dilations.tolist()):
         u0, u1 = layout.positions(di, False)
         inner = u1 - u0 < window_length
-        _evidence_kernel[grid](
-            x,
-            x.stride(0),
-            T,
-            whole,
-            part,
-            whole.stride(0),
-            tables.step_biases,
-            tables.step_weights,
-            tables.first_step[di],
-            int(d),
-            int(di % 2 == 0),
-            int(inner),
-            NGROUPS=tables.groups[di],
-            BLOCK=block,
-            IN_ORDER=device.type == "cuda",  # the interpreter runs no inline assembly (nor needs the order)
-            num_warps=num_warps,
-            enable_fp_fusion=False,
-        )
+        if kernel == "baked":
+            biases, cum_weights, nb = tables.baked[di]
+            _baked_evidence_kernel[grid](
+                x,
+                x.stride(0),
+                T,
+                whole,
+                part,
+                whole.stride(0),
+                B=biases,
+                W=cum_weights,
+                NB=nb,
+                D=int(d),
+                PAD_EVEN=di % 2 == 0,
+                INNER=inner,
+                BLOCK=block,
+                num_warps=num_warps,
+                enable_fp_fusion=False,
+            )
+        else:
+            _evidence_kernel[grid](
+                x,
+                x.stride(0),
+                T,
+                whole,
+                part,
+                whole.stride(0),
+                tables.step_biases,
+                tables.step_weights,
+                tables.first_step[di],
+                int(d),
+                int(di % 2 == 0),
+                int(inner),
+                NGROUPS=tables.groups[di],
+                BLOCK=block,
+                IN_ORDER=device.type == "cuda",  # the interpreter runs no inline assembly (nor needs the order)
+                num_warps=num_warps,
+                enable_fp_fusion=False,
+            )
         if inner:
             part.cumsum_(1)  # column 0 stays 0: the prefix E[t] = sum of evidence before t
             out += gather(part, u0, u1) / (u1 - u0)

@@ -66,7 +66,8 @@ def run_cases(seed: int, device: str = "cpu") -> dict[str, np.ndarray]:
     Returns
     -------
     dict of ndarray, float64
-        ``<case>_triton`` and ``<case>_numba`` for each case: ``rows`` (channels of 540 and 64 samples
+        ``<case>_triton`` (the generic kernel), ``<case>_baked`` (the kernel with the model's numbers
+        compiled in) and ``<case>_numba`` for each case: ``rows`` (channels of 540 and 64 samples
         zero-padded into one batch, ``rows=`` given, tiles of 512 positions), ``all`` (every row at
         every start, ``rows`` not given, the default tile), ``short`` (windows of 32 samples, which the
         kernels of dilations 4-7 reach across: their unpadded evidence joins the padded one).
@@ -84,20 +85,22 @@ def run_cases(seed: int, device: str = "cpu") -> dict[str, np.ndarray]:
         batch[i, : len(c)] = c
     series = np.concatenate([np.full(len(_ends_and_stride(len(c), L, 23)), i) for i, c in enumerate(pair)])
     start = np.concatenate([_ends_and_stride(len(c), L, 23) for c in pair])
-    out["rows_triton"] = (
-        minirocket_triton.triton_window_logits(
-            model.features,
-            SeriesLayout.of(model.features, L),
-            weights,
-            constant,
-            torch.from_numpy(batch).to(device),
-            start,
-            rows=series,
-            block=512,
+    for kernel, name in (("generic", "rows_triton"), ("baked", "rows_baked")):
+        out[name] = (
+            minirocket_triton.triton_window_logits(
+                model.features,
+                SeriesLayout.of(model.features, L),
+                weights,
+                constant,
+                torch.from_numpy(batch).to(device),
+                start,
+                rows=series,
+                block=512,
+                kernel=kernel,
+            )
+            .cpu()
+            .numpy()
         )
-        .cpu()
-        .numpy()
-    )
     out["rows_numba"] = window_logits(model.features, weights, constant, pair, series, start, L)
     two = [channels[0][:300], channels[1]]
     start = _ends_and_stride(300, L, 31)
@@ -105,23 +108,29 @@ def run_cases(seed: int, device: str = "cpu") -> dict[str, np.ndarray]:
         model.features, weights, constant, torch.from_numpy(np.stack(two)).to(device), start, L, evidence="triton"
     )
     out["all_triton"] = got.cpu().numpy()
+    layout = SeriesLayout.of(model.features, L)
+    x = torch.from_numpy(np.stack(two)).to(device)
+    got = minirocket_triton.triton_window_logits(model.features, layout, weights, constant, x, start, kernel="baked")
+    out["all_baked"] = got.cpu().numpy()
     out["all_numba"] = np.stack(
         [window_logits(model.features, weights, constant, two, np.full(len(start), i), start, L) for i in range(2)]
     )
     short = 32
     start = _ends_and_stride(300, short, 17)
-    out["short_triton"] = (
-        minirocket_triton.triton_window_logits(
-            model.features,
-            SeriesLayout.of(model.features, short),
-            weights,
-            constant,
-            torch.from_numpy(channels[1])[None].to(device),
-            start,
+    for kernel, name in (("generic", "short_triton"), ("baked", "short_baked")):
+        out[name] = (
+            minirocket_triton.triton_window_logits(
+                model.features,
+                SeriesLayout.of(model.features, short),
+                weights,
+                constant,
+                torch.from_numpy(channels[1])[None].to(device),
+                start,
+                kernel=kernel,
+            )
+            .cpu()
+            .numpy()[0]
         )
-        .cpu()
-        .numpy()[0]
-    )
     out["short_numba"] = window_logits(model.features, weights, constant, [channels[1]], 0 * start, start, short)
     return out
 
@@ -156,6 +165,8 @@ def _assert_cases_agree(got, seed: int) -> None:
         assert triton_logits.shape == numba_logits.shape, case
         assert np.ptp(numba_logits) > 0.05, case  # windows differ: the comparison is not between constants
         np.testing.assert_allclose(triton_logits, numba_logits, rtol=0, atol=ATOL, err_msg=f"{case}, seed {seed}")
+        # the baked kernel: the same float32 operations on the same numbers, the same prefix sums
+        np.testing.assert_array_equal(got[f"{case}_baked"], triton_logits, err_msg=f"{case} baked, seed {seed}")
 
 
 @pytest.mark.gpu
@@ -191,3 +202,18 @@ def test_device_tables_are_uploaded_once_per_model_and_head():
     assert again is not first
     np.testing.assert_array_equal(again.layout.biases, first.layout.biases + np.float32(1.0))
     assert again.step_biases.device == cpu and again.groups == tuple(-(-layout.n_biases // 4))
+    for di, (biases, cum_weights, nb) in enumerate(again.baked):  # compiled-in tables: the steps without padding
+        assert nb == layout.n_biases[di] and len(biases) == len(cum_weights) == 84 * nb
+        assert np.isfinite(biases).all()
+        kernel_five = slice(5 * nb, 6 * nb)
+        np.testing.assert_array_equal(biases[kernel_five], np.sort(biases[kernel_five]))
+
+
+def test_an_unknown_kernel_form_is_refused_by_name():
+    model = _model(3)
+    weights, constant = fold_head(model)
+    layout = SeriesLayout.of(model.features, L)
+    with pytest.raises(ValueError, match="kernel"):
+        minirocket_triton.triton_window_logits(
+            model.features, layout, weights, constant, torch.zeros(1, 200), np.array([0]), kernel="fused"
+        )
