@@ -6,13 +6,17 @@ channels of ``--samples`` samples already on the device, windows of the model's 
 ``--stride`` samples (default: the model's inference stride), every row in one call with ``rows=``
 as ``MiniRocketClassifier.store_window_logits`` calls it. Each path: a warm-up call (Triton
 compiles), then the median of ``--repeats`` calls (CUDA events on a GPU, wall time on the CPU).
-The Triton kernel is timed at each ``--configs`` tile (``BLOCKxWARPS``, default ``1024x4``, the
-library's, then ``512x4`` and ``1024x8``); the table lists each and judges the fastest; a tile that
-fails to compile or run is logged and skipped.
+The Triton kernel is timed at each ``--configs`` entry: ``BLOCKxWARPS`` for the generic kernel (the step
+tables in device memory; ``1024x4`` is the library's tile) and ``bakedBLOCKxWARPS`` for the kernel with
+each dilation's biases and weights compiled in (``baked128x4`` the library's; one compile per dilation,
+so its warm-up call is the longer one); the table lists each and judges the fastest; an entry that fails
+to compile or run is logged and skipped. ``benchmarks/evidence_sass.py`` counts both kernels' machine
+code without a GPU.
 
 Exactness, checked on every run (exit status 1 when one fails):
 
 * Triton against "search" on every window: max abs logit difference;
+* every entry against the first: identical logits (the two kernels do the same float32 operations);
 * Triton against the CPU path (numba; the torch "compare" path where numba is missing) on the
   first ``--check-rows`` rows, windows within their first ``--check-samples`` samples: max abs logit
   difference (limit 2e-5, the test suite's) and max abs probability difference (limit 1e-6).
@@ -32,6 +36,7 @@ import argparse
 import copy
 import logging
 import os
+import re
 import statistics
 import sys
 import threading
@@ -58,12 +63,22 @@ def _args(argv=None) -> argparse.Namespace:
     p.add_argument("--stride", type=int, default=None, help="window stride (default: the model's inference stride)")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--search-repeats", type=int, default=3, help="repeats of the slow 'search' path")
-    p.add_argument("--configs", default="1024x4,512x4,1024x8", help="Triton tiles to time, BLOCKxWARPS")
+    p.add_argument(
+        "--configs",
+        default="1024x4,baked128x4,baked256x8",
+        help="Triton tiles to time: BLOCKxWARPS (generic kernel) or bakedBLOCKxWARPS (numbers compiled in)",
+    )
     p.add_argument("--check-rows", type=int, default=2)
     p.add_argument("--check-samples", type=int, default=100_000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=int, default=480, help="seconds before the watchdog ends the run (status 2)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    for config in args.configs.split(","):
+        try:
+            _tile(config)
+        except ValueError as exc:
+            p.error(str(exc))
+    return args
 
 
 def _watchdog(seconds: int) -> threading.Timer:
@@ -175,10 +190,11 @@ def main(argv=None) -> int:
         len(starts),
     )
 
-    def run(evidence: str, **tile):
+    def run(evidence: str, config: str = ""):
         if evidence == "triton":
+            kernel, block, warps = _tile(config)
             return lambda: minirocket_triton.triton_window_logits(
-                features, layout, weights, constant, x, starts, rows=rows, **tile
+                features, layout, weights, constant, x, starts, rows=rows, block=block, num_warps=warps, kernel=kernel
             )
         return lambda: series.torch_window_logits(
             features, weights, constant, x, starts, L, rows=rows, evidence=evidence
@@ -189,8 +205,7 @@ def main(argv=None) -> int:
     by_tile = {}
     for config in args.configs.split(","):
         try:
-            block, warps = (int(v) for v in config.lower().split("x"))
-            t, result = _median(timed, run("triton", block=block, num_warps=warps), args.repeats)
+            t, result = _median(timed, run("triton", config), args.repeats)
         except Exception:  # noqa: BLE001 - report every tile: one that fails to compile or run is a result too
             logger.exception("triton %s FAILED", config)
             continue
@@ -205,9 +220,13 @@ def main(argv=None) -> int:
 
     # exactness
     checks = []
+    first_config, (_, first_result) = next(iter(by_tile.items()))
     for config, (_, result) in by_tile.items():
         diff = float((result - search).abs().max())
         checks.append((f"triton {config} vs search, every window: max abs logit diff", diff, LOGIT_TOL))
+        if config != first_config:
+            diff = float((result - first_result).abs().max())
+            checks.append((f"triton {config} vs {first_config}, every window: max abs logit diff", diff, 0.0))
     n_check = min(args.check_rows, args.rows)
     margin = layout.margin
     span = min(args.check_samples, args.samples)
@@ -254,12 +273,20 @@ def main(argv=None) -> int:
         print(f"| {label} | {value:.3g} | {limit:.0e} | {'ok' if ok else 'FAILED'} |")
     print()
     if device.type == "cuda":
-        _profile(run("triton", block=int(best.split("x")[0]), num_warps=int(best.split("x")[1])))
+        _profile(run("triton", best))
     watchdog.cancel()
     if failed:
         logger.error("an exactness check FAILED")
         return 1
     return 0
+
+
+def _tile(config: str) -> tuple[str, int, int]:
+    """``"1024x4"`` -> ("generic", 1024, 4); ``"baked128x4"`` -> ("baked", 128, 4)."""
+    match = re.fullmatch(r"(baked)?(\d+)x(\d+)", config.strip().lower())
+    if match is None:
+        raise ValueError(f"--configs entry {config!r}: expected BLOCKxWARPS or bakedBLOCKxWARPS, e.g. baked128x4")
+    return ("baked" if match.group(1) else "generic"), int(match.group(2)), int(match.group(3))
 
 
 def _maxdiff(a: np.ndarray, b: np.ndarray) -> float:

@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Issue 33's GPU measurements, one prepared run (≈ 6-8 min on one H200 machine; each part under its own time limit):
-#   1. benchmarks/evidence_kernel.py     the fused (Triton) evidence kernel vs today's torch path, data on the device
+#   1. benchmarks/evidence_kernel.py     the fused (Triton) evidence kernels vs today's torch path, data on the device:
+#                                        the generic kernel (tables in memory) and the baked one (numbers compiled in)
 #   2. benchmarks/score_long_recording.py --device cuda
 #                                        128 ch × 1 h × 1 kHz BrainVision file end to end, GPU vs the machine's CPUs
 #   3. benchmarks/gpu_training.py        paper-preset training windows/s, today's path vs bf16/compiled/device-gathered
 #   4. the GPU-marked tests
 #   modes (not in the default, ≈ 5 min): the compiled training path in torch.compile's "reduce-overhead" (CUDA
 #        graphs) and "max-autotune-no-cudagraphs" modes beside the rows of part 3 (goal 3's next candidates)
-#   ncu (not in the default): the Triton evidence kernel under Nsight Compute (occupancy, registers, warp stalls;
-#        works on Firecracker machines, device/KINDS.md) — what to look at before reformulating it for goal 1
+#   ncu, ncubaked (not in the default): the generic / baked Triton evidence kernel under Nsight Compute, one launch
+#        at the third dilation (4 biases a kernel, as 19 of the demo model's 25): occupancy, registers, warp stalls,
+#        issue slots used (works on Firecracker machines, device/KINDS.md)
 # Each part's full output goes to $OUT/<part>.log when OUT is set (the device tool's folder), else /tmp/gpu-issue33.
 # Usage (machine's own python3 with a CUDA torch; wheels the image lacks in .whl/, see benchmarks/README.md):
-#   bash benchmarks/gpu_issue33.sh [PARTS]     PARTS: any of "evidence e2e training tests modes ncu" (default: the first four)
+#   bash benchmarks/gpu_issue33.sh [PARTS]     PARTS: any of "evidence e2e training tests modes ncu ncubaked"
+#                                              (default: the first four)
 # Run "evidence" before "e2e" on a fresh machine: the first use of the Triton kernels compiles them (about a
-# minute on the H200 machine; cached on disk afterwards), which would otherwise fall into e2e's GPU warm-up.
+# minute on the H200 machine for the generic kernel, one compile per dilation for the baked one; cached on disk
+# afterwards), which would otherwise fall into e2e's GPU warm-up.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -40,17 +44,23 @@ part() {  # part NAME LIMIT_S COMMAND...
 }
 for p in $PARTS; do
     case $p in
-    evidence) part evidence 130 $PY benchmarks/evidence_kernel.py --configs "${EVIDENCE_TILES:-1024x4}" --timeout 120 ;;
+    evidence) part evidence 330 $PY benchmarks/evidence_kernel.py --configs "${EVIDENCE_TILES:-1024x4,baked128x4,baked256x8}" \
+        --timeout 320 ;;
     e2e) part e2e 240 $PY benchmarks/score_long_recording.py --device cuda --file /tmp/sss-long/long.vhdr --skip-per-window --child-timeout 200 ;;
     training) part training 170 $PY benchmarks/gpu_training.py --no-spread --timeout 160 ;;
     modes) part modes 300 $PY benchmarks/gpu_training.py --no-spread --compile-modes reduce-overhead,max-autotune-no-cudagraphs --timeout 290 ;;
     tests) part tests 70 $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/engine/test_training.py \
         tests/models/test_minirocket_series.py tests/models/test_minirocket_triton.py tests/preprocessing/test_torch_filters.py \
         tests/engine/test_training_precision.py ;;
-    ncu) part ncu 150 ncu --clock-control none --kernel-name regex:_evidence_kernel --launch-skip 25 --launch-count 1 \
-        --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section ComputeWorkloadAnalysis \
-        $PY benchmarks/evidence_kernel.py --rows 16 --samples 100000 --configs 1024x4 --repeats 1 --search-repeats 1 --timeout 140 ;;
-    *) echo "unknown part $p (expected evidence, e2e, training, tests, ncu)"; RC[$p]=2 ;;
+    ncu | ncubaked)
+        config=1024x4
+        [ "$p" = ncubaked ] && config=baked128x4
+        part "$p" 200 ncu --clock-control none --kernel-name regex:evidence_kernel --launch-skip 2 --launch-count 1 \
+            --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+            --section ComputeWorkloadAnalysis --section InstructionStats \
+            $PY benchmarks/evidence_kernel.py --rows 16 --samples 100000 --configs $config --repeats 1 --search-repeats 1 \
+            --timeout 190 ;;
+    *) echo "unknown part $p (expected evidence, e2e, training, tests, modes, ncu, ncubaked)"; RC[$p]=2 ;;
     esac
 done
 status=0
