@@ -6,21 +6,29 @@ One program per (tile of ``BLOCK`` positions, row) and dilation reads the 9 dila
 positions once, forms the outputs of all 84 MiniRocket kernels (unrolled at compile time: the
 fixed 3-of-9 tap combinations of :func:`~sss_viewer.models.minirocket_features.kernel_taps`, in
 kernel order, each pair sum ``x_a + x_b`` shared by the kernels that start with it), thresholds
-each against its sorted biases and adds the weights, and writes the evidence of the position:
+each against its sorted biases and adds the weights, and writes, per position:
 
-* the padded ("same") kernels, and at dilations whose reach covers the window
-  (``L <= 8 d``) the unpadded ones too, added in float64 to a ``whole`` series shared by all
-  dilations (every such group averages over the window's own ``L`` positions);
-* the unpadded kernels of the other dilations (``L > 8 d``), one float64 series per dilation:
-  :func:`triton_window_logits` turns it into a prefix sum (``torch.cumsum``) and gathers the
-  windows ``[s + 4 d, s + L - 4 d)`` from it before the next dilation overwrites it.
+* of the padded ("same") kernels, and at dilations whose reach covers the window
+  (``L <= 8 d``) the unpadded ones too: the evidence itself, added in float64 to a ``whole`` series
+  shared by all dilations (every such group averages over the window's own ``L`` positions), turned
+  into a prefix sum (``torch.cumsum``) once after the last dilation;
+* of the unpadded kernels of the other dilations (``L > 8 d``): one float64 series per dilation
+  (``torch.cumsum`` makes it a prefix sum), or with ``prefix="tile"`` of running sums (from the
+  tile's first position: ``tl.cumsum`` over the tile), from which
+  :func:`triton_window_logits` gathers the windows ``[s + 4 d, s + L - 4 d)`` before the next
+  dilation overwrites it. With running sums, a window's sum is the difference of two prefix sums,
+  each a running sum plus the total of the tiles before it (:func:`_tile_offsets`: a cumulative sum over one value a
+  tile; :func:`_prefix_at`), so no dilation needs a pass of ``torch.cumsum`` over its whole float64
+  series (these passes took 12 % of a call's time on the H200). The scan in the kernel costs ~90
+  instructions a position (``benchmarks/evidence_sass.py``), ~8 % of the baked kernel's: which is
+  faster is for a GPU to say, so it is a choice (``prefix="tile"``; the default is the pass).
 
 The arithmetic is the numba CPU path's (:func:`sss_viewer.models._minirocket_series.window_logits`)
 operation for operation: the taps added left to right in float32, ``(x_a + x_b + x_c) * 3 - base``
 with no fused multiply-add (the launch passes ``enable_fp_fusion=False``), each kernel's biases
 sorted in groups of four with cumulative weights (:meth:`SeriesLayout.steps`, a chain of selects
 per group), kernels added in kernel order. The per-position evidence is the numba path's bit for
-bit; only the float64 prefix sums are added in another order.
+bit; only the float64 sums are added in another order.
 
 Thresholding: comparisons, not a search
 ---------------------------------------
@@ -56,7 +64,8 @@ instead of ~200 (so an SM holds 4-6 times the warps to hide latency) and 15-53 K
 of 168-472 KB. Two or four positions a thread made ``ptxas`` hold the immediates in registers: more
 instructions a position and up to 255 registers. The cost is compiling: one kernel per model and dilation
 (25 for the demo model, about a second each on a 2-core CPU), cached on disk by Triton after a machine's
-first use. Its results equal the generic kernel's bit for bit (the tests check it through the interpreter).
+first use. Its per-position evidence is the generic kernel's bit for bit; the window logits agree to float64
+rounding (their tiles differ, so the float64 sums are added in another order; the tests check 1e-12).
 
 What goal 1 asks of the hardware
 --------------------------------
@@ -108,6 +117,10 @@ NUM_WARPS = 4
 """Warps per program of the generic kernel."""
 KERNELS = ("generic", "baked")
 """The two forms of the kernel (:func:`triton_window_logits`'s ``kernel``)."""
+PREFIXES = ("torch", "tile")
+"""How the unpadded kernels' window sums are formed at each dilation (:func:`triton_window_logits`'s ``prefix``)."""
+DEFAULT_PREFIX = "torch"
+"""The prefix scoring uses, until a GPU has measured "tile" against it."""
 DEFAULT_KERNEL = "generic"
 """The form scoring uses. The baked form has 16 % fewer instructions a sample, 32-48 registers instead of ~200
 and a tenth of the code (``benchmarks/evidence_sass.py``), but pays one compile per model and dilation on a
@@ -247,9 +260,10 @@ if triton is not None:
         return row, t, live, x0, x1, x2, x3, x4, x5, x6, x7, x8, base
 
     @triton.jit
-    def _write(whole_ptr, part_ptr, out_stride, row, t, live, e_even, e_odd, pad_even, inner):
-        """Add the padded kernels' evidence (the even or the odd ones) to ``whole`` (float64, column ``1 + t``),
-        and the unpadded ones' to ``part`` when ``inner``, else to ``whole`` as well."""
+    def _write(whole_ptr, part_ptr, out_stride, row, t, live, e_even, e_odd, pad_even, inner, RUNNING: tl.constexpr):
+        """Add the padded kernels' evidence (the even or the odd ones) to ``whole`` (float64, column ``1 + t``); write
+        the unpadded ones' to ``part`` when ``inner`` — with ``RUNNING`` their running sum over the tile (from the
+        tile's first position; :func:`_prefix_at` adds the earlier tiles' totals) — else add them to ``whole`` too."""
         even = pad_even != 0
         e_pad = tl.where(even, e_even, e_odd)
         e_unp = tl.where(even, e_odd, e_even)
@@ -257,7 +271,10 @@ if triton is not None:
         whole = tl.load(whole_ptr + dst, mask=live, other=0.0)
         if inner != 0:
             tl.store(whole_ptr + dst, whole + e_pad.to(tl.float64), mask=live)
-            tl.store(part_ptr + dst, e_unp.to(tl.float64), mask=live)
+            if RUNNING:
+                tl.store(part_ptr + dst, tl.cumsum(e_unp.to(tl.float64), 0), mask=live)
+            else:
+                tl.store(part_ptr + dst, e_unp.to(tl.float64), mask=live)
         else:
             tl.store(whole_ptr + dst, whole + (e_pad + e_unp).to(tl.float64), mask=live)
 
@@ -278,6 +295,7 @@ if triton is not None:
         NGROUPS: tl.constexpr,
         BLOCK: tl.constexpr,
         IN_ORDER: tl.constexpr,
+        RUNNING: tl.constexpr,
     ):
         """Evidence of one dilation ``d`` at positions ``tile * BLOCK + arange(BLOCK)`` of row ``program_id(1)``.
 
@@ -304,7 +322,7 @@ if triton is not None:
                         e_odd = _steps(v, e_odd, sb_ptr, sw_ptr, first, NGROUPS)
                         if IN_ORDER:
                             e_odd = _after(e_odd)
-        _write(whole_ptr, part_ptr, out_stride, row, t, live, e_even, e_odd, pad_even, inner)
+        _write(whole_ptr, part_ptr, out_stride, row, t, live, e_even, e_odd, pad_even, inner, RUNNING)
 
     @triton.jit(do_not_specialize=["x_stride", "T", "out_stride"])
     def _baked_evidence_kernel(
@@ -321,6 +339,7 @@ if triton is not None:
         PAD_EVEN: tl.constexpr,
         INNER: tl.constexpr,
         BLOCK: tl.constexpr,
+        RUNNING: tl.constexpr,
     ):
         """:func:`_evidence_kernel` with one dilation's numbers compiled in: ``B`` and ``W`` (tuples of
         ``84 * NB`` floats, kernel by kernel) the sorted biases and the cumulative weights within each group
@@ -353,7 +372,7 @@ if triton is not None:
                             e_even = e_even + s
                         else:
                             e_odd = e_odd + s
-        _write(whole_ptr, part_ptr, out_stride, row, t, live, e_even, e_odd, PAD_EVEN, INNER)
+        _write(whole_ptr, part_ptr, out_stride, row, t, live, e_even, e_odd, PAD_EVEN, INNER, RUNNING)
 
 
 @dataclass(frozen=True)
@@ -439,6 +458,7 @@ def triton_window_logits(
     block: int | None = None,
     num_warps: int | None = None,
     kernel: str | None = None,
+    prefix: str | None = None,
 ) -> torch.Tensor:
     """Window logits through the evidence series, its per-position evidence from the fused Triton kernel.
 
@@ -467,14 +487,23 @@ def triton_window_logits(
         Default :data:`DEFAULT_KERNEL`. ``"generic"`` reads the model's step tables from device memory (one compiled kernel per
         bias-group count); ``"baked"`` compiles each dilation's biases and weights into its kernel
         (:func:`_baked_evidence_kernel`: one compile per model and dilation, cached on disk by Triton).
-        The same float32 operations on the same numbers: the two agree bit for bit.
+        The same float32 operations on the same numbers: the same evidence bit for bit, logits to float64
+        rounding.
+    prefix : {"torch", "tile"}, optional
+        Default :data:`DEFAULT_PREFIX`. How the unpadded kernels' window sums are formed at a dilation whose
+        reach is inside the window: ``"torch"`` writes the evidence and runs ``torch.cumsum`` over the whole
+        float64 series; ``"tile"`` has the kernel write running sums over its tile (``tl.cumsum``) and adds
+        the earlier tiles' totals at the windows' ends only. The same sums in another order.
 
     Returns
     -------
     Tensor, shape (B, W) without ``rows``, else shape (W,); float64
     """
     kernel = DEFAULT_KERNEL if kernel is None else kernel
+    prefix = DEFAULT_PREFIX if prefix is None else prefix
     check_option("kernel", kernel, KERNELS)
+    check_option("prefix", prefix, PREFIXES)
+    running = prefix == "tile"
     if not triton_available(x.device):
         raise RuntimeError(
             f"evidence='triton' needs triton and a CUDA device (or TRITON_INTERPRET=1 on the CPU); got device {x.device}."
@@ -500,6 +529,12 @@ def triton_window_logits(
             return prefix[:, starts_t + u1] - prefix[:, starts_t + u0]
         return prefix[rows_t, starts_t + u1] - prefix[rows_t, starts_t + u0]
 
+    def gather_running(running: torch.Tensor, u0: int, u1: int) -> torch.Tensor:
+        offsets = _tile_offsets(running, block)
+        return _prefix_at(running, offsets, starts_t + u1, rows_t, block) - _prefix_at(
+            running, offsets, starts_t + u0, rows_t, block
+        )
+
     for di, d in enumerate(layout.dilations.tolist()):
         u0, u1 = layout.positions(di, False)
         inner = u1 - u0 < window_length
@@ -519,6 +554,7 @@ def triton_window_logits(
                 PAD_EVEN=di % 2 == 0,
                 INNER=inner,
                 BLOCK=block,
+                RUNNING=running,
                 num_warps=num_warps,
                 enable_fp_fusion=False,
             )
@@ -539,12 +575,65 @@ def triton_window_logits(
                 NGROUPS=tables.groups[di],
                 BLOCK=block,
                 IN_ORDER=device.type == "cuda",  # the interpreter runs no inline assembly (nor needs the order)
+                RUNNING=running,
                 num_warps=num_warps,
                 enable_fp_fusion=False,
             )
-        if inner:
+        if inner and running:
+            out += gather_running(part, u0, u1) / (u1 - u0)
+        elif inner:
             part.cumsum_(1)  # column 0 stays 0: the prefix E[t] = sum of evidence before t
             out += gather(part, u0, u1) / (u1 - u0)
-    whole.cumsum_(1)
+    whole.cumsum_(1)  # once for all dilations; column 0 stays 0: the prefix E[t] = sum of evidence before t
     out += gather(whole, 0, window_length) / window_length
     return out + constant
+
+
+def _tile_offsets(running: torch.Tensor, block: int) -> torch.Tensor:
+    """The sum of the evidence in the tiles before each tile, for :func:`_prefix_at`.
+
+    Parameters
+    ----------
+    running : Tensor, shape (B, T + 1), float64
+        Column ``1 + t``: the sum of the evidence from the first position of ``t``'s tile of ``block``
+        positions to ``t`` (the kernels' running sums); column 0 is 0.
+    block : int
+
+    Returns
+    -------
+    Tensor, shape (B, n_tiles + 1), float64
+        Column 0 is 0 (for the prefix before position 0), column ``m + 1`` the total of tiles ``0 .. m-1``.
+    """
+    b_rows, n_cols = running.shape
+    n_tiles = -(-(n_cols - 1) // block)
+    offsets = running.new_zeros((b_rows, n_tiles + 1))
+    if n_tiles > 1:
+        totals = running[:, block::block]  # column (k + 1) * block: the total of complete tile k
+        offsets[:, 2:] = totals[:, : n_tiles - 1].cumsum(1)
+    return offsets
+
+
+def _prefix_at(
+    running: torch.Tensor, offsets: torch.Tensor, j: torch.Tensor, rows: torch.Tensor | None, block: int
+) -> torch.Tensor:
+    """The prefix sum ``E[j]`` (the evidence of positions ``< j``) from the tiles' running sums and offsets.
+
+    Parameters
+    ----------
+    running : Tensor, shape (B, T + 1), float64
+    offsets : Tensor, shape (B, n_tiles + 1), float64
+        :func:`_tile_offsets` of ``running``.
+    j : Tensor, shape (W,), int64
+        Prefix lengths, ``0 <= j <= T``.
+    rows : Tensor, shape (W,), int64, optional
+        The row of each ``j``; without it every row at every ``j``.
+    block : int
+
+    Returns
+    -------
+    Tensor, shape (W,) with ``rows``, else (B, W); float64
+    """
+    tile = torch.div(j - 1, block, rounding_mode="floor") + 1  # position j - 1's tile, + 1; 0 for j = 0
+    if rows is None:
+        return running[:, j] + offsets[:, tile]
+    return running[rows, j] + offsets[rows, tile]

@@ -3,8 +3,8 @@
 The interpreter must be switched on before triton is imported (``TRITON_INTERPRET=1``), so the
 kernel runs in a child python; these tests run without a GPU. The kernel's per-position evidence is
 the numba path's bit for bit (the same float32 operations in the same order), so window logits may
-differ only by the float64 prefix sums and the division by the positions (another order of the same
-float64 additions): the tolerance is ``1e-9`` on logits of order 1, far below what one flipped
+differ only by the float64 sums (each tile's running sums, then the tiles' totals) and the division by the
+positions (another order of the same float64 additions): the tolerance is ``1e-9`` on logits of order 1, far below what one flipped
 comparison (a weight over a window's positions, ~1e-4) or a float32 rounding of the evidence (~1e-8)
 moves a logit, so a wrong tap, bias, group or window offset fails it.
 """
@@ -67,7 +67,8 @@ def run_cases(seed: int, device: str = "cpu") -> dict[str, np.ndarray]:
     -------
     dict of ndarray, float64
         ``<case>_triton`` (the generic kernel), ``<case>_baked`` (the kernel with the model's numbers
-        compiled in) and ``<case>_numba`` for each case: ``rows`` (channels of 540 and 64 samples
+        compiled in), ``<case>_tile`` (running sums over tiles, ``prefix="tile"``: the generic kernel for
+        ``rows``, the baked one otherwise) and ``<case>_numba`` for each case: ``rows`` (channels of 540 and 64 samples
         zero-padded into one batch, ``rows=`` given, tiles of 512 positions), ``all`` (every row at
         every start, ``rows`` not given, the default tile), ``short`` (windows of 32 samples, which the
         kernels of dilations 4-7 reach across: their unpadded evidence joins the padded one).
@@ -85,7 +86,11 @@ def run_cases(seed: int, device: str = "cpu") -> dict[str, np.ndarray]:
         batch[i, : len(c)] = c
     series = np.concatenate([np.full(len(_ends_and_stride(len(c), L, 23)), i) for i, c in enumerate(pair)])
     start = np.concatenate([_ends_and_stride(len(c), L, 23) for c in pair])
-    for kernel, name in (("generic", "rows_triton"), ("baked", "rows_baked")):
+    for kernel, prefix, name in (
+        ("generic", "torch", "rows_triton"),
+        ("baked", "torch", "rows_baked"),
+        ("generic", "tile", "rows_tile"),
+    ):
         out[name] = (
             minirocket_triton.triton_window_logits(
                 model.features,
@@ -97,6 +102,7 @@ def run_cases(seed: int, device: str = "cpu") -> dict[str, np.ndarray]:
                 rows=series,
                 block=512,
                 kernel=kernel,
+                prefix=prefix,
             )
             .cpu()
             .numpy()
@@ -110,14 +116,17 @@ def run_cases(seed: int, device: str = "cpu") -> dict[str, np.ndarray]:
     out["all_triton"] = got.cpu().numpy()
     layout = SeriesLayout.of(model.features, L)
     x = torch.from_numpy(np.stack(two)).to(device)
-    got = minirocket_triton.triton_window_logits(model.features, layout, weights, constant, x, start, kernel="baked")
-    out["all_baked"] = got.cpu().numpy()
+    for prefix, name in (("torch", "all_baked"), ("tile", "all_tile")):
+        got = minirocket_triton.triton_window_logits(
+            model.features, layout, weights, constant, x, start, kernel="baked", prefix=prefix
+        )
+        out[name] = got.cpu().numpy()
     out["all_numba"] = np.stack(
         [window_logits(model.features, weights, constant, two, np.full(len(start), i), start, L) for i in range(2)]
     )
     short = 32
     start = _ends_and_stride(300, short, 17)
-    for kernel, name in (("generic", "short_triton"), ("baked", "short_baked")):
+    for kernel, prefix, name in (("generic", "torch", "short_triton"), ("baked", "torch", "short_baked")):
         out[name] = (
             minirocket_triton.triton_window_logits(
                 model.features,
@@ -127,10 +136,24 @@ def run_cases(seed: int, device: str = "cpu") -> dict[str, np.ndarray]:
                 torch.from_numpy(channels[1])[None].to(device),
                 start,
                 kernel=kernel,
+                prefix=prefix,
             )
             .cpu()
             .numpy()[0]
         )
+    got = minirocket_triton.triton_window_logits(
+        model.features,
+        SeriesLayout.of(model.features, short),
+        weights,
+        constant,
+        torch.from_numpy(channels[1])[None].to(device),
+        start,
+        kernel="baked",
+        prefix="tile",
+        block=64,  # five tiles of a 300-sample channel
+        num_warps=2,
+    )
+    out["short_tile"] = got.cpu().numpy()[0]
     out["short_numba"] = window_logits(model.features, weights, constant, [channels[1]], 0 * start, start, short)
     return out
 
@@ -165,8 +188,12 @@ def _assert_cases_agree(got, seed: int) -> None:
         assert triton_logits.shape == numba_logits.shape, case
         assert np.ptp(numba_logits) > 0.05, case  # windows differ: the comparison is not between constants
         np.testing.assert_allclose(triton_logits, numba_logits, rtol=0, atol=ATOL, err_msg=f"{case}, seed {seed}")
-        # the baked kernel: the same float32 operations on the same numbers, the same prefix sums
-        np.testing.assert_array_equal(got[f"{case}_baked"], triton_logits, err_msg=f"{case} baked, seed {seed}")
+        # the baked kernel: the same float32 evidence; its tiles differ, so float64 sums in another order
+        for variant in ("baked", "tile"):  # running sums over tiles: the same sums in another order again
+            other = got[f"{case}_{variant}"]
+            np.testing.assert_allclose(
+                other, triton_logits, rtol=0, atol=1e-12, err_msg=f"{case} {variant}, seed {seed}"
+            )
 
 
 @pytest.mark.gpu
