@@ -23,6 +23,7 @@ first scoring with a model pays once.
 
     python benchmarks/evidence_sass.py                    # demo model, sm_90, baked 128x4 (about a minute)
     python benchmarks/evidence_sass.py --block 256 --warps 8 --arch 100
+    python benchmarks/evidence_sass.py --tile-sums         # with the running sums over the tile (prefix="tile")
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def _args(argv=None) -> argparse.Namespace:
     p.add_argument("--arch", type=int, default=90, help="CUDA compute capability x 10 (90: H100/H200)")
     p.add_argument("--block", type=int, default=128, help="baked kernel: positions per program")
     p.add_argument("--warps", type=int, default=4, help="baked kernel: warps per program")
+    p.add_argument(
+        "--tile-sums", action="store_true", help="both kernels with running sums over the tile (prefix='tile')"
+    )
     p.add_argument("--lane-rate", type=float, default=H200_LANE_RATE, help="lane-instructions/s for the ceiling")
     return p.parse_args(argv)
 
@@ -102,8 +106,10 @@ def main(argv=None) -> int:
     common = {"x_ptr": "*fp32", "x_stride": "i32", "T": "i32", "whole_ptr": "*fp64", "part_ptr": "*fp64"}
     common["out_stride"] = "i32"
     generic_sig = dict(common, sb_ptr="*fp32", sw_ptr="*fp32", step0="i32", d="i32", pad_even="i32", inner="i32")
-    generic_sig.update(NGROUPS="constexpr", BLOCK="constexpr", IN_ORDER="constexpr")
-    baked_sig = dict(common, **dict.fromkeys(("B", "W", "NB", "D", "PAD_EVEN", "INNER", "BLOCK"), "constexpr"))
+    generic_sig.update(NGROUPS="constexpr", BLOCK="constexpr", IN_ORDER="constexpr", RUNNING="constexpr")
+    baked_sig = dict(
+        common, **dict.fromkeys(("B", "W", "NB", "D", "PAD_EVEN", "INNER", "BLOCK", "RUNNING"), "constexpr")
+    )
     g_block, g_warps = kernels.TILES["generic"]
     logger.info(
         "model %s: %d features, %d dilations, window %d; sm_%d, triton %s",
@@ -126,7 +132,7 @@ def main(argv=None) -> int:
         groups = tables.groups[di]
         t0 = time.perf_counter()
         if groups not in compiled_groups:  # the generic kernel compiles once per group count
-            constants = {"NGROUPS": groups, "BLOCK": g_block, "IN_ORDER": True}
+            constants = {"NGROUPS": groups, "BLOCK": g_block, "IN_ORDER": True, "RUNNING": args.tile_sums}
             compiled_groups[groups] = triton.compile(
                 ASTSource(kernels._evidence_kernel, generic_sig, constexprs=constants),
                 target=target,
@@ -136,6 +142,7 @@ def main(argv=None) -> int:
         g_n, g_regs, g_local = _sass_stats(compiled_groups[groups].asm["cubin"], tool)
         biases, cum_weights, nb = tables.baked[di]
         constants = {"B": biases, "W": cum_weights, "NB": nb, "D": int(d), "PAD_EVEN": di % 2 == 0, "INNER": inner}
+        constants["RUNNING"] = args.tile_sums
         t0 = time.perf_counter()
         baked = triton.compile(
             ASTSource(kernels._baked_evidence_kernel, baked_sig, constexprs=dict(constants, BLOCK=args.block)),
@@ -171,10 +178,9 @@ def main(argv=None) -> int:
         f"{ceilings['baked']:.3g} samples/s | {ceilings['baked'] / ceilings['generic']:.3f} |"
     )
     print(f"| compile, fresh cache | {seconds['generic']:.1f} s | {seconds['baked']:.1f} s | |")
-    verdict = "reachable only at" if ceilings["baked"] >= GOAL else "above"
     print(
-        f"\ngoal 1 (>= {GOAL:.0e} samples/s) is {verdict} {100 * GOAL / ceilings['baked']:.0f} % of the baked kernel's "
-        f"issue ceiling ({100 * GOAL / ceilings['generic']:.0f} % of the generic one's)"
+        f"\ngoal 1 (>= {GOAL:.0e} samples/s) needs {100 * GOAL / ceilings['baked']:.0f} % of the baked kernel's issue "
+        f"ceiling ({100 * GOAL / ceilings['generic']:.0f} % of the generic one's)"
     )
     cache.cleanup()
     return 0

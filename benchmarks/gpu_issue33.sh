@@ -8,12 +8,14 @@
 #   4. the GPU-marked tests
 #   modes (not in the default, ≈ 5 min): the compiled training path in torch.compile's "reduce-overhead" (CUDA
 #        graphs) and "max-autotune-no-cudagraphs" modes beside the rows of part 3 (goal 3's next candidates)
+#   profile (not in the default, ≈ 1.5 min): the compiled training path once under torch's profiler — the device's
+#        busy share of a training epoch (low: the host bounds a step, CUDA graphs help) and its time by kernel kind
 #   ncu, ncubaked (not in the default): the generic / baked Triton evidence kernel under Nsight Compute, one launch
 #        at the third dilation (4 biases a kernel, as 19 of the demo model's 25): occupancy, registers, warp stalls,
 #        issue slots used (works on Firecracker machines, device/KINDS.md)
 # Each part's full output goes to $OUT/<part>.log when OUT is set (the device tool's folder), else /tmp/gpu-issue33.
 # Usage (machine's own python3 with a CUDA torch; wheels the image lacks in .whl/, see benchmarks/README.md):
-#   bash benchmarks/gpu_issue33.sh [PARTS]     PARTS: any of "evidence e2e training tests modes ncu ncubaked"
+#   bash benchmarks/gpu_issue33.sh [PARTS]     PARTS: any of "evidence e2e training tests modes profile ncu ncubaked"
 #                                              (default: the first four)
 # Run "evidence" before "e2e" on a fresh machine: the first use of the Triton kernels compiles them (about a
 # minute on the H200 machine for the generic kernel, one compile per dilation for the baked one; cached on disk
@@ -44,7 +46,7 @@ part() {  # part NAME LIMIT_S COMMAND...
 }
 for p in $PARTS; do
     case $p in
-    evidence) part evidence 330 $PY benchmarks/evidence_kernel.py --configs "${EVIDENCE_TILES:-1024x4,baked128x4,baked256x8}" \
+    evidence) part evidence 330 $PY benchmarks/evidence_kernel.py --configs "${EVIDENCE_TILES:-1024x4,baked128x4,baked128x4+tile,baked256x8}" \
         --timeout 320 ;;
     e2e) part e2e 240 $PY benchmarks/score_long_recording.py --device cuda --file /tmp/sss-long/long.vhdr --skip-per-window --child-timeout 200 ;;
     training) part training 170 $PY benchmarks/gpu_training.py --no-spread --timeout 160 ;;
@@ -52,6 +54,7 @@ for p in $PARTS; do
     tests) part tests 70 $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/engine/test_training.py \
         tests/models/test_minirocket_series.py tests/models/test_minirocket_triton.py tests/preprocessing/test_torch_filters.py \
         tests/engine/test_training_precision.py ;;
+    profile) part profile 200 $PY benchmarks/gpu_training.py --profile --timeout 190 ;;
     ncu | ncubaked)
         config=1024x4
         [ "$p" = ncubaked ] && config=baked128x4
@@ -60,7 +63,7 @@ for p in $PARTS; do
             --section ComputeWorkloadAnalysis --section InstructionStats \
             $PY benchmarks/evidence_kernel.py --rows 16 --samples 100000 --configs $config --repeats 1 --search-repeats 1 \
             --timeout 190 ;;
-    *) echo "unknown part $p (expected evidence, e2e, training, tests, modes, ncu, ncubaked)"; RC[$p]=2 ;;
+    *) echo "unknown part $p (expected evidence, e2e, training, tests, modes, profile, ncu, ncubaked)"; RC[$p]=2 ;;
     esac
 done
 status=0

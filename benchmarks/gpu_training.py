@@ -21,6 +21,12 @@ run that overruns ``--timeout`` with exit 2 and the table so far.
 
     python benchmarks/gpu_training.py                      # CUDA, the paper sizes (about 3 minutes on an H200)
     python benchmarks/gpu_training.py --device cpu --tiny  # the logic at a tiny size, compile off (a minute)
+    python benchmarks/gpu_training.py --profile            # only the new path, under torch's profiler
+
+``--profile`` trains the new path once under ``torch.profiler`` (nothing else runs) and prints the kernels that
+took the device's time, the device-busy share of the training epochs' wall time (a low share means the host —
+Python and kernel launches — bounds a step, which CUDA graphs address; a high one means the kernels themselves
+do) and where that time goes by kind (matrix products, attention, normalisation, optimiser, gathers, other).
 """
 
 from __future__ import annotations
@@ -79,6 +85,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="extra rows on CUDA: the compiled path in these torch.compile modes, comma-separated "
         "(e.g. reduce-overhead,max-autotune-no-cudagraphs; default none)",
     )
+    p.add_argument("--profile", action="store_true", help="only the new path, under torch's profiler (see above)")
     p.add_argument("--timeout", type=int, default=225, help="seconds before the watchdog ends the run (225)")
     return p.parse_args(argv)
 
@@ -170,6 +177,65 @@ def train_path(name: str, series_set, config) -> dict:
     return result
 
 
+KERNEL_KINDS = (
+    ("attention", ("flash", "attention", "sdpa", "fmha")),
+    ("matrix products", ("gemm", "sm90_xmma", "cutlass", "cublas", "matmul", "nvjet", "wgmma")),
+    ("normalisation", ("norm", "welford")),
+    ("optimiser", ("adam", "multi_tensor", "foreach")),
+    ("gathers and copies", ("index", "gather", "copy", "memcpy", "memset", "cat")),
+)
+"""Kernel-name fragments (lower case) that put a kernel's time under a kind; the first match wins."""
+
+
+def _device_time(event) -> float:
+    """An averaged profiler event's own device time, microseconds (the attribute's name moved across torch versions)."""
+    for name in ("self_device_time_total", "self_cuda_time_total"):
+        value = getattr(event, name, None)
+        if value is not None:
+            return float(value)
+    return 0.0
+
+
+def profile_path(name: str, series_set, config) -> None:
+    """Train ``config`` once under ``torch.profiler``; print the device's busy share and its time by kernel and kind."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = config.device.startswith("cuda")
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    t0 = time.perf_counter()
+    with profile(activities=activities) as prof:
+        bundle = train([], config, progress=False, series_set=series_set)
+        sync(config.device)
+    wall = time.perf_counter() - t0
+    history = bundle.info["history"]
+    epoch_s = [config.windows_per_epoch / h["train_windows_per_s"] for h in history]
+    median_s = statistics.median(epoch_s[1:] or epoch_s)
+    events = prof.key_averages()
+    if not cuda:
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+        print(f"{name}: profiled on the CPU (no device time to split); wall {wall:.1f} s", flush=True)
+        return
+    kernels = [e for e in events if _device_time(e) > 0]
+    busy = sum(_device_time(e) for e in kernels) / 1e6
+    by_kind: dict[str, float] = {}
+    for event in kernels:
+        lowered = event.key.lower()
+        kind = next((k for k, parts in KERNEL_KINDS if any(p in lowered for p in parts)), "other")
+        by_kind[kind] = by_kind.get(kind, 0.0) + _device_time(event) / 1e6
+    print(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=20), flush=True)
+    share = busy / len(history) / median_s
+    print(
+        f"{name}: device busy {busy:.2f} s in {len(history)} epochs (wall {wall:.1f} s); a training epoch takes "
+        f"{median_s:.3f} s (median after the first), so the device is busy ~{100 * share:.0f} % of it "
+        "(validation, at 1/20 of the paper's windows, counted in)"
+    )
+    print("\n| kernels by kind | device s | share |")
+    print("|---|---:|---:|")
+    for kind, seconds in sorted(by_kind.items(), key=lambda kv: -kv[1]):
+        print(f"| {kind} | {seconds:.3f} | {100 * seconds / max(busy, 1e-12):.0f} % |")
+    print(flush=True)
+
+
 def grid_hours(windows_per_s: float) -> float:
     """Hours of the paper grid's SSS rows at this training throughput (validation not counted)."""
     return GRID_WINDOWS_PER_EPOCH * GRID_EPOCHS * GRID_SSS_RUNS / windows_per_s / 3600
@@ -233,6 +299,11 @@ def main(argv=None) -> int:
             series_set, device, paper.window_length, min(s["batch_size"], 8192), args.seed
         )
         notes.append(f"attention kernel under bf16: {check_flash(paper, device)}")
+        if args.profile:
+            forced = dict(compile=True) if device.startswith("cuda") else dict(precision="bf16", device_windows=True)
+            light = {**common, "val_stride": 20 * s["val_stride"]}  # the device time is then mostly training's
+            profile_path("new path under the profiler", series_set, train_preset("paper", **light, **forced))
+            return 0
         today = dict(precision="fp32", compile=False, device_windows=False)
         rows.append(
             train_path("today (fp32, host gather, eager)", series_set, train_preset("paper", **common, **today))
