@@ -86,27 +86,19 @@ def run_cases(seed: int, device: str = "cpu") -> dict[str, np.ndarray]:
         batch[i, : len(c)] = c
     series = np.concatenate([np.full(len(_ends_and_stride(len(c), L, 23)), i) for i, c in enumerate(pair)])
     start = np.concatenate([_ends_and_stride(len(c), L, 23) for c in pair])
+
+    def triton_logits(x: np.ndarray, starts: np.ndarray, window: int, **options) -> np.ndarray:
+        layout = SeriesLayout.of(model.features, window)
+        x_t = torch.from_numpy(np.atleast_2d(x)).to(device)
+        return minirocket_triton.triton_window_logits(model.features, layout, weights, constant, x_t, starts, **options)
+
     for kernel, prefix, name in (
         ("generic", "torch", "rows_triton"),
         ("baked", "torch", "rows_baked"),
         ("generic", "tile", "rows_tile"),
     ):
-        out[name] = (
-            minirocket_triton.triton_window_logits(
-                model.features,
-                SeriesLayout.of(model.features, L),
-                weights,
-                constant,
-                torch.from_numpy(batch).to(device),
-                start,
-                rows=series,
-                block=512,
-                kernel=kernel,
-                prefix=prefix,
-            )
-            .cpu()
-            .numpy()
-        )
+        got = triton_logits(batch, start, L, rows=series, block=512, kernel=kernel, prefix=prefix)
+        out[name] = got.cpu().numpy()
     out["rows_numba"] = window_logits(model.features, weights, constant, pair, series, start, L)
     two = [channels[0][:300], channels[1]]
     start = _ends_and_stride(300, L, 31)
@@ -114,46 +106,19 @@ def run_cases(seed: int, device: str = "cpu") -> dict[str, np.ndarray]:
         model.features, weights, constant, torch.from_numpy(np.stack(two)).to(device), start, L, evidence="triton"
     )
     out["all_triton"] = got.cpu().numpy()
-    layout = SeriesLayout.of(model.features, L)
-    x = torch.from_numpy(np.stack(two)).to(device)
     for prefix, name in (("torch", "all_baked"), ("tile", "all_tile")):
-        got = minirocket_triton.triton_window_logits(
-            model.features, layout, weights, constant, x, start, kernel="baked", prefix=prefix
-        )
-        out[name] = got.cpu().numpy()
+        out[name] = triton_logits(np.stack(two), start, L, kernel="baked", prefix=prefix).cpu().numpy()
     out["all_numba"] = np.stack(
         [window_logits(model.features, weights, constant, two, np.full(len(start), i), start, L) for i in range(2)]
     )
     short = 32
     start = _ends_and_stride(300, short, 17)
-    for kernel, prefix, name in (("generic", "torch", "short_triton"), ("baked", "torch", "short_baked")):
-        out[name] = (
-            minirocket_triton.triton_window_logits(
-                model.features,
-                SeriesLayout.of(model.features, short),
-                weights,
-                constant,
-                torch.from_numpy(channels[1])[None].to(device),
-                start,
-                kernel=kernel,
-                prefix=prefix,
-            )
-            .cpu()
-            .numpy()[0]
-        )
-    got = minirocket_triton.triton_window_logits(
-        model.features,
-        SeriesLayout.of(model.features, short),
-        weights,
-        constant,
-        torch.from_numpy(channels[1])[None].to(device),
-        start,
-        kernel="baked",
-        prefix="tile",
-        block=64,  # five tiles of a 300-sample channel
-        num_warps=2,
-    )
-    out["short_tile"] = got.cpu().numpy()[0]
+    for name, options in (
+        ("short_triton", {"kernel": "generic"}),
+        ("short_baked", {"kernel": "baked"}),
+        ("short_tile", {"kernel": "baked", "prefix": "tile", "block": 64, "num_warps": 2}),  # 5 tiles of 300 samples
+    ):
+        out[name] = triton_logits(channels[1], start, short, **options).cpu().numpy()[0]
     out["short_numba"] = window_logits(model.features, weights, constant, [channels[1]], 0 * start, start, short)
     return out
 
