@@ -29,6 +29,7 @@ first scoring with a model pays once.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import os
 import re
@@ -87,6 +88,8 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
     cache = tempfile.TemporaryDirectory(prefix="evidence-sass-")
     os.environ["TRITON_CACHE_DIR"] = cache.name  # before triton is imported: compile times from scratch
+    if importlib.util.find_spec("triton") is None:
+        raise SystemExit("evidence_sass.py needs triton (the [dev] extra installs it); it is not installed here")
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
