@@ -209,3 +209,18 @@ def test_an_unknown_kernel_form_is_refused_by_name():
         minirocket_triton.triton_window_logits(
             model.features, layout, weights, constant, torch.zeros(1, 200), np.array([0]), kernel="fused"
         )
+
+
+@pytest.mark.parametrize("n_positions, block", [(300, 128), (256, 128), (5, 8), (1024, 1024), (1030, 64)])
+def test_prefix_sums_from_tile_running_sums_equal_a_cumulative_sum(n_positions, block):
+    rng = np.random.default_rng(n_positions + block)
+    evidence = torch.from_numpy(rng.normal(size=(3, n_positions)))
+    running = torch.zeros(3, n_positions + 1, dtype=torch.float64)  # what the kernel writes with prefix="tile"
+    for lo in range(0, n_positions, block):
+        running[:, 1 + lo : 1 + lo + block] = evidence[:, lo : lo + block].cumsum(1)
+    expected = torch.cat([torch.zeros(3, 1, dtype=torch.float64), evidence.cumsum(1)], dim=1)  # E[j], j = 0 .. T
+    j = torch.arange(n_positions + 1)
+    offsets = minirocket_triton._tile_offsets(running, block)
+    torch.testing.assert_close(minirocket_triton._prefix_at(running, offsets, j, None, block), expected)
+    rows = torch.from_numpy(rng.integers(0, 3, n_positions + 1))
+    torch.testing.assert_close(minirocket_triton._prefix_at(running, offsets, j, rows, block), expected[rows, j])
