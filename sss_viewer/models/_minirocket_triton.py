@@ -64,8 +64,9 @@ instead of ~200 (so an SM holds 4-6 times the warps to hide latency) and 15-53 K
 of 168-472 KB. Two or four positions a thread made ``ptxas`` hold the immediates in registers: more
 instructions a position and up to 255 registers. The cost is compiling: one kernel per model and dilation
 (25 for the demo model, about a second each on a 2-core CPU), cached on disk by Triton after a machine's
-first use. Its per-position evidence is the generic kernel's bit for bit; the window logits agree to float64
-rounding (their tiles differ, so the float64 sums are added in another order; the tests check 1e-12).
+first use. Its per-position evidence is the generic kernel's bit for bit, and so are its window logits with the
+``torch.cumsum`` pass; with running sums over tiles (``prefix="tile"``) of another size the float64 sums are
+added in another order (the tests allow 1e-12).
 
 What goal 1 asks of the hardware
 --------------------------------
@@ -487,8 +488,8 @@ def triton_window_logits(
         Default :data:`DEFAULT_KERNEL`. ``"generic"`` reads the model's step tables from device memory (one compiled kernel per
         bias-group count); ``"baked"`` compiles each dilation's biases and weights into its kernel
         (:func:`_baked_evidence_kernel`: one compile per model and dilation, cached on disk by Triton).
-        The same float32 operations on the same numbers: the same evidence bit for bit, logits to float64
-        rounding.
+        The same float32 operations on the same numbers: the same evidence bit for bit (and logits, with the
+        same ``prefix`` and tile).
     prefix : {"torch", "tile"}, optional
         Default :data:`DEFAULT_PREFIX`. How the unpadded kernels' window sums are formed at a dilation whose
         reach is inside the window: ``"torch"`` writes the evidence and runs ``torch.cumsum`` over the whole
