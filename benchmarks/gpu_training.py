@@ -212,7 +212,7 @@ def profile_path(name: str, series_set, config) -> None:
     median_s = statistics.median(epoch_s[1:] or epoch_s)
     events = prof.key_averages()
     if not cuda:
-        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+        print(events.table(sort_by="self_cpu_time_total", row_limit=15))
         print(f"{name}: profiled on the CPU (no device time to split); wall {wall:.1f} s", flush=True)
         return
     kernels = [e for e in events if _device_time(e) > 0]
@@ -222,7 +222,7 @@ def profile_path(name: str, series_set, config) -> None:
         lowered = event.key.lower()
         kind = next((k for k, parts in KERNEL_KINDS if any(p in lowered for p in parts)), "other")
         by_kind[kind] = by_kind.get(kind, 0.0) + _device_time(event) / 1e6
-    print(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=20), flush=True)
+    print(events.table(sort_by="self_cuda_time_total", row_limit=20), flush=True)
     share = busy / len(history) / median_s
     print(
         f"{name}: device busy {busy:.2f} s in {len(history)} epochs (wall {wall:.1f} s); a training epoch takes "
