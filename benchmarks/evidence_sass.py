@@ -108,11 +108,10 @@ def main(argv=None) -> int:
     target = GPUTarget("cuda", args.arch, 32)
     common = {"x_ptr": "*fp32", "x_stride": "i32", "T": "i32", "whole_ptr": "*fp64", "part_ptr": "*fp64"}
     common["out_stride"] = "i32"
-    generic_sig = dict(common, sb_ptr="*fp32", sw_ptr="*fp32", step0="i32", d="i32", pad_even="i32", inner="i32")
-    generic_sig.update(NGROUPS="constexpr", BLOCK="constexpr", IN_ORDER="constexpr", RUNNING="constexpr")
-    baked_sig = dict(
-        common, **dict.fromkeys(("B", "W", "NB", "D", "PAD_EVEN", "INNER", "BLOCK", "RUNNING"), "constexpr")
-    )
+    signature = dict(common, sb_ptr="*fp32", sw_ptr="*fp32", step0="i32", d="i32", pad_even="i32", inner="i32")
+    forms = ("NGROUPS", "BLOCK", "IN_ORDER", "RUNNING", "BAKED", "B", "W", "NB", "D", "PAD_EVEN", "INNER")
+    signature.update(dict.fromkeys(forms, "constexpr"))
+    generic_form = {"BAKED": False, "B": (), "W": (), "NB": 0, "D": 0, "PAD_EVEN": False, "INNER": False}
     g_block, g_warps = kernels.TILES["generic"]
     logger.info(
         "model %s: %d features, %d dilations, window %d; sm_%d, triton %s",
@@ -137,7 +136,7 @@ def main(argv=None) -> int:
         if groups not in compiled_groups:  # the generic kernel compiles once per group count
             constants = {"NGROUPS": groups, "BLOCK": g_block, "IN_ORDER": True, "RUNNING": args.tile_sums}
             compiled_groups[groups] = triton.compile(
-                ASTSource(kernels._evidence_kernel, generic_sig, constexprs=constants),
+                ASTSource(kernels._evidence_kernel, signature, constexprs=dict(generic_form, **constants)),
                 target=target,
                 options={"num_warps": g_warps, "enable_fp_fusion": False},
             )
@@ -145,10 +144,10 @@ def main(argv=None) -> int:
         g_n, g_regs, g_local = _sass_stats(compiled_groups[groups].asm["cubin"], tool)
         biases, cum_weights, nb = tables.baked[di]
         constants = {"B": biases, "W": cum_weights, "NB": nb, "D": int(d), "PAD_EVEN": di % 2 == 0, "INNER": inner}
-        constants["RUNNING"] = args.tile_sums
+        constants.update(BAKED=True, NGROUPS=0, IN_ORDER=False, RUNNING=args.tile_sums, BLOCK=args.block)
         t0 = time.perf_counter()
         baked = triton.compile(
-            ASTSource(kernels._baked_evidence_kernel, baked_sig, constexprs=dict(constants, BLOCK=args.block)),
+            ASTSource(kernels._evidence_kernel, signature, constexprs=constants),
             target=target,
             options={"num_warps": args.warps, "enable_fp_fusion": False},
         )

@@ -53,7 +53,7 @@ local-memory traffic).
 
 The baked kernel: the numbers compiled in
 -----------------------------------------
-:func:`_baked_evidence_kernel` is the same arithmetic with one dilation's sorted biases, cumulative weights
+:func:`_evidence_kernel` with ``BAKED`` is the same arithmetic with one dilation's sorted biases, cumulative weights
 and dilation passed as compile-time constants (tuples of the float32 values), so ``ptxas`` writes them into
 the compare and select instructions as immediates: no table loads, no address arithmetic, no ``+inf``
 padding compared (a kernel's last group holds only its remaining biases), and one position a thread. Counted
@@ -297,14 +297,32 @@ if triton is not None:
         BLOCK: tl.constexpr,
         IN_ORDER: tl.constexpr,
         RUNNING: tl.constexpr,
+        BAKED: tl.constexpr = False,
+        B: tl.constexpr = (),
+        W: tl.constexpr = (),
+        NB: tl.constexpr = 0,
+        D: tl.constexpr = 0,
+        PAD_EVEN: tl.constexpr = False,
+        INNER: tl.constexpr = False,
     ):
-        """Evidence of one dilation ``d`` at positions ``tile * BLOCK + arange(BLOCK)`` of row ``program_id(1)``.
+        """Evidence of one dilation at positions ``tile * BLOCK + arange(BLOCK)`` of row ``program_id(1)``.
 
-        ``x`` (B, T) float32; ``whole`` and ``part`` (B, T + 1) float64, written at columns ``1 + t``;
-        kernel ``k``'s steps start at ``step0 + k * 4 * NGROUPS``; ``pad_even``: the padded kernels
-        are the even ones; ``inner``: the unpadded kernels go to ``part`` (else to ``whole``).
+        ``x`` (B, T) float32; ``whole`` and ``part`` (B, T + 1) float64, written at columns ``1 + t``.
+
+        The generic form (``BAKED`` False) reads its numbers at run time: the dilation ``d``; kernel ``k``'s
+        steps start at ``step0 + k * 4 * NGROUPS`` of the tables ``sb`` (sorted biases) and ``sw`` (cumulative
+        weights within each group of four); ``pad_even``: the padded kernels are the even ones; ``inner``: the
+        unpadded kernels go to ``part`` (else to ``whole``).
+
+        The baked form (``BAKED`` True; the run-time numbers above are not read) has one dilation's numbers
+        compiled in: ``B`` and ``W`` (tuples of ``84 * NB`` floats, kernel by kernel) the sorted biases and the
+        cumulative weights, ``D``, ``PAD_EVEN`` and ``INNER``; the last group of a kernel holds
+        ``NB - 4 * (NB // 4)`` biases when ``NB`` is not a multiple of four (no ``+inf`` padding compared).
         """
-        row, t, live, x0, x1, x2, x3, x4, x5, x6, x7, x8, base = _taps(x_ptr, x_stride, T, BLOCK, d, True)
+        if BAKED:
+            row, t, live, x0, x1, x2, x3, x4, x5, x6, x7, x8, base = _taps(x_ptr, x_stride, T, BLOCK, D, False)
+        else:
+            row, t, live, x0, x1, x2, x3, x4, x5, x6, x7, x8, base = _taps(x_ptr, x_stride, T, BLOCK, d, True)
         e_even = tl.zeros_like(base)
         e_odd = tl.zeros_like(base)
         stride: tl.constexpr = 4 * NGROUPS
@@ -314,66 +332,39 @@ if triton is not None:
                 pair = xa + _pick(b, x0, x1, x2, x3, x4, x5, x6, x7, x8)
                 for c in tl.static_range(b + 1, 9):
                     v = (pair + _pick(c, x0, x1, x2, x3, x4, x5, x6, x7, x8)) * 3.0 - base
-                    first = step0 + _kernel_index(a, b, c) * stride
-                    if _kernel_index(a, b, c) % 2 == 0:
-                        e_even = _steps(v, e_even, sb_ptr, sw_ptr, first, NGROUPS)
-                        if IN_ORDER:
-                            e_even = _after(e_even)
+                    if BAKED:
+                        for g in tl.static_range(0, NB, 4):
+                            s = tl.where(v > B[_baked_index(a, b, c, NB, g)], W[_baked_index(a, b, c, NB, g)], 0.0)
+                            if g + 1 < NB:
+                                s = tl.where(
+                                    v > B[_baked_index(a, b, c, NB, g + 1)], W[_baked_index(a, b, c, NB, g + 1)], s
+                                )
+                            if g + 2 < NB:
+                                s = tl.where(
+                                    v > B[_baked_index(a, b, c, NB, g + 2)], W[_baked_index(a, b, c, NB, g + 2)], s
+                                )
+                            if g + 3 < NB:
+                                s = tl.where(
+                                    v > B[_baked_index(a, b, c, NB, g + 3)], W[_baked_index(a, b, c, NB, g + 3)], s
+                                )
+                            if _kernel_index(a, b, c) % 2 == 0:
+                                e_even = e_even + s
+                            else:
+                                e_odd = e_odd + s
                     else:
-                        e_odd = _steps(v, e_odd, sb_ptr, sw_ptr, first, NGROUPS)
-                        if IN_ORDER:
-                            e_odd = _after(e_odd)
-        _write(whole_ptr, part_ptr, out_stride, row, t, live, e_even, e_odd, pad_even, inner, RUNNING)
-
-    @triton.jit(do_not_specialize=["x_stride", "T", "out_stride"])
-    def _baked_evidence_kernel(
-        x_ptr,
-        x_stride,
-        T,
-        whole_ptr,
-        part_ptr,
-        out_stride,
-        B: tl.constexpr,
-        W: tl.constexpr,
-        NB: tl.constexpr,
-        D: tl.constexpr,
-        PAD_EVEN: tl.constexpr,
-        INNER: tl.constexpr,
-        BLOCK: tl.constexpr,
-        RUNNING: tl.constexpr,
-    ):
-        """:func:`_evidence_kernel` with one dilation's numbers compiled in: ``B`` and ``W`` (tuples of
-        ``84 * NB`` floats, kernel by kernel) the sorted biases and the cumulative weights within each group
-        of four, ``D`` the dilation; the last group of a kernel holds ``NB - 4 * (NB // 4)`` biases when
-        ``NB`` is not a multiple of four (no ``+inf`` padding compared)."""
-        row, t, live, x0, x1, x2, x3, x4, x5, x6, x7, x8, base = _taps(x_ptr, x_stride, T, BLOCK, D, False)
-        e_even = tl.zeros_like(base)
-        e_odd = tl.zeros_like(base)
-        for a in tl.static_range(7):
-            xa = _pick(a, x0, x1, x2, x3, x4, x5, x6, x7, x8)
-            for b in tl.static_range(a + 1, 8):
-                pair = xa + _pick(b, x0, x1, x2, x3, x4, x5, x6, x7, x8)
-                for c in tl.static_range(b + 1, 9):
-                    v = (pair + _pick(c, x0, x1, x2, x3, x4, x5, x6, x7, x8)) * 3.0 - base
-                    for g in tl.static_range(0, NB, 4):
-                        s = tl.where(v > B[_baked_index(a, b, c, NB, g)], W[_baked_index(a, b, c, NB, g)], 0.0)
-                        if g + 1 < NB:
-                            s = tl.where(
-                                v > B[_baked_index(a, b, c, NB, g + 1)], W[_baked_index(a, b, c, NB, g + 1)], s
-                            )
-                        if g + 2 < NB:
-                            s = tl.where(
-                                v > B[_baked_index(a, b, c, NB, g + 2)], W[_baked_index(a, b, c, NB, g + 2)], s
-                            )
-                        if g + 3 < NB:
-                            s = tl.where(
-                                v > B[_baked_index(a, b, c, NB, g + 3)], W[_baked_index(a, b, c, NB, g + 3)], s
-                            )
+                        first = step0 + _kernel_index(a, b, c) * stride
                         if _kernel_index(a, b, c) % 2 == 0:
-                            e_even = e_even + s
+                            e_even = _steps(v, e_even, sb_ptr, sw_ptr, first, NGROUPS)
+                            if IN_ORDER:
+                                e_even = _after(e_even)
                         else:
-                            e_odd = e_odd + s
-        _write(whole_ptr, part_ptr, out_stride, row, t, live, e_even, e_odd, PAD_EVEN, INNER, RUNNING)
+                            e_odd = _steps(v, e_odd, sb_ptr, sw_ptr, first, NGROUPS)
+                            if IN_ORDER:
+                                e_odd = _after(e_odd)
+        if BAKED:
+            _write(whole_ptr, part_ptr, out_stride, row, t, live, e_even, e_odd, PAD_EVEN, INNER, RUNNING)
+        else:
+            _write(whole_ptr, part_ptr, out_stride, row, t, live, e_even, e_odd, pad_even, inner, RUNNING)
 
 
 @dataclass(frozen=True)
@@ -425,7 +416,7 @@ def _tables(features, layout, weights: np.ndarray, device: torch.device) -> _Tab
 
 def _baked_tables(offsets, counts, n_biases, step_b, step_w) -> tuple:
     """Per dilation, the step tables of :meth:`SeriesLayout.steps` without their ``+inf`` padding, as the
-    tuples of Python floats :func:`_baked_evidence_kernel` compiles in (each a float32 value, exactly).
+    tuples of Python floats :func:`_evidence_kernel` compiles in with ``BAKED`` (each a float32 value, exactly).
 
     Parameters
     ----------
@@ -487,7 +478,7 @@ def triton_window_logits(
     kernel : {"generic", "baked"}, optional
         Default :data:`DEFAULT_KERNEL`. ``"generic"`` reads the model's step tables from device memory (one compiled kernel per
         bias-group count); ``"baked"`` compiles each dilation's biases and weights into its kernel
-        (:func:`_baked_evidence_kernel`: one compile per model and dilation, cached on disk by Triton).
+        (:func:`_evidence_kernel` with ``BAKED``: one compile per model and dilation, cached on disk by Triton).
         The same float32 operations on the same numbers: the same evidence bit for bit (and logits, with the
         same ``prefix`` and tile).
     prefix : {"torch", "tile"}, optional
@@ -539,47 +530,31 @@ def triton_window_logits(
     for di, d in enumerate(layout.dilations.tolist()):
         u0, u1 = layout.positions(di, False)
         inner = u1 - u0 < window_length
-        if kernel == "baked":
+        if kernel == "baked":  # this dilation's numbers compiled in (the run-time ones are not read)
             biases, cum_weights, nb = tables.baked[di]
-            _baked_evidence_kernel[grid](
-                x,
-                x.stride(0),
-                T,
-                whole,
-                part,
-                whole.stride(0),
-                B=biases,
-                W=cum_weights,
-                NB=nb,
-                D=int(d),
-                PAD_EVEN=di % 2 == 0,
-                INNER=inner,
-                BLOCK=block,
-                RUNNING=running,
-                num_warps=num_warps,
-                enable_fp_fusion=False,
-            )
+            form = {"BAKED": True, "B": biases, "W": cum_weights, "NB": nb, "D": int(d)}
+            form.update(PAD_EVEN=di % 2 == 0, INNER=inner, NGROUPS=0, IN_ORDER=False)
         else:
-            _evidence_kernel[grid](
-                x,
-                x.stride(0),
-                T,
-                whole,
-                part,
-                whole.stride(0),
-                tables.step_biases,
-                tables.step_weights,
-                tables.first_step[di],
-                int(d),
-                int(di % 2 == 0),
-                int(inner),
-                NGROUPS=tables.groups[di],
-                BLOCK=block,
-                IN_ORDER=device.type == "cuda",  # the interpreter runs no inline assembly (nor needs the order)
-                RUNNING=running,
-                num_warps=num_warps,
-                enable_fp_fusion=False,
-            )
+            form = {"NGROUPS": tables.groups[di], "IN_ORDER": device.type == "cuda"}  # no inline asm in the interpreter
+        _evidence_kernel[grid](
+            x,
+            x.stride(0),
+            T,
+            whole,
+            part,
+            whole.stride(0),
+            tables.step_biases,
+            tables.step_weights,
+            tables.first_step[di],
+            int(d),
+            int(di % 2 == 0),
+            int(inner),
+            BLOCK=block,
+            RUNNING=running,
+            num_warps=num_warps,
+            enable_fp_fusion=False,
+            **form,
+        )
         if inner and running:
             out += gather_running(part, u0, u1) / (u1 - u0)
         elif inner:
