@@ -29,7 +29,7 @@ from sss_viewer.preprocessing._device_series import DeviceSeriesBuilder
 from sss_viewer.preprocessing.artifacts import ArtifactReport, detect_recording_artifacts
 from sss_viewer.preprocessing.cache import SeriesCache
 from sss_viewer.windows.series_set import build_series_set
-from sss_viewer.windows.store import SeriesStore, WindowIndex
+from sss_viewer.windows.store import DeviceWindows, SeriesStore, WindowIndex
 
 logger = logging.getLogger(__name__)
 
@@ -581,6 +581,29 @@ def _with_artifacts(windows: pd.DataFrame, report: ArtifactReport | None) -> pd.
     return windows.assign(**{ARTIFACT_COLUMN: pd.Series(flags, index=windows.index, dtype=str)})
 
 
+def _reading_store(store: SeriesStore, source) -> SeriesStore | DeviceWindows:
+    """What the model reads ``store``'s windows from: where the series were preprocessed on a device
+    (a :class:`DeviceSeriesBuilder` ``source``), their copy there — window gathers and channel rows stay on the
+    device, with no copy back to it — else ``store`` itself.
+
+    Parameters
+    ----------
+    store : SeriesStore
+        One recording's series as :func:`build_series_set` laid them out from ``source``'s ``data``.
+    source : DeviceSeriesBuilder or SeriesCache or None
+
+    Returns
+    -------
+    SeriesStore or DeviceWindows
+    """
+    if not isinstance(source, DeviceSeriesBuilder) or source.series is None:
+        return store
+    flat = source.series.reshape(-1)
+    if len(store.segments) != 1 or flat.numel() != store.n_samples or flat.dtype != torch.float32:
+        return store  # not the layout (or type) of the builder's data
+    return DeviceWindows(store, flat.device, flat=flat)
+
+
 def _score_windows(
     bundle,
     recording: Recording,
@@ -618,7 +641,7 @@ def _score_windows(
     bundle.model.to(dev)
     p_raw = predict_window_probs(
         bundle.model,
-        series.store,
+        _reading_store(series.store, source),
         scored.absolute_starts(series.store),
         length,
         batch_size=batch_size,

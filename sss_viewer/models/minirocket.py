@@ -65,6 +65,18 @@ __all__ = [
     "minirocket_dilations",
 ]
 
+
+def _on_device(store: WindowSource, i: int, row: np.ndarray, device: torch.device) -> Tensor:
+    """Series ``i`` of ``store`` (its host samples ``row``, shape (T_i,)) as a float32 tensor on ``device`` (with its
+    index, as a tensor's ``.device``): the store's own copy there when it has one
+    (:meth:`~sss_viewer.windows.store.DeviceWindows.device_series`), else a copy of ``row`` (``np.array`` first:
+    memmap views are read-only)."""
+    on_device = getattr(store, "device_series", None)
+    if on_device is not None and store.device == device:
+        return on_device(i)
+    return torch.from_numpy(np.array(row, dtype=np.float32)).to(device)
+
+
 APP_C_BEST: dict[str, Any] = {
     "num_features": 9_996,
     "lr": 1e-3,
@@ -203,8 +215,8 @@ class MiniRocketClassifier(StandardisedLogisticHead, SeriesReading, WindowModel)
             else:
                 # one zero-padded batch of channels per call: kernel launches, not arithmetic, bound a channel alone
                 x = torch.zeros(len(rows), max(len(r) for r in rows), dtype=torch.float32, device=device)
-                for i, r in enumerate(rows):  # np.array copies: memmap views are read-only
-                    x[i, : len(r)] = torch.from_numpy(np.array(r, dtype=np.float32)).to(device)
+                for i, r in enumerate(rows):
+                    x[i, : len(r)] = _on_device(store, int(ids[i]), r, x.device)
                 out[picked] = (
                     series_features.torch_window_logits(
                         self.features, weights, constant, x, local[picked], window_length, rows=position

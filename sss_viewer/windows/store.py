@@ -209,7 +209,9 @@ class DeviceWindows:
     The segments are laid end to end in one flat 1-D tensor, so an absolute start of the store's
     address space is also an offset into that tensor, and window ``b`` is
     ``flat[starts[b] : starts[b] + length]``: the same samples :meth:`SeriesStore.windows` gathers on
-    the host, without the host gather and the host-to-device copy of every batch.
+    the host, without the host gather and the host-to-device copy of every batch. It is also a
+    :class:`WindowSource` (``locate`` and ``series`` are the store's), and :meth:`device_series` gives a
+    series on the device, so the series-route models read their channels there without a copy.
 
     Parameters
     ----------
@@ -218,20 +220,55 @@ class DeviceWindows:
     device : torch.device or str
     chunk : int
         Samples copied per host-to-device transfer (bounds the host memory of the copy).
+    flat : Tensor, shape (n_samples,), float32, optional
+        The store's samples already on ``device``, laid out as its address space (GPU scoring's series,
+        preprocessed there): adopted as they are, nothing copied.
+
+    Raises
+    ------
+    ValueError
+        ``flat`` is not a float32 vector of the store's length on ``device``.
     """
 
-    def __init__(self, store: SeriesStore, device, chunk: int = 1 << 24):
+    def __init__(self, store: SeriesStore, device, chunk: int = 1 << 24, *, flat=None):
         import torch
 
         check_positive_int("chunk", chunk)
         self.device = torch.device(device)
+        self.store = store
         self.n_samples = store.n_samples
-        self.flat = torch.empty(self.n_samples, dtype=torch.float32, device=self.device)
-        for k, segment in enumerate(store.segments):
-            base = int(store.segment_starts[k])
-            for lo in range(0, len(segment), chunk):
-                part = np.array(segment[lo : lo + chunk], dtype=np.float32)  # a writable copy (memmaps are read-only)
-                self.flat[base + lo : base + lo + len(part)].copy_(torch.from_numpy(part))
+        if flat is not None:
+            if (
+                flat.dtype != torch.float32
+                or tuple(flat.shape) != (self.n_samples,)
+                or flat.device.type != self.device.type
+            ):
+                raise ValueError(
+                    f"flat must be the store's samples on {self.device}: float32 of shape ({self.n_samples},); got "
+                    f"{flat.dtype} of shape {tuple(flat.shape)} on {flat.device}."
+                )
+            self.flat = flat
+        else:
+            self.flat = torch.empty(self.n_samples, dtype=torch.float32, device=self.device)
+            for k, segment in enumerate(store.segments):
+                base = int(store.segment_starts[k])
+                for lo in range(0, len(segment), chunk):
+                    part = np.array(segment[lo : lo + chunk], dtype=np.float32)  # writable (memmaps are read-only)
+                    self.flat[base + lo : base + lo + len(part)].copy_(torch.from_numpy(part))
+        self.device = self.flat.device  # with its index ("cuda" becomes "cuda:0")
+
+    def locate(self, starts: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`SeriesStore.locate` of the store."""
+        return self.store.locate(starts, length)
+
+    def series(self, i: int) -> np.ndarray:
+        """:meth:`SeriesStore.series` of the store (on the host)."""
+        return self.store.series(i)
+
+    def device_series(self, i: int):
+        """Samples of series ``i`` on the device: a view of :attr:`flat`, shape (length_i,), float32."""
+        lo = int(self.store.offsets[i])
+        return self.flat[lo : lo + int(self.store.lengths[i])]
 
     @staticmethod
     def fits(store: SeriesStore, device, fraction: float = DEVICE_WINDOWS_FRACTION) -> bool:
