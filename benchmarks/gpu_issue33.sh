@@ -8,6 +8,8 @@
 #   4. the GPU-marked tests
 #   modes (not in the default, ≈ 5 min): the compiled training path in torch.compile's "reduce-overhead" (CUDA
 #        graphs) and "max-autotune-no-cudagraphs" modes beside the rows of part 3 (goal 3's next candidates)
+#   concurrent (not in the default, ≈ 4 min): the compiled training path in 1 process, then in 2 started together on
+#        the GPU: the sum of their windows/s against one alone (training/paper_tables_gpu.sh's PROCS_PER_GPU)
 #   attention (not in the default, ≈ 1 min): the paper preset's attention (4 heads of width 8 over 128 tokens, dropout
 #        0.3, bf16) forward + backward on each of torch's attention kernels, and without dropout: which is fastest
 #   profile (not in the default, ≈ 1.5 min): the compiled training path once under torch's profiler — the device's
@@ -17,7 +19,7 @@
 #        issue slots used (works on Firecracker machines, device/KINDS.md)
 # Each part's full output goes to $OUT/<part>.log when OUT is set (the device tool's folder), else /tmp/gpu-issue33.
 # Usage (machine's own python3 with a CUDA torch; wheels the image lacks in .whl/, see benchmarks/README.md):
-#   bash benchmarks/gpu_issue33.sh [PARTS]     PARTS: any of "evidence e2e training tests modes attention profile ncu ncubaked"
+#   bash benchmarks/gpu_issue33.sh [PARTS]     PARTS: any of "evidence e2e training tests modes concurrent attention profile ncu ncubaked"
 #                                              (default: the first four; also "attention")
 # Run "evidence" before "e2e" on a fresh machine: the first use of the Triton kernels compiles them (about a
 # minute on the H200 machine for the generic kernel, one compile per dilation for the baked one; cached on disk
@@ -56,6 +58,7 @@ for p in $PARTS; do
     tests) part tests 150 $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/engine/test_training.py \
         tests/models/test_minirocket_series.py tests/models/test_minirocket_triton.py tests/preprocessing/test_torch_filters.py \
         tests/engine/test_training_precision.py ;;
+    concurrent) part concurrent 300 $PY benchmarks/gpu_concurrent_training.py --timeout 290 ;;
     attention) part attention 100 bash -c "$PY benchmarks/attention_backends.py && $PY benchmarks/attention_backends.py --dropout 0" ;;
     profile) part profile 200 $PY benchmarks/gpu_training.py --profile --timeout 190 ;;
     ncu | ncubaked)
@@ -66,7 +69,7 @@ for p in $PARTS; do
             --section ComputeWorkloadAnalysis --section InstructionStats \
             $PY benchmarks/evidence_kernel.py --rows 16 --samples 100000 --configs $config --repeats 1 --search-repeats 1 \
             --timeout 190 ;;
-    *) echo "unknown part $p (expected evidence, e2e, training, tests, modes, attention, profile, ncu, ncubaked)"; RC[$p]=2 ;;
+    *) echo "unknown part $p (expected evidence, e2e, training, tests, modes, concurrent, attention, profile, ncu, ncubaked)"; RC[$p]=2 ;;
     esac
 done
 status=0

@@ -14,7 +14,7 @@
 # pinning it to its GPU, all writing their run records into the same folders (one file per run,
 # written atomically; nothing else is shared). Splitting one run over GPUs (torchrun, README
 # "Scaling out") pays only for a run too large for one GPU's memory or time; for this grid it would add
-# an all-reduce to every step of runs that already fit. When every seed has finished, one last call
+# an all-reduce to every step of runs that already fit. PROCS_PER_GPU=N runs N seeds on each GPU at once (default 1). When every seed has finished, one last call
 # per protocol (all runs found finished, nothing trained) writes the complete results.csv and tables.md.
 #
 # Expected time, re-measured 2026-11-28 on one H200 (benchmarks/gpu_training.py, docs/results.md §3): with the CUDA
@@ -35,7 +35,11 @@ SSS=${SSS_VIEWER_BIN:-.venv/bin/sss-viewer}
 PRESET=paper
 [ "${SMOKE:-0}" = 1 ] && PRESET=smoke
 NGPU=$(${PYTHON:-.venv/bin/python} -c "import torch; print(torch.cuda.device_count())")
-SLOTS=$NGPU
+# PROCS_PER_GPU runs this many seeds on each GPU at once (default 1): worth it where one run leaves the GPU part
+# idle, which benchmarks/gpu_concurrent_training.py measures (the sum of N processes' windows/s against one alone)
+PROCS_PER_GPU=${PROCS_PER_GPU:-1}
+[[ "$PROCS_PER_GPU" =~ ^[1-9][0-9]*$ ]] || { echo "error: PROCS_PER_GPU must be a positive integer; got '$PROCS_PER_GPU'" >&2; exit 2; }
+SLOTS=$(( NGPU * PROCS_PER_GPU ))
 if [ "$NGPU" -lt 1 ]; then
   # the smoke preset also runs on a CPU (one process at a time): a check of this script itself
   [ "$PRESET" = smoke ] || { echo "error: no CUDA device; this script is for GPU machines (training/cpu_grid.sh runs the cpu preset)" >&2; exit 1; }
@@ -56,7 +60,7 @@ for protocol in paper-table1 paper-table2; do
     CUDA_VISIBLE_DEVICES=$([ "$NGPU" -ge 1 ] && echo "$gpu") "$SSS" experiment "$protocol" --data "$DATA" --preset "$PRESET" --seeds "$seed" \
       --out "$OUT/$protocol-$PRESET" -q >"$OUT/logs/$protocol-seed$seed.log" 2>&1 &
     pids+=($!)
-    gpu=$(( (gpu + 1) % SLOTS ))
+    gpu=$(( (gpu + 1) % (NGPU > 0 ? NGPU : 1) ))
     if [ "${#pids[@]}" -ge "$SLOTS" ]; then wait_for "${pids[0]}" "$protocol"; pids=("${pids[@]:1}"); fi
   done
   for pid in "${pids[@]}"; do wait_for "$pid" "$protocol"; done
