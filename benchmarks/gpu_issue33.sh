@@ -6,6 +6,7 @@
 #                                        128 ch × 1 h × 1 kHz BrainVision file end to end, GPU vs the machine's CPUs
 #   3. benchmarks/gpu_training.py        paper-preset training windows/s, today's path vs bf16/compiled/device-gathered
 #   4. the GPU-marked tests
+#   SDPA=flash|efficient|cudnn|math restricts part "training"'s attention to that kernel (part "attention" times each)
 #   modes (not in the default, ≈ 5 min): the compiled training path in torch.compile's "reduce-overhead" (CUDA
 #        graphs) and "max-autotune-no-cudagraphs" modes beside the rows of part 3 (goal 3's next candidates)
 #   concurrent (not in the default, ≈ 4 min): the compiled training path in 1 process, then in 2 started together on
@@ -53,7 +54,7 @@ for p in $PARTS; do
     evidence) part evidence 330 $PY benchmarks/evidence_kernel.py --configs "${EVIDENCE_TILES:-1024x4,baked128x4,baked128x4+tile,baked256x8}" \
         --timeout 320 ;;
     e2e) part e2e 240 $PY benchmarks/score_long_recording.py --device cuda --file /tmp/sss-long/long.vhdr --skip-per-window --child-timeout 200 ;;
-    training) part training 170 $PY benchmarks/gpu_training.py --no-spread --timeout 160 ;;
+    training) part training 170 $PY benchmarks/gpu_training.py --no-spread --sdpa "${SDPA:-default}" --timeout 160 ;;
     modes) part modes 300 $PY benchmarks/gpu_training.py --no-spread --compile-modes reduce-overhead,max-autotune-no-cudagraphs --timeout 290 ;;
     tests) part tests 150 $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/engine/test_training.py \
         tests/models/test_minirocket_series.py tests/models/test_minirocket_triton.py tests/preprocessing/test_torch_filters.py \

@@ -22,6 +22,7 @@ run that overruns ``--timeout`` with exit 2 and the table so far.
     python benchmarks/gpu_training.py                      # CUDA, the paper sizes (about 3 minutes on an H200)
     python benchmarks/gpu_training.py --device cpu --tiny  # the logic at a tiny size, compile off (a minute)
     python benchmarks/gpu_training.py --profile            # only the new path, under torch's profiler
+    python benchmarks/gpu_training.py --sdpa cudnn         # every path on one attention kernel (attention_backends.py)
 
 ``--profile`` trains the new path once under ``torch.profiler`` (nothing else runs) and prints the kernels that
 took the device's time, the device-busy share of the training epochs' wall time (a low share means the host —
@@ -63,6 +64,21 @@ GRID_SSS_RUNS = 5 * 2 * 5
 GRID_GOAL_HOURS = 5.0
 
 
+SDPA_CHOICES = ("default", "flash", "efficient", "cudnn", "math")
+"""``--sdpa``: torch's choice, or the one attention kernel allowed (``benchmarks/attention_backends.py`` times each)."""
+
+
+def restrict_sdpa(choice: str) -> None:
+    """Allow only the ``choice`` kernel for :func:`torch.nn.functional.scaled_dot_product_attention` (global flags,
+    read when a graph is traced, so compiled paths follow them too); ``"default"`` leaves torch's flags as they are."""
+    if choice == "default":
+        return
+    torch.backends.cuda.enable_flash_sdp(choice == "flash")
+    torch.backends.cuda.enable_mem_efficient_sdp(choice == "efficient")
+    torch.backends.cuda.enable_cudnn_sdp(choice == "cudnn")
+    torch.backends.cuda.enable_math_sdp(choice == "math")
+
+
 class Watchdog(Exception):
     """Raised by the alarm when the run overruns ``--timeout``."""
 
@@ -84,6 +100,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         default="",
         help="extra rows on CUDA: the compiled path in these torch.compile modes, comma-separated "
         "(e.g. reduce-overhead,max-autotune-no-cudagraphs; default none)",
+    )
+    p.add_argument(
+        "--sdpa",
+        choices=SDPA_CHOICES,
+        default="default",
+        help="the attention kernel every path may use (torch's global flags; default: torch's own choice)",
     )
     p.add_argument("--profile", action="store_true", help="only the new path, under torch's profiler (see above)")
     p.add_argument("--timeout", type=int, default=225, help="seconds before the watchdog ends the run (225)")
@@ -299,6 +321,9 @@ def main(argv=None) -> int:
             series_set, device, paper.window_length, min(s["batch_size"], 8192), args.seed
         )
         notes.append(f"attention kernel under bf16: {check_flash(paper, device)}")
+        restrict_sdpa(args.sdpa)  # after check_flash, which asks for the flash kernel itself
+        if args.sdpa != "default":
+            notes.append(f"every path's attention restricted to the {args.sdpa} kernel (--sdpa)")
         if args.profile:
             forced = dict(compile=True) if device.startswith("cuda") else dict(precision="bf16", device_windows=True)
             light = {**common, "val_stride": 20 * s["val_stride"]}  # the device time is then mostly training's
