@@ -9,6 +9,9 @@
 #   SDPA=flash|efficient|cudnn|math restricts part "training"'s attention to that kernel (part "attention" times each)
 #   modes (not in the default, ≈ 5 min): the compiled training path in torch.compile's "reduce-overhead" (CUDA
 #        graphs) and "max-autotune-no-cudagraphs" modes beside the rows of part 3 (goal 3's next candidates)
+#   baselines (not in the default, ≈ 3-4 min): the grid's 11 whole-channel baselines at the paper preset's settings on
+#        channels as long as ds003029's, each one's time scaled to the grid, and the full grid's hours with the SSS
+#        rows' (SSS_HOURS, default 8.7: the last measured)
 #   concurrent (not in the default, ≈ 4 min): the compiled training path in 1 process, then in 2 started together on
 #        the GPU: the sum of their windows/s against one alone (training/paper_tables_gpu.sh's PROCS_PER_GPU)
 #   attention (not in the default, ≈ 1 min): the paper preset's attention (4 heads of width 8 over 128 tokens, dropout
@@ -20,7 +23,7 @@
 #        issue slots used (works on Firecracker machines, device/KINDS.md)
 # Each part's full output goes to $OUT/<part>.log when OUT is set (the device tool's folder), else /tmp/gpu-issue33.
 # Usage (machine's own python3 with a CUDA torch; wheels the image lacks in .whl/, see benchmarks/README.md):
-#   bash benchmarks/gpu_issue33.sh [PARTS]     PARTS: any of "evidence e2e training tests modes concurrent attention profile ncu ncubaked"
+#   bash benchmarks/gpu_issue33.sh [PARTS]     PARTS: any of "evidence e2e training tests modes baselines concurrent attention profile ncu ncubaked"
 #                                              (default: the first four; also "attention")
 # Run "evidence" before "e2e" on a fresh machine: the first use of the Triton kernels compiles them (about a
 # minute on the H200 machine for the generic kernel, one compile per dilation for the baked one; cached on disk
@@ -59,6 +62,7 @@ for p in $PARTS; do
     tests) part tests 150 $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/engine/test_training.py \
         tests/models/test_minirocket_series.py tests/models/test_minirocket_triton.py tests/preprocessing/test_torch_filters.py \
         tests/engine/test_training_precision.py ;;
+    baselines) part baselines 300 $PY benchmarks/gpu_grid_baselines.py --sss-hours "${SSS_HOURS:-8.7}" --timeout 280 ;;
     concurrent) part concurrent 300 $PY benchmarks/gpu_concurrent_training.py --timeout 290 ;;
     attention) part attention 100 bash -c "$PY benchmarks/attention_backends.py && $PY benchmarks/attention_backends.py --dropout 0" ;;
     profile) part profile 200 $PY benchmarks/gpu_training.py --profile --timeout 190 ;;
@@ -70,7 +74,7 @@ for p in $PARTS; do
             --section ComputeWorkloadAnalysis --section InstructionStats \
             $PY benchmarks/evidence_kernel.py --rows 16 --samples 100000 --configs $config --repeats 1 --search-repeats 1 \
             --timeout 190 ;;
-    *) echo "unknown part $p (expected evidence, e2e, training, tests, modes, concurrent, attention, profile, ncu, ncubaked)"; RC[$p]=2 ;;
+    *) echo "unknown part $p (expected evidence, e2e, training, tests, modes, baselines, concurrent, attention, profile, ncu, ncubaked)"; RC[$p]=2 ;;
     esac
 done
 status=0

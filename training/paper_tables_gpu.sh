@@ -25,7 +25,8 @@
 # (training/paper_smoke_gpu.sh: one full SSS training on the 24-patient synthetic cohort, 159 s). ds003029's
 # pooled setting has ≈ 7.9e6 training windows an epoch after 1:1 balancing → ≤ 56 min for 50 epochs; the SSS rows
 # of Tables 1 + 2 (≈ 5 pooled settings per seed and split mode) ≤ 45 h on one H200, ≈ 11 h on 4; the baselines
-# come on top (not measured on a GPU). Checked on the CPU with SMOKE=1 on a 12-patient synthetic cohort,
+# come on top (never yet measured on a GPU: benchmarks/gpu_grid_baselines.py times each and adds them to the SSS
+# rows' hours for the full grid). Checked on the CPU with SMOKE=1 on a 12-patient synthetic cohort,
 # seeds "0 1": 1,232 s, both protocols' complete tables written.
 set -euo pipefail
 DATA=${1:?usage: training/paper_tables_gpu.sh DATA [OUT] [SEEDS]}
