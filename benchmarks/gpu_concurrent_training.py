@@ -145,12 +145,12 @@ def main(argv=None) -> int:
     print("|---:|---|---:|---:|---:|")
     print(
         f"| 1 | {alone['windows_per_s']:,.0f} | {alone['windows_per_s']:,.0f} | 1.00 | "
-        f"{gpu_training.grid_hours(alone['windows_per_s']):.1f} |"
+        f"{gpu_training.grid_hours(alone['windows_per_s'], alone['val_windows_per_s']):.1f} |"
     )
     each = ", ".join(f"{row['windows_per_s']:,.0f}" for row in group)
     print(
         f"| {args.processes} | {each} | {total:,.0f} | {total / alone['windows_per_s']:.2f} | "
-        f"{gpu_training.grid_hours(total):.1f} |"
+        f"{gpu_training.grid_hours(total, sum(row['val_windows_per_s'] for row in group)):.1f} |"
     )
     aucs = ", ".join(f"{row['val_auc']:.3f}" for row in [alone, *group])
     print(f"\nvalidation channel AUC (alone, then each process; seeds 0..{args.processes - 1}): {aucs}")
