@@ -242,6 +242,7 @@ class DeviceWindows:
                 flat.dtype != torch.float32
                 or tuple(flat.shape) != (self.n_samples,)
                 or flat.device.type != self.device.type
+                or self.device.index not in (None, flat.device.index)
             ):
                 raise ValueError(
                     f"flat must be the store's samples on {self.device}: float32 of shape ({self.n_samples},); got "
