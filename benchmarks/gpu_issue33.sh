@@ -61,7 +61,7 @@ for p in $PARTS; do
     modes) part modes 300 $PY benchmarks/gpu_training.py --no-spread --compile-modes reduce-overhead,max-autotune-no-cudagraphs --timeout 290 ;;
     tests) part tests 150 $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/engine/test_training.py \
         tests/models/test_minirocket_series.py tests/models/test_minirocket_triton.py tests/preprocessing/test_torch_filters.py \
-        tests/engine/test_training_precision.py ;;
+        tests/engine/test_training_precision.py tests/engine/test_device_resident_scoring.py ;;
     baselines) part baselines 300 $PY benchmarks/gpu_grid_baselines.py --sss-hours "${SSS_HOURS:-8.7}" --timeout 280 ;;
     concurrent) part concurrent 300 $PY benchmarks/gpu_concurrent_training.py --timeout 290 ;;
     attention) part attention 100 bash -c "$PY benchmarks/attention_backends.py && $PY benchmarks/attention_backends.py --dropout 0" ;;

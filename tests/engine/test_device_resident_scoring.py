@@ -101,3 +101,21 @@ def test_an_adopted_copy_of_another_shape_or_type_is_refused():
     adopted = DeviceWindows(store, "cpu", flat=torch.arange(8, dtype=torch.float32))
     np.testing.assert_array_equal(adopted.device_series(1).numpy(), [5.0, 6.0, 7.0])
     assert adopted.device == torch.device("cpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_scoring_reads_the_series_where_the_gpu_preprocessed_them(tmp_path):
+    recording = _recording(tmp_path)
+    builder = DeviceSeriesBuilder("cuda")
+    series = build_series_set([recording], preprocess_preset("default"), min_length=1024, progress=False, cache=builder)
+    reading = _reading_store(series.store, builder)
+    assert isinstance(reading, DeviceWindows) and reading.device.type == "cuda"
+    assert reading.flat.data_ptr() == builder.series.data_ptr()
+    for i in range(series.store.n_series):
+        np.testing.assert_array_equal(reading.device_series(i).cpu().numpy(), series.store.series(i))
+    model = ModelBundle.load(DEMO_MODEL).model.to("cuda")
+    starts = WindowIndex.build(series.store.lengths, 1024, 256, cover_end=True).absolute_starts(series.store)
+    host = predict_window_probs(model, series.store, starts, 1024, device="cuda")
+    on_device = predict_window_probs(model, reading, starts, 1024, device="cuda")
+    np.testing.assert_array_equal(on_device, host)
