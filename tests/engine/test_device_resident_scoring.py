@@ -20,6 +20,7 @@ from sss_viewer.preprocessing.cache import SeriesCache
 from sss_viewer.preprocessing.config import preprocess_preset
 from sss_viewer.windows.series_set import build_series_set
 from sss_viewer.windows.store import DeviceWindows, SeriesStore, WindowIndex
+from tests.fixtures.recordings import brainvision_recording
 
 DEMO_MODEL = Path(__file__).resolve().parents[2] / "sss_viewer" / "data" / "demo" / "model"
 NAMES = ["LA1", "LA2", "LA3", "LB1", "LB2"]
@@ -27,18 +28,11 @@ NAMES = ["LA1", "LA2", "LA3", "LB1", "LB2"]
 
 def _recording(folder: Path, seconds: float = 30.0, sfreq: float = 1000.0):
     """A BrainVision file of 5 channels (the third flat: excluded), read lazily as the viewer reads it."""
-    from pybv import write_brainvision
-
-    from sss_viewer.io.readers import read_recording
-
     rng = np.random.default_rng(3)
     n = int(seconds * sfreq)
     data = rng.standard_normal((len(NAMES), n)).cumsum(axis=1) * 3 + 40 * np.sin(2 * np.pi * 7 * np.arange(n) / sfreq)
     data[2] = 5.0
-    write_brainvision(
-        data=data * 1e-6, sfreq=sfreq, ch_names=NAMES, fname_base="rec", folder_out=folder, unit="µV", overwrite=True
-    )
-    return read_recording(folder / "rec.vhdr", preload=False)
+    return brainvision_recording(folder, data, sfreq, NAMES)
 
 
 @pytest.fixture(scope="module")

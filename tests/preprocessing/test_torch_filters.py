@@ -13,6 +13,7 @@ from sss_viewer.preprocessing._torch_filters import (
 )
 from sss_viewer.preprocessing.config import PreprocessConfig, preprocess_preset
 from sss_viewer.preprocessing.filters import _iir_cascade, preprocess_channels
+from tests.fixtures.recordings import brainvision_recording
 
 NAMES = ["LA1", "LA2", "LA3", "LB1"]
 
@@ -103,26 +104,6 @@ def test_bad_shapes_and_rates_are_refused():
         preprocess_channels_torch(torch.zeros(1, 100), 100.0, config, ["A1"])
 
 
-def _brainvision(folder, data: np.ndarray, sfreq: float, names: list[str], fmt="binary_float32", resolution=1.0):
-    """``data`` (µV, shape (n_channels, n_times)) as a BrainVision file read lazily, as the viewer reads it."""
-    from pybv import write_brainvision
-
-    from sss_viewer.io.readers import read_recording
-
-    write_brainvision(
-        data=data.astype(np.float64) * 1e-6,
-        sfreq=sfreq,
-        ch_names=names,
-        fname_base="rec",
-        folder_out=folder,
-        resolution=resolution,
-        unit="µV",
-        fmt=fmt,
-        overwrite=True,
-    )
-    return read_recording(folder / "rec.vhdr", preload=False)
-
-
 @pytest.mark.parametrize(("fmt", "resolution"), [("binary_float32", 1.0), ("binary_int16", 10.0)])
 def test_device_reads_of_a_brainvision_file_are_get_datas_values(tmp_path, monkeypatch, fmt, resolution):
     from sss_viewer.io.readers import multiplexed_samples
@@ -130,7 +111,7 @@ def test_device_reads_of_a_brainvision_file_are_get_datas_values(tmp_path, monke
 
     data = _data(1000.0, 20.0)
     data[1] += 2e5  # above OFFSET_LIMIT_UV: its level is subtracted before the float32 conversion
-    recording = _brainvision(tmp_path, data, 1000.0, NAMES, fmt, resolution)
+    recording = brainvision_recording(tmp_path, data, 1000.0, NAMES, fmt, resolution)
     assert recording.is_lazy and recording.data.offset[1] != 0
     assert multiplexed_samples(recording) is not None
     monkeypatch.setattr(device_series, "READ_SPAN_BYTES", 4 * 4 * 1000)  # 1000-frame spans: 20 reads
@@ -162,7 +143,7 @@ def test_device_builder_gives_the_cpu_series_set(tmp_path):
 
     data = _data(1000.0, 60.0)
     data[2] = 5.0  # flat: excluded by both
-    recording = _brainvision(tmp_path, data, 1000.0, NAMES)
+    recording = brainvision_recording(tmp_path, data, 1000.0, NAMES)
     config = preprocess_preset("default", scale="recording")
     builder = DeviceSeriesBuilder("cpu")
     on_device = build_series_set([recording], config, min_length=1024, progress=False, cache=builder)
@@ -184,7 +165,7 @@ def test_cuda_scoring_preprocesses_on_the_gpu_like_the_cpu(tmp_path):
     from sss_viewer.engine.inference import score_recording
 
     bundle = ModelBundle.load(Path(__file__).resolve().parents[2] / "sss_viewer" / "data" / "demo" / "model")
-    recording = _brainvision(tmp_path, _data(1000.0, 120.0), 1000.0, NAMES)
+    recording = brainvision_recording(tmp_path, _data(1000.0, 120.0), 1000.0, NAMES)
     cpu = score_recording(bundle, recording, device="cpu", progress=False)
     gpu = score_recording(bundle, recording, device="cuda", progress=False)
     assert gpu.windows[["channel", "start_s"]].equals(cpu.windows[["channel", "start_s"]])
