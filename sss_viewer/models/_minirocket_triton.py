@@ -319,10 +319,11 @@ if triton is not None:
         cumulative weights, ``D``, ``PAD_EVEN`` and ``INNER``; the last group of a kernel holds
         ``NB - 4 * (NB // 4)`` biases when ``NB`` is not a multiple of four (no ``+inf`` padding compared).
         """
-        if BAKED:
-            row, t, live, x0, x1, x2, x3, x4, x5, x6, x7, x8, base = _taps(x_ptr, x_stride, T, BLOCK, D, False)
+        if BAKED:  # the dilation and where the kernels' evidence goes: compile-time numbers
+            dilation, pads_even, to_part = D, PAD_EVEN, INNER
         else:
-            row, t, live, x0, x1, x2, x3, x4, x5, x6, x7, x8, base = _taps(x_ptr, x_stride, T, BLOCK, d, True)
+            dilation, pads_even, to_part = d, pad_even, inner
+        row, t, live, x0, x1, x2, x3, x4, x5, x6, x7, x8, base = _taps(x_ptr, x_stride, T, BLOCK, dilation, not BAKED)
         e_even = tl.zeros_like(base)
         e_odd = tl.zeros_like(base)
         stride: tl.constexpr = 4 * NGROUPS
@@ -361,10 +362,7 @@ if triton is not None:
                             e_odd = _steps(v, e_odd, sb_ptr, sw_ptr, first, NGROUPS)
                             if IN_ORDER:
                                 e_odd = _after(e_odd)
-        if BAKED:
-            _write(whole_ptr, part_ptr, out_stride, row, t, live, e_even, e_odd, PAD_EVEN, INNER, RUNNING)
-        else:
-            _write(whole_ptr, part_ptr, out_stride, row, t, live, e_even, e_odd, pad_even, inner, RUNNING)
+        _write(whole_ptr, part_ptr, out_stride, row, t, live, e_even, e_odd, pads_even, to_part, RUNNING)
 
 
 @dataclass(frozen=True)
