@@ -79,11 +79,9 @@ def _train_one(slot: int, args, threads: int, barrier, results) -> None:
         series_set = gpu_training.cohort_series(
             s["patients"], s["duration_scale"], paper.window_length, paper.preprocess
         )
-        batches = min(s["batches"], gpu_training.train_windows(series_set, paper) // s["batch_size"])
-        if batches < 1:
-            raise ValueError("the cohort has fewer training windows than one batch: use more --patients")
-        forced = dict(compile=True) if args.device.startswith("cuda") else dict(precision="bf16", device_windows=True)
-        config = train_preset("paper", **common, windows_per_epoch=batches * s["batch_size"], **forced)
+        batches, _ = gpu_training.full_batches(series_set, paper, s)
+        options = gpu_training.new_path_options(args.device)
+        config = train_preset("paper", **common, windows_per_epoch=batches * s["batch_size"], **options)
         barrier.wait()
         results.put((slot, gpu_training.train_path(f"process {slot}", series_set, config)))
     except BaseException as error:  # the parent prints it; a broken barrier frees the others

@@ -135,6 +135,22 @@ def train_windows(series_set, config) -> int:
     return split_windows(series_set, config, "train", config.train_stride)
 
 
+def full_batches(series_set, config, s: dict) -> tuple[int, int]:
+    """``(batches an epoch, training windows)``: at most ``s["batches"]`` full batches of ``s["batch_size"]`` (no short
+    batch recompiles), refused when the cohort holds fewer training windows than one batch."""
+    n_train = train_windows(series_set, config)
+    batches = min(s["batches"], n_train // s["batch_size"])
+    if batches < 1:
+        raise ValueError(f"the cohort has {n_train} training windows, fewer than one batch: use more --patients")
+    return batches, n_train
+
+
+def new_path_options(device: str) -> dict:
+    """The "new" path's execution options: the CUDA defaults with compile on (``"auto"`` leaves short runs eager);
+    on the CPU, compile off and the others forced (bf16 autocast, windows gathered on the device)."""
+    return dict(compile=True) if device.startswith("cuda") else dict(precision="bf16", device_windows=True)
+
+
 def sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -326,10 +342,7 @@ def main(argv=None) -> int:
         paper = train_preset("paper", **common, val_stride=s["val_stride"])
         t0 = time.perf_counter()
         series_set = cohort_series(s["patients"], s["duration_scale"], paper.window_length, paper.preprocess)
-        n_train = train_windows(series_set, paper)
-        batches = min(s["batches"], n_train // s["batch_size"])  # full batches only: no short batch recompiles
-        if batches < 1:
-            raise ValueError(f"the cohort has {n_train} training windows, fewer than one batch: use more --patients")
+        batches, n_train = full_batches(series_set, paper, s)
         common.update(windows_per_epoch=batches * s["batch_size"], val_stride=s["val_stride"])
         paper = train_preset("paper", **common)
         print(
@@ -346,9 +359,10 @@ def main(argv=None) -> int:
         if args.sdpa != "default":
             notes.append(f"every path's attention restricted to the {args.sdpa} kernel (--sdpa)")
         if args.profile:
-            forced = dict(compile=True) if device.startswith("cuda") else dict(precision="bf16", device_windows=True)
             light = {**common, "val_stride": 20 * s["val_stride"]}  # the device time is then mostly training's
-            profile_path("new path under the profiler", series_set, train_preset("paper", **light, **forced))
+            profile_path(
+                "new path under the profiler", series_set, train_preset("paper", **light, **new_path_options(device))
+            )
             return 0
         today = dict(precision="fp32", compile=False, device_windows=False)
         rows.append(
@@ -367,7 +381,7 @@ def main(argv=None) -> int:
         rows.append(train_path("bf16 + device gather, eager", series_set, train_preset("paper", **common, **eager)))
         if device.startswith("cuda"):
             try:
-                compiled = train_preset("paper", **common, compile=True)  # "auto" leaves runs this short eager
+                compiled = train_preset("paper", **common, **new_path_options(device))
                 new = train_path("new (CUDA defaults: bf16, device gather, compiled)", series_set, compiled)
             except Exception as error:  # the table still prints: what failed is its last line
                 checks["new path trains"] = False
