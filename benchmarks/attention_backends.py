@@ -27,6 +27,7 @@ import sys
 import time
 
 import torch
+from gpu_training import sync
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from sss_viewer.models.patchtst import _stock_attention
@@ -63,11 +64,6 @@ def _qkv(batch: int, tokens: int, heads: int, head_dim: int, dtype, device, seed
     return x.requires_grad_(True)
 
 
-def _sync(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
 def time_backend(backend, args, sizes, dtype) -> float:
     """Median seconds of ``--layers`` attentions forward and backward on one batch under ``backend``."""
     layers = [_qkv(sizes["batch"], args.tokens, args.heads, args.head_dim, dtype, args.device, s) for s in range(2)]
@@ -75,12 +71,12 @@ def time_backend(backend, args, sizes, dtype) -> float:
     times = []
     with sdpa_kernel([backend]):
         for step in range(sizes["repeats"] + 1):  # the first is warm-up
-            _sync(args.device)
+            sync(args.device)
             t0 = time.perf_counter()
             for i in range(args.layers):
                 out = _stock_attention(layers[i % 2], args.dropout)
                 out.backward(grads[i % 2])
-            _sync(args.device)
+            sync(args.device)
             if step:
                 times.append(time.perf_counter() - t0)
     return statistics.median(times)

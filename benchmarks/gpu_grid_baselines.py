@@ -42,15 +42,15 @@ import torch
 
 from sss_viewer.baselines.whole_channel import fit_whole_channel
 from sss_viewer.experiments.protocols import BASELINES
-from sss_viewer.experiments.runner import PRESETS, _baseline_config
+from sss_viewer.experiments.runner import PRESETS, SMALL_BASELINE_PARAMS, _baseline_config
 from sss_viewer.models import FINITE_CONTEXT
 from sss_viewer.windows.series_set import SeriesSet
 from sss_viewer.windows.store import SeriesStore
 
 DS003029 = {"train": 1866, "val": 267, "test": 533, "channel_samples": 20_840}
 """One pooled-setting run on ds003029 (see the module docstring for the arithmetic)."""
-GRID_EPOCHS = 50
-"""The ``paper`` experiment preset's baseline epochs (an upper bound: patience 15)."""
+GRID_EPOCHS = PRESETS["paper"].baseline["epochs"]
+"""The ``paper`` experiment preset's baseline epochs, 50 (an upper bound: its patience, 15, may stop a run sooner)."""
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -93,8 +93,7 @@ def time_baseline(name: str, series_set: SeriesSet, split: np.ndarray, args, siz
     config = _baseline_config(PRESETS["paper"], SimpleNamespace(model=name, seed=0))
     overrides = {"epochs": sizes["epochs"], "patience": sizes["epochs"], "device": args.device}
     if args.tiny:
-        tiny = _baseline_config(SimpleNamespace(baseline={"small": True}), SimpleNamespace(model=name, seed=0))
-        overrides.update(window_length=1024, model_params=tiny.model_params)
+        overrides.update(window_length=1024, model_params=dict(SMALL_BASELINE_PARAMS[name]))
     config = dataclasses.replace(config, **overrides)
     gpu_training.sync(args.device)
     t0 = time.perf_counter()
