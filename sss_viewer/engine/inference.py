@@ -598,9 +598,7 @@ def _reading_store(store: SeriesStore, source) -> SeriesStore | DeviceWindows:
     """
     if not isinstance(source, DeviceSeriesBuilder) or source.series is None:
         return store
-    flat = source.series.reshape(-1)
-    if len(store.segments) != 1 or flat.numel() != store.n_samples or flat.dtype != torch.float32:
-        return store  # not the layout (or type) of the builder's data
+    flat = source.series.reshape(-1)  # the builder's data, on its device (DeviceWindows checks type and length)
     return DeviceWindows(store, flat.device, flat=flat)
 
 
