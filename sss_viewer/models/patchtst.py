@@ -47,11 +47,22 @@ own dropout masks, and they need no hand-written gradient to maintain and trust.
 kernels are kept, opt-in, for CPU training at large batches (the ``paper`` preset's sizes): pass
 ``cpu_kernels="custom"`` in the model parameters. The setting is not saved with the model
 (:meth:`PatchTST.get_config`), so saved models load unchanged.
+
+GPU kernels
+-----------
+``gpu_kernels="fused"`` runs each encoder layer's feed-forward sub-layer (``Linear → GELU → Dropout → Linear``)
+through one Triton kernel forward and one backward (:mod:`sss_viewer.models._patchtst_triton`): the ``d_ff``-wide
+hidden layer stays on the chip and the backward pass recomputes it, which removes the widest tensors of a
+training step from device memory (issue 33, goal 3; measured by ``benchmarks/fused_ffn.py`` and
+``benchmarks/gpu_training.py --gpu-kernels fused``). The default stays ``"stock"`` until a GPU has measured it
+faster. Same function, same state dict, another dropout stream; not saved with the model either.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -64,7 +75,7 @@ from sss_viewer.models.revin import RevIN
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["APP_C_BEST", "CPU_KERNELS", "PatchTST"]
+__all__ = ["APP_C_BEST", "CPU_KERNELS", "GPU_KERNELS", "PatchTST"]
 
 APP_C_BEST = {
     "d_model": 32,
@@ -79,6 +90,28 @@ APP_C_BEST = {
 
 CPU_KERNELS = ("stock", "custom")
 """Values of ``PatchTST(cpu_kernels=...)``: how CPU training computes dropout and attention."""
+
+GPU_KERNELS = ("stock", "fused")
+"""Values of ``PatchTST(gpu_kernels=...)``: how a GPU computes the feed-forward sub-layers (module docstring)."""
+
+
+def fused_widths_ok(d_model: int, d_ff: int) -> bool:
+    """Widths the fused feed-forward kernels take: powers of two of at least 16 (``tl.dot``'s smallest tile)."""
+    return all(n >= 16 and n & (n - 1) == 0 for n in (d_model, d_ff))
+
+
+_TRITON_INTERPRETS = os.environ.get("TRITON_INTERPRET") == "1"
+"""Triton's interpreter is on (read once: it must be set before triton is imported); its kernels then run on the CPU."""
+
+
+def _fused_feed_forward_kernels() -> Callable | None:
+    """The fused feed-forward entry point (:func:`~sss_viewer.models._patchtst_triton.fused_feed_forward`), or
+    None where triton is not installed (the CPU wheels of torch come without it)."""
+    try:
+        from sss_viewer.models._patchtst_triton import fused_feed_forward
+    except ImportError:
+        return None
+    return fused_feed_forward
 
 
 class _TokenBatchNorm(nn.BatchNorm1d):
@@ -379,9 +412,12 @@ class _EncoderLayer(nn.Module):
         norm: str,
         authors_block: bool,
         custom_kernels: bool = False,
+        fused_ff: bool = False,
     ) -> None:
         super().__init__()
         self.authors_block = authors_block
+        self.fused_ff = fused_ff
+        self._fused = _fused_feed_forward_kernels() if fused_ff else None
         self.attn = _SelfAttention(d_model, n_heads, attn_dropout, custom_kernels)
         dropout_cls = _Dropout if custom_kernels else nn.Dropout
         self.ff = nn.Sequential(
@@ -396,14 +432,26 @@ class _EncoderLayer(nn.Module):
         self.norm_ff = nn.Identity() if authors_block else _make_norm(norm, d_model)
         self.dropout = dropout_cls(dropout)
 
+    def feed_forward(self, x: Tensor) -> Tensor:
+        """``self.ff`` on tokens ``(B, N, d_model)``: through the fused Triton kernels where asked and they run."""
+        if not (self.fused_ff and (x.device.type == "cuda" or _TRITON_INTERPRETS)):
+            return self.ff(x)
+        if self._fused is None:
+            raise RuntimeError(
+                "PatchTST(gpu_kernels='fused') needs triton (pip install triton), or gpu_kernels='stock'"
+            )
+        first, _, dropout, second = self.ff
+        p = dropout.p if self.training else 0.0
+        return self._fused(x, first.weight, first.bias, second.weight, second.bias, p)
+
     def forward(self, x: Tensor) -> Tensor:
         """Encode tokens, shape (B, N, d_model) → (B, N, d_model)."""
         if self.authors_block:
             a = self.attn(x)
             h = self.norm_attn(a + x)
-            return self.norm_attn(self.ff(h) + a)
+            return self.norm_attn(self.feed_forward(h) + a)
         x = self.norm_attn(x + self.dropout(self.attn(x)))
-        return self.norm_ff(x + self.dropout(self.ff(x)))
+        return self.norm_ff(x + self.dropout(self.feed_forward(x)))
 
 
 class PatchTST(WindowModel):
@@ -452,6 +500,12 @@ class PatchTST(WindowModel):
         faster CPU kernels of this module. The function computed and the state dict are the same;
         only the dropout random streams differ. An execution setting, like the device: not part of
         :meth:`get_config`, so a saved model loads with the stock kernels.
+    gpu_kernels : {"stock", "fused"}
+        How the feed-forward sub-layers run on a GPU (module docstring, "GPU kernels"): ``"stock"`` (default)
+        through torch's layers, ``"fused"`` through one Triton kernel a direction
+        (:mod:`sss_viewer.models._patchtst_triton`; needs triton, and ``d_model`` and ``d_ff`` powers of two of at
+        least 16). The function and the state dict are the same; the dropout stream differs. On the CPU the stock
+        layers run (the fused kernels only under Triton's interpreter, for tests). Not part of :meth:`get_config`.
 
     Attributes
     ----------
@@ -468,8 +522,12 @@ class PatchTST(WindowModel):
     name: ClassVar[str] = "patchtst"
     positive_ints = ("window_length", "patch_len", "patch_stride", "d_model", "d_ff", "n_heads", "n_layers")
     fractions = ("dropout", "attn_dropout", "head_dropout")
-    choices: ClassVar[dict[str, tuple]] = {"norm": ("batch", "layer"), "cpu_kernels": CPU_KERNELS}
-    runtime_args = ("cpu_kernels",)
+    choices: ClassVar[dict[str, tuple]] = {
+        "norm": ("batch", "layer"),
+        "cpu_kernels": CPU_KERNELS,
+        "gpu_kernels": GPU_KERNELS,
+    }
+    runtime_args = ("cpu_kernels", "gpu_kernels")
 
     def __init__(
         self,
@@ -490,8 +548,14 @@ class PatchTST(WindowModel):
         revin_eps: float = 1e-5,
         authors_block: bool = False,
         cpu_kernels: str = "stock",
+        gpu_kernels: str = "stock",
     ) -> None:
         super().__init__()
+        if gpu_kernels == "fused" and not fused_widths_ok(d_model, d_ff):
+            raise ValueError(
+                f"Invalid gpu_kernels='fused' with d_model={d_model}, d_ff={d_ff}: the fused feed-forward kernels "
+                "need both to be powers of two of at least 16 (use gpu_kernels='stock')."
+            )
         if patch_len > window_length:
             raise ValueError(f"Invalid patch_len={patch_len}: longer than window_length={window_length}.")
         if d_model % n_heads:
@@ -501,6 +565,7 @@ class PatchTST(WindowModel):
         self.patch_stride = patch_stride
         self.pad_end = bool(pad_end)
         self.cpu_kernels = cpu_kernels
+        self.gpu_kernels = gpu_kernels
         custom = cpu_kernels == "custom"
         padded = window_length + (patch_stride if pad_end else 0)
         self.n_patches = (padded - patch_len) // patch_stride + 1
@@ -509,7 +574,9 @@ class PatchTST(WindowModel):
         self.patch_proj = nn.Linear(patch_len, d_model)
         self.pos_embed = nn.Parameter(torch.empty(self.n_patches, d_model))
         self.layers = nn.ModuleList(
-            _EncoderLayer(d_model, d_ff, n_heads, dropout, attn_dropout, norm, authors_block, custom)
+            _EncoderLayer(
+                d_model, d_ff, n_heads, dropout, attn_dropout, norm, authors_block, custom, gpu_kernels == "fused"
+            )
             for _ in range(n_layers)
         )
         self.head_dropout = (_Dropout if custom else nn.Dropout)(head_dropout)

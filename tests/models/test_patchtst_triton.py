@@ -1,0 +1,266 @@
+"""PatchTST's fused feed-forward kernels (issue 33, goal 3) against torch's layers, through Triton's interpreter.
+
+The interpreter must be on before triton is imported (``TRITON_INTERPRET=1``), so the kernels run in a child
+python; these tests need no GPU. The reference is torch's own ``Linear → GELU → Dropout → Linear`` with the mask
+the kernels drew (:func:`~sss_viewer.models._patchtst_triton.keep_mask`), so a wrong product, bias, GELU
+derivative, dropout scale, mask offset or partial sum of the weight gradients fails. The interpreter's ``tl.dot``
+misreads bfloat16 (it multiplies the raw bits), so bfloat16 is checked on a GPU only; float16 stands in for a
+16-bit input here.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from sss_viewer.models import build_window_model
+
+pytest.importorskip("triton", reason="the fused feed-forward kernels need triton")
+
+ROOT = Path(__file__).resolve().parents[2]
+M = 300
+"""Tokens: not a multiple of either kernel's row block, and more blocks than the interpreter's backward programs."""
+D_MODEL, D_FF = 32, 128
+SIZES = dict(window_length=64, patch_len=16, patch_stride=8, d_model=16, d_ff=32, n_heads=2, n_layers=2)
+"""A small PatchTST whose widths the kernels take (8 tokens a window)."""
+
+CHILD = """
+import sys
+import numpy as np
+from tests.models.test_patchtst_triton import run_cases
+np.savez(sys.argv[1], **run_cases(int(sys.argv[2])))
+"""
+
+
+def _leaves(seed: int, dtype: torch.dtype, device: str) -> list[torch.Tensor]:
+    """``x, W1, b1, W2, b2`` at the scales of a trained layer, as leaves that collect gradients."""
+    g = torch.Generator().manual_seed(seed)
+    shapes_scales = (
+        ((M, D_MODEL), 1.0),
+        ((D_FF, D_MODEL), 0.2),
+        ((D_FF,), 0.1),
+        ((D_MODEL, D_FF), 0.1),
+        ((D_MODEL,), 0.1),
+    )
+    return [
+        (torch.randn(shape, generator=g) * scale).to(device, dtype).requires_grad_() for shape, scale in shapes_scales
+    ]
+
+
+def _values_and_grads(y: torch.Tensor, dy: torch.Tensor, leaves: list[torch.Tensor]) -> list[np.ndarray]:
+    grads = torch.autograd.grad(y, leaves, dy)
+    return [t.detach().float().cpu().numpy() for t in (y, *grads)]
+
+
+def _op_case(seed: int, dtype: torch.dtype, p: float, device: str) -> dict[str, np.ndarray]:
+    """The fused operator and torch's layers with the kernels' mask: output and the five gradients of each."""
+    from sss_viewer.models import _patchtst_triton as fused
+
+    leaves = _leaves(seed, dtype, device)
+    dy = torch.randn((M, D_MODEL), generator=torch.Generator().manual_seed(seed + 1)).to(device, dtype)
+    drop_seed = torch.tensor([seed], dtype=torch.int64, device=device)
+    got = _values_and_grads(fused.fused_ffn_forward(*leaves, drop_seed, p), dy, leaves)
+    keep = fused.keep_mask(drop_seed, M, D_FF, p)
+    x, w1, b1, w2, b2 = leaves
+    hidden = F.gelu(F.linear(x.float(), w1.float(), b1.float()))
+    if p:
+        hidden = hidden * keep / (1.0 - p)
+    want = _values_and_grads(F.linear(hidden.to(dtype).float(), w2.float(), b2.float()), dy.float(), leaves)
+    tag = f"{str(dtype).split('.')[-1]}_p{int(p * 10)}"
+    out = {f"{tag}_got_{i}": a for i, a in enumerate(got)}
+    out |= {f"{tag}_want_{i}": a for i, a in enumerate(want)}
+    out[f"{tag}_keep"] = keep.cpu().numpy()
+    return out
+
+
+def _model_case(seed: int, authors_block: bool, device: str) -> dict[str, np.ndarray]:
+    """A PatchTST with fused feed-forward layers against the same weights on torch's layers, dropout off.
+
+    Training mode (BatchNorm on batch statistics, as in a training step): logits and every parameter's gradient.
+    """
+    sizes = dict(SIZES, dropout=0.0, attn_dropout=0.0, authors_block=authors_block)
+    torch.manual_seed(seed)
+    stock = build_window_model("patchtst", **sizes).to(device).train()
+    fused = build_window_model("patchtst", **sizes, gpu_kernels="fused").to(device).train()
+    fused.load_state_dict(stock.state_dict())
+    x = torch.randn((12, SIZES["window_length"]), generator=torch.Generator().manual_seed(seed)).to(device)
+    tag = "authors" if authors_block else "official"
+    out = {}
+    for name, model in (("stock", stock), ("fused", fused)):
+        logits = model(x)
+        logits.square().sum().backward()
+        out[f"{tag}_{name}_logits"] = logits.detach().cpu().numpy()
+        out[f"{tag}_{name}_grads"] = np.concatenate([p.grad.cpu().numpy().ravel() for p in model.parameters()])
+    return out
+
+
+def run_cases(seed: int, device: str = "cpu") -> dict[str, np.ndarray]:
+    """Every case on ``device`` (on the CPU, in the child python that has Triton's interpreter on).
+
+    Returns
+    -------
+    dict of ndarray
+        ``<dtype>_p<10 p>_got_<i>`` / ``_want_<i>`` (i = 0: output ``(M, d_model)``; 1-5: the gradients of x, W1,
+        b1, W2, b2) and ``_keep`` (the mask, ``(M, d_ff)``); ``<block>_<stock|fused>_logits`` ``(12,)`` and
+        ``_grads`` (every parameter's gradient, flattened) for both encoder blocks; ``other_seed_keep``.
+    """
+    from sss_viewer.models import _patchtst_triton as fused
+
+    out = {}
+    for dtype, p in ((torch.float32, 0.0), (torch.float32, 0.3), (torch.float16, 0.3)):
+        out |= _op_case(seed, dtype, p, device)
+    if device == "cuda":
+        out |= _op_case(seed, torch.bfloat16, 0.3, device)
+    for authors_block in (False, True):
+        out |= _model_case(seed, authors_block, device)
+    out["other_seed_keep"] = fused.keep_mask(torch.tensor([seed + 1], device=device), M, D_FF, 0.3).cpu().numpy()
+    return out
+
+
+def _run_child(tmp_path, seed: int):
+    result = tmp_path / "cases.npz"
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(result), str(seed)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, f"seed {seed}: the child failed:\n{proc.stderr[-4000:]}"
+    return np.load(result)
+
+
+@pytest.fixture(scope="module")
+def interpreted(tmp_path_factory):
+    seed = int(np.random.SeedSequence().entropy % 2**31)  # fresh inputs each run; the seed is in any failure
+    return seed, _run_child(tmp_path_factory.mktemp("fused_ffn"), seed)
+
+
+FP_FUSION_NOTICE = "ignore:TRITON_DEFAULT_FP_FUSION is unset:UserWarning"
+"""Triton 3.9 says once, at a first compile, that its default for fused multiply-adds will change: not a fault."""
+
+TOLERANCE = {"float32": 2e-5, "float16": 2e-2, "bfloat16": 5e-2}
+"""Largest error allowed, relative to the largest magnitude of the compared array: float32 and float16 products
+against float32 ones (the 16-bit hidden layer is rounded before the second product in both)."""
+
+
+def _assert_op_cases(got, seed: int, dtypes: tuple[str, ...]) -> None:
+    for tag in [f"{d}_p{p}" for d in dtypes for p in ((0, 3) if d == "float32" else (3,))]:
+        for i, what in enumerate(("y", "dx", "dW1", "db1", "dW2", "db2")):
+            a, b = got[f"{tag}_got_{i}"], got[f"{tag}_want_{i}"]
+            scale = np.abs(b).max()
+            assert scale > 0.1, (tag, what)  # not a comparison of near-zero arrays
+            err = np.abs(a - b).max() / scale
+            assert err < TOLERANCE[tag.split("_")[0]], f"{tag} {what}: relative error {err:.2e}, seed {seed}"
+        keep = got[f"{tag}_keep"]
+        if tag.endswith("p0"):
+            assert keep.all()
+        else:  # 38,400 draws: the kept share is 0.7 within ±0.02 (eight standard deviations)
+            assert abs(keep.mean() - 0.7) < 0.02, (tag, keep.mean())
+
+
+def _assert_model_cases(got, seed: int) -> None:
+    for tag in ("official", "authors"):
+        np.testing.assert_allclose(
+            got[f"{tag}_fused_logits"], got[f"{tag}_stock_logits"], rtol=1e-4, atol=1e-5, err_msg=f"{tag}, {seed}"
+        )
+        stock = got[f"{tag}_stock_grads"]
+        assert np.abs(stock).max() > 0.1
+        err = np.abs(got[f"{tag}_fused_grads"] - stock).max() / np.abs(stock).max()
+        assert err < 1e-4, f"{tag} gradients: relative error {err:.2e}, seed {seed}"
+
+
+def test_fused_feed_forward_equals_torch_layers_with_its_mask(interpreted):
+    seed, got = interpreted
+    _assert_op_cases(got, seed, ("float32", "float16"))
+
+
+def test_dropout_stream_is_the_seed_s(interpreted):
+    seed, got = interpreted
+    same = got["float32_p3_keep"]
+    np.testing.assert_array_equal(got["float16_p3_keep"], same)  # one stream for a seed, whatever the dtype
+    assert (got["other_seed_keep"] != same).mean() > 0.3  # another seed, another mask
+    assert 0.3 < same.mean(axis=0).min() and same.mean(axis=0).max() < 1.0  # every hidden unit is dropped sometimes
+
+
+def _lowbias32(x: np.ndarray) -> np.ndarray:
+    """The kernels' hash (``_patchtst_triton._mix``) in NumPy, uint32 arithmetic in uint64 masked to 32 bits."""
+    x = x.astype(np.uint64) & 0xFFFFFFFF
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & 0xFFFFFFFF
+    return x ^ (x >> 16)
+
+
+def test_dropout_mask_is_the_documented_hash_of_seed_token_and_unit(interpreted):
+    seed, got = interpreted
+    counters = np.arange(M * D_FF, dtype=np.uint64).reshape(M, D_FF)
+    want = _lowbias32(_lowbias32(counters) ^ _lowbias32(np.uint64(seed))) >= round(0.3 * 2**32)
+    np.testing.assert_array_equal(got["float32_p3_keep"], want)
+    keep = got["float32_p3_keep"].astype(float) - 0.7
+    for a, b in ((keep[:, 1:], keep[:, :-1]), (keep[1:], keep[:-1])):  # neighbouring units, neighbouring tokens
+        assert abs((a * b).mean() / keep.var()) < 0.03
+
+
+def test_patchtst_with_fused_feed_forward_trains_as_the_stock_model(interpreted):
+    seed, got = interpreted
+    _assert_model_cases(got, seed)
+
+
+def test_fused_kernels_refuse_widths_they_cannot_tile():
+    with pytest.raises(ValueError, match=r"gpu_kernels='fused' with d_model=32, d_ff=48"):
+        build_window_model("patchtst", window_length=64, d_model=32, d_ff=48, gpu_kernels="fused")
+    with pytest.raises(ValueError, match="gpu_kernels"):
+        build_window_model("patchtst", window_length=64, gpu_kernels="triton")
+
+
+def test_gpu_kernels_is_not_saved_with_the_model():
+    model = build_window_model("patchtst", **SIZES, gpu_kernels="fused")
+    assert "gpu_kernels" not in model.get_config()
+
+
+def test_on_the_cpu_without_the_interpreter_the_stock_layers_run():
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("this process runs triton's interpreter")
+    torch.manual_seed(3)
+    stock = build_window_model("patchtst", **SIZES).eval()
+    fused = build_window_model("patchtst", **SIZES, gpu_kernels="fused").eval()
+    fused.load_state_dict(stock.state_dict())
+    x = torch.randn(5, SIZES["window_length"])
+    with torch.no_grad():
+        torch.testing.assert_close(fused(x), stock(x), rtol=0, atol=0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.filterwarnings(FP_FUSION_NOTICE)
+def test_cuda_fused_feed_forward_equals_torch_layers():
+    seed = int(np.random.SeedSequence().entropy % 2**31)
+    got = run_cases(seed, "cuda")
+    _assert_op_cases(got, seed, ("float32", "float16", "bfloat16"))
+    _assert_model_cases(got, seed)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.filterwarnings(FP_FUSION_NOTICE)
+def test_cuda_compiled_bf16_training_step_runs_through_the_fused_operator():
+    torch.manual_seed(0)
+    model = build_window_model("patchtst", window_length=1024, gpu_kernels="fused").cuda().train()
+    step = torch.compile(model)
+    x = torch.randn(256, 1024, device="cuda")
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = step(x).float().square().mean()
+    loss.backward()
+    grads = [p.grad for p in model.layers[0].ff.parameters()]
+    assert all(g is not None and torch.isfinite(g).all() and g.abs().max() > 0 for g in grads)
