@@ -18,12 +18,21 @@ far below their peak. What they say is whether the goal is near a floor of the h
 leaves room that kernels and launches are wasting — which ``gpu_training.py --profile`` then locates.
 
     python benchmarks/training_arithmetic.py              # seconds on the CPU
+    TRITON_INTERPRET=1 python benchmarks/training_arithmetic.py --gpu-kernels fused   # the fused feed-forward layers
+
+With ``--gpu-kernels fused`` the feed-forward sub-layers run through the fused Triton kernels
+(:mod:`sss_viewer.models._patchtst_triton`, on the CPU through Triton's interpreter, which is why it needs
+``TRITON_INTERPRET=1``): they save only their input for the backward pass, so the saved bytes show what fusing
+removes. The interpreter's bf16 products are not real numbers (it multiplies raw bits), which changes no byte
+count, and the flop counter does not see inside the kernels: the FLOPs line then leaves the feed-forward products
+out (the kernels' backward also recomputes the forward's).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import os
 import sys
 
 import torch
@@ -42,14 +51,16 @@ def _args(argv=None) -> argparse.Namespace:
     p.add_argument("--tflops", type=float, default=989.0, help="dense bf16 tensor-core TFLOPS (H200: 989)")
     p.add_argument("--tb-per-s", type=float, default=4.8, help="HBM bandwidth, TB/s (H200: 4.8)")
     p.add_argument("--traffic-factor", type=float, default=4.0, help="HBM bytes a step moves per saved byte")
+    p.add_argument("--gpu-kernels", choices=("stock", "fused"), default="stock", help="PatchTST(gpu_kernels=...)")
     return p.parse_args(argv)
 
 
-def count(batch: int) -> tuple[float, dict[str, float], int]:
+def count(batch: int, gpu_kernels: str = "stock") -> tuple[float, dict[str, float], int]:
     """FLOPs per window (forward + backward) and saved activation bytes per window by kind; the patch count."""
     torch.manual_seed(0)
     config = train_preset("paper")
-    model = build_window_model(config.backbone, config.window_length, **config.model_params).train()
+    params = {**config.model_params, "gpu_kernels": gpu_kernels}
+    model = build_window_model(config.backbone, config.window_length, **params).train()
     n = model.n_patches
     saved: collections.Counter = collections.Counter()
     seen: set = set()
@@ -58,7 +69,8 @@ def count(batch: int) -> tuple[float, dict[str, float], int]:
         key = (t.untyped_storage().data_ptr(), t.dtype)
         if key not in seen:
             seen.add(key)
-            square = t.dim() >= 2 and t.shape[-1] == n and t.shape[-2] == n
+            # attention weights: (B, H, N, N) or (B * H, N, N); not the feed-forward hidden (B, N, d_ff = 128 = N)
+            square = t.dim() >= 3 and t.shape[-1] == n and t.shape[-2] == n and t.numel() // (n * n) != batch
             saved["attention N x N" if square else "other"] += t.untyped_storage().nbytes()
         return t
 
@@ -72,12 +84,17 @@ def count(batch: int) -> tuple[float, dict[str, float], int]:
 
 def main(argv=None) -> int:
     args = _args(argv)
-    flops, saved, n = count(args.batch)
+    if args.gpu_kernels == "fused" and os.environ.get("TRITON_INTERPRET") != "1":
+        print("--gpu-kernels fused runs the kernels through Triton's interpreter on the CPU: set TRITON_INTERPRET=1")
+        return 1
+    flops, saved, n = count(args.batch, args.gpu_kernels)
     kept = saved.get("other", 0.0)
     compute_ceiling = args.tflops * 1e12 / flops
     memory_ceiling = args.tb_per_s * 1e12 / (args.traffic_factor * kept)
     print(
-        f"paper preset PatchTST, L = 1024, {n} patches; counted on {args.batch} windows (training mode, bf16 autocast)"
+        f"paper preset PatchTST, L = 1024, {n} patches; counted on {args.batch} windows (training mode, bf16 autocast), "
+        f"gpu_kernels={args.gpu_kernels}"
+        + (" (FLOPs without the fused feed-forward products)" if args.gpu_kernels == "fused" else "")
     )
     print("\n| per window | value |")
     print("|---|---:|")
