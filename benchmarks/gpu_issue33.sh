@@ -16,6 +16,10 @@
 #        the GPU: the sum of their windows/s against one alone (training/paper_tables_gpu.sh's PROCS_PER_GPU)
 #   attention (not in the default, ≈ 1 min): the paper preset's attention (4 heads of width 8 over 128 tokens, dropout
 #        0.3, bf16) forward + backward on each of torch's attention kernels, and without dropout: which is fastest
+#   fused (not in the default, ≈ 2 min): PatchTST's feed-forward layers through the fused Triton kernels
+#        (gpu_kernels="fused"): the sub-layer's forward + backward, stock (eager, compiled) vs fused, at the paper's
+#        sizes (benchmarks/fused_ffn.py), then paper-preset training with a "compiled, fused feed-forward" row beside
+#        today's and the new path's (gpu_training.py --fused-ffn)
 #   profile (not in the default, ≈ 1.5 min): the compiled training path once under torch's profiler — the device's
 #        busy share of a training epoch (low: the host bounds a step, CUDA graphs help) and its time by kernel kind
 #   ncu, ncubaked (not in the default): the generic / baked Triton evidence kernel under Nsight Compute, one launch
@@ -23,7 +27,7 @@
 #        issue slots used (works on Firecracker machines, device/KINDS.md)
 # Each part's full output goes to $OUT/<part>.log when OUT is set (the device tool's folder), else /tmp/gpu-issue33.
 # Usage (machine's own python3 with a CUDA torch; wheels the image lacks in .whl/, see benchmarks/README.md):
-#   bash benchmarks/gpu_issue33.sh [PARTS]     PARTS: any of "evidence e2e training tests modes baselines concurrent attention profile ncu ncubaked"
+#   bash benchmarks/gpu_issue33.sh [PARTS]     PARTS: any of "evidence e2e training tests modes baselines concurrent attention fused profile ncu ncubaked"
 #                                              (default: the first four; also "attention")
 # Run "evidence" before "e2e" on a fresh machine: the first use of the Triton kernels compiles them (about a
 # minute on the H200 machine for the generic kernel, one compile per dilation for the baked one; cached on disk
@@ -59,13 +63,16 @@ for p in $PARTS; do
     e2e) part e2e 240 $PY benchmarks/score_long_recording.py --device cuda --file /tmp/sss-long/long.vhdr --skip-per-window --child-timeout 200 ;;
     training) part training 170 $PY benchmarks/gpu_training.py --no-spread --sdpa "${SDPA:-default}" --timeout 160 ;;
     modes) part modes 300 $PY benchmarks/gpu_training.py --no-spread --compile-modes reduce-overhead,max-autotune-no-cudagraphs --timeout 290 ;;
-    tests) part tests 150 $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/engine/test_training.py \
+    tests) part tests 210 $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/engine/test_training.py \
         tests/models/test_minirocket_series.py tests/models/test_minirocket_triton.py tests/preprocessing/test_torch_filters.py \
-        tests/engine/test_training_precision.py tests/engine/test_device_resident_scoring.py ;;
+        tests/engine/test_training_precision.py tests/engine/test_device_resident_scoring.py \
+        tests/models/test_patchtst_triton.py ;;
     baselines) part baselines 300 $PY benchmarks/gpu_grid_baselines.py --sss-hours "${SSS_HOURS:-8.7}" --timeout 280 ;;
     concurrent) part concurrent 300 $PY benchmarks/gpu_concurrent_training.py --timeout 290 ;;
     attention) part attention 100 bash -c "$PY benchmarks/attention_backends.py && $PY benchmarks/attention_backends.py --dropout 0" ;;
     profile) part profile 200 $PY benchmarks/gpu_training.py --profile --timeout 190 ;;
+    fused) part fused 240 bash -c "$PY benchmarks/fused_ffn.py; a=\$?; $PY benchmarks/gpu_training.py --no-spread \
+        --fused-ffn --sdpa ${SDPA:-default} --timeout 180; exit \$((a | \$?))" ;;
     ncu | ncubaked)
         config=1024x4
         [ "$p" = ncubaked ] && config=baked128x4
@@ -74,7 +81,7 @@ for p in $PARTS; do
             --section ComputeWorkloadAnalysis --section InstructionStats \
             $PY benchmarks/evidence_kernel.py --rows 16 --samples 100000 --configs $config --repeats 1 --search-repeats 1 \
             --timeout 190 ;;
-    *) echo "unknown part $p (expected evidence, e2e, training, tests, modes, baselines, concurrent, attention, profile, ncu, ncubaked)"; RC[$p]=2 ;;
+    *) echo "unknown part $p (expected evidence, e2e, training, tests, modes, baselines, concurrent, attention, fused, profile, ncu, ncubaked)"; RC[$p]=2 ;;
     esac
 done
 status=0
