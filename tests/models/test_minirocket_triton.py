@@ -12,9 +12,6 @@ moves a logit, so a wrong tap, bias, group or window offset fails it.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,23 +19,16 @@ import torch
 
 from sss_viewer.models import build_window_model
 from sss_viewer.models._minirocket_series import SeriesLayout, fold_head, torch_window_logits, window_logits
+from tests.fixtures.interpreter import run_cases_in_interpreter
 
 triton = pytest.importorskip("triton", reason="the fused evidence kernel needs triton")
 
 from sss_viewer.models import _minirocket_triton as minirocket_triton  # noqa: E402  (after the skip: it needs triton)
 
-ROOT = Path(__file__).resolve().parents[2]
 L = 64
 """Window length of the model: dilations 1-7, 6 to 1 biases per kernel (1 or 2 groups of four)."""
 ATOL = 1e-9
 """Logits: the same float32 evidence, float64 prefix sums added in another order."""
-
-CHILD = """
-import sys
-import numpy as np
-from tests.models.test_minirocket_triton import run_cases
-np.savez(sys.argv[1], **run_cases(int(sys.argv[2])))
-"""
 
 
 def _model(seed: int):
@@ -133,18 +123,7 @@ def test_the_model_exercises_every_branch_of_the_kernel():
 
 def test_triton_kernel_under_the_interpreter_equals_the_numba_path(tmp_path):
     seed = int(np.random.SeedSequence().entropy % 2**31)  # fresh inputs each run; the seed is in any failure
-    result = tmp_path / "logits.npz"
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(result), str(seed)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, f"seed {seed}: the child failed:\n{proc.stderr[-4000:]}"
-    _assert_cases_agree(np.load(result), seed)
+    _assert_cases_agree(run_cases_in_interpreter(__name__, seed, tmp_path), seed)
 
 
 def _assert_cases_agree(got, seed: int) -> None:
