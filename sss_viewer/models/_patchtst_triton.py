@@ -32,13 +32,16 @@ float32, GELU (the exact ``erf`` form of :class:`torch.nn.GELU`) and its derivat
 float32 inputs the products are full float32 (``input_precision="ieee"``), as torch's default matmul. Dropout keeps
 a unit with probability ``1 - p`` and scales it by ``1 / (1 - p)``, as :class:`torch.nn.Dropout`, but from another
 random stream, so masks differ from the stock path's (as with the custom CPU kernels). The stream is a counter-based
-hash, not Philox: unit ``u`` of token ``t`` is kept when ``mix(mix(t * d_ff + u) ^ mix(seed)) >= round(p * 2^32)``,
-``mix`` being the ``lowbias32`` integer hash (two rounds of xor-shift and multiply, full avalanche), ~15 instructions
-a unit where ``tl.rand``'s Philox took ~70 and was two thirds of the forward kernel's instructions
-(``benchmarks/fused_ffn_sass.py``: 14,400 lane-instructions a token with Philox, 8,224 with the hash, 5,536 without
-dropout). Dropout needs independent fair coins, not cryptographic strength; the tests check the kept share, the
-independence of neighbouring units and tokens, and that the mask is exactly this hash (a NumPy reference).
-:func:`keep_mask` materialises the mask a seed gives.
+hash, not Philox: one ``x = mix(mix(c) ^ mix(seed))`` per counter ``c = t · d_ff / 4 + g`` (token ``t``, group ``g``
+of four hidden units), ``mix`` being the ``lowbias32`` integer hash (two rounds of xor-shift and multiply, full
+avalanche); byte ``m`` of ``x`` decides unit ``4 g + m``, kept when it is at least ``round(256 p)`` — so ``p`` is used
+as a multiple of 1/256 (0.3 → 0.3008) and kept units are scaled by ``256 / (256 - round(256 p))``, as the
+flash-attention kernels torch uses also compare 8-bit draws. Counted in the SASS (``benchmarks/patchtst_sass.py``,
+forward kernel, 64 tokens × 4 warps): 14,400 lane-instructions a token with ``tl.rand``'s Philox (one draw a unit,
+two thirds of the kernel), 8,224 with a hash a unit, 7,280 with a hash for four (5,536 without dropout). Dropout needs
+independent fair coins, not cryptographic strength; the tests check the kept share, the independence of neighbouring
+units and tokens, and that the mask is exactly this hash (a NumPy reference). :func:`keep_mask` materialises the mask a
+seed gives.
 
 Both kernels run on the CPU through Triton's interpreter (``TRITON_INTERPRET=1``), which is how the tests check them
 without a GPU (``tests/models/test_patchtst_triton.py``). The operator is a :func:`torch.library.triton_op`, so
@@ -60,11 +63,12 @@ FORWARD_WARPS = 4
 BACKWARD_ROWS = 64
 """Tokens a backward program handles per loop step (it holds the hidden tile, its gradient and the weight sums)."""
 BACKWARD_WARPS = 4
-"""Warps a backward program. Tiles and warps were chosen from ``benchmarks/fused_ffn_sass.py`` (sm_90, no spills at
-any of them): 64 × 4 and 128 × 8 issue the fewest instructions a token (~8,200 forward, ~13,900 backward with
+"""Warps a backward program. Tiles and warps were chosen from ``benchmarks/patchtst_sass.py`` (sm_90, no spills at
+any of them): 64 × 4 and 128 × 8 issue the fewest instructions a token (~7,200 forward, ~13,000 backward with
 dropout); 32 × 8 issues three times as many (each warp repeats the per-program work on a smaller share)."""
-PROGRAMS_PER_SM = 4
-"""Backward programs an SM: each sums the weight gradients of its row blocks, and one ``torch.sum`` adds them."""
+PROGRAMS_PER_SM = 2
+"""Backward programs an SM: each sums the weight gradients of its row blocks, and one ``torch.sum`` adds them. At 255
+registers a thread and 4 warps, two programs fit an SM's 65,536 registers: one wave."""
 INTERPRETER_PROGRAMS = 3
 """Backward programs on the CPU (the interpreter): enough for the partial sums to be added across programs."""
 
@@ -81,14 +85,23 @@ def _mix(x):
 
 
 @triton.jit
-def _keep(seed, rows, units, D_FF: tl.constexpr, KEEP_FROM: tl.constexpr):
-    """Keep (True) or drop each hidden unit of these tokens: ``(R, D_FF)`` booleans, a hash of (seed, token, unit).
+def _keep_bytes(seed, counters, WIDTH: tl.constexpr, KEEP_FROM: tl.constexpr):
+    """Keep (True) or drop: ``(R, WIDTH)`` booleans from ``(R, WIDTH // 4)`` counters, one hash each.
 
-    ``mix(mix(token * d_ff + unit) ^ mix(seed)) >= KEEP_FROM`` (uint32; ``KEEP_FROM = round(p * 2^32)``).
+    ``x = mix(mix(counter) ^ mix(seed))``; its byte ``m`` (bits ``8m … 8m + 7``) decides column ``4 g + m`` of the
+    counter's group ``g``, kept when the byte is at least ``KEEP_FROM`` (``round(256 p)``).
     """
-    counters = (rows[:, None] * D_FF + units[None, :]).to(tl.uint32)
     key = _mix(seed.to(tl.uint32) + tl.zeros((1, 1), tl.uint32))
-    return _mix(_mix(counters) ^ key) >= tl.full((1, 1), KEEP_FROM, tl.uint32)
+    x = _mix(_mix(counters.to(tl.uint32)) ^ key)
+    draws = tl.join(tl.join(x & 0xFF, (x >> 16) & 0xFF), tl.join((x >> 8) & 0xFF, x >> 24))  # [.., a, c]: byte a + 2c
+    return tl.reshape(draws, (counters.shape[0], WIDTH)) >= KEEP_FROM
+
+
+@triton.jit
+def _keep(seed, rows, D_FF: tl.constexpr, KEEP_FROM: tl.constexpr):
+    """The hidden units' dropout decisions of these tokens: ``(R, D_FF)``; counter ``token · d_ff / 4 + group``."""
+    groups = tl.arange(0, D_FF // 4)
+    return _keep_bytes(seed, rows[:, None] * (D_FF // 4) + groups[None, :], D_FF, KEEP_FROM)
 
 
 @triton.jit
@@ -97,7 +110,6 @@ def _hidden(
     w1t,
     b1,
     rows,
-    units,
     seed,
     D_FF: tl.constexpr,
     KEEP_FROM: tl.constexpr,
@@ -108,7 +120,7 @@ def _hidden(
     h = tl.dot(x, w1t, input_precision=PRECISION) + b1[None, :]
     a = 0.5 * h * (1.0 + tl.erf(h * 0.7071067811865476))
     if KEEP_FROM > 0:
-        a = tl.where(_keep(seed, rows, units, D_FF, KEEP_FROM), a * SCALE, 0.0)
+        a = tl.where(_keep(seed, rows, D_FF, KEEP_FROM), a * SCALE, 0.0)
     return h, a
 
 
@@ -138,7 +150,7 @@ def _ffn_forward_kernel(
     x = tl.load(x_ptr + rows[:, None] * D_MODEL + feats[None, :], mask=inside[:, None], other=0.0)
     w1t = tl.load(w1_ptr + units[None, :] * D_MODEL + feats[:, None])  # (D_MODEL, D_FF): W1 is (D_FF, D_MODEL)
     b1 = tl.load(b1_ptr + units).to(tl.float32)
-    _, a = _hidden(x, w1t, b1, rows, units, seed, D_FF, KEEP_FROM, SCALE, PRECISION)
+    _, a = _hidden(x, w1t, b1, rows, seed, D_FF, KEEP_FROM, SCALE, PRECISION)
     w2t = tl.load(w2_ptr + feats[None, :] * D_FF + units[:, None])  # (D_FF, D_MODEL): W2 is (D_MODEL, D_FF)
     y = tl.dot(a.to(x.dtype), w2t, input_precision=PRECISION)
     y += tl.load(b2_ptr + feats).to(tl.float32)[None, :]
@@ -189,12 +201,12 @@ def _ffn_backward_kernel(
         tile = rows[:, None] * D_MODEL + feats[None, :]
         x = tl.load(x_ptr + tile, mask=inside[:, None], other=0.0)
         dy = tl.load(dy_ptr + tile, mask=inside[:, None], other=0.0)
-        h, a = _hidden(x, w1t, b1, rows, units, seed, D_FF, KEEP_FROM, SCALE, PRECISION)
+        h, a = _hidden(x, w1t, b1, rows, seed, D_FF, KEEP_FROM, SCALE, PRECISION)
         dw2 += tl.dot(tl.trans(dy), a.to(x.dtype), input_precision=PRECISION)
         db2 += tl.sum(dy.to(tl.float32), axis=0)
         da = tl.dot(dy, w2, input_precision=PRECISION)  # (ROWS, D_FF): gradient of the dropped-out GELU output
         if KEEP_FROM > 0:
-            da = tl.where(_keep(seed, rows, units, D_FF, KEEP_FROM), da * SCALE, 0.0)
+            da = tl.where(_keep(seed, rows, D_FF, KEEP_FROM), da * SCALE, 0.0)
         cdf = 0.5 * (1.0 + tl.erf(h * 0.7071067811865476))
         pdf = tl.exp(-0.5 * h * h) * 0.3989422804014327
         dh = da * (cdf + h * pdf)  # rows outside M have dy = 0, so dh = 0: they add nothing to the sums
@@ -214,7 +226,7 @@ def _keep_mask_kernel(seed_ptr, out_ptr, M, D_FF: tl.constexpr, ROWS: tl.constex
     """The dropout mask of ``ROWS`` tokens as the kernels above draw it (for tests)."""
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     units = tl.arange(0, D_FF)
-    keep = _keep(tl.load(seed_ptr), rows, units, D_FF, KEEP_FROM)
+    keep = _keep(tl.load(seed_ptr), rows, D_FF, KEEP_FROM)
     tl.store(out_ptr + rows[:, None] * D_FF + units[None, :], keep.to(tl.int8), mask=(rows < M)[:, None])
 
 
@@ -241,15 +253,16 @@ def _precision(x: Tensor) -> str:
     return "ieee" if x.dtype == torch.float32 else "tf32"
 
 
-def _keep_from(p: float) -> int:
-    """The uint32 threshold a hashed unit must reach to be kept: ``round(p * 2^32)`` (0: no dropout)."""
-    if not 0.0 <= p < 1.0:
-        raise ValueError(f"fused feed-forward: dropout p={p}; expected 0 <= p < 1")
-    return round(p * 2**32)
+def _keep_byte(p: float) -> int:
+    """The byte a unit's draw must reach to be kept: ``round(256 p)``, so ``p`` is used as a multiple of 1/256."""
+    if not 0.0 <= p < 1.0 - 1.0 / 512:
+        raise ValueError(f"fused kernels: dropout p={p}; expected 0 <= p < 0.998")
+    return round(256 * p)
 
 
-def _scale(p: float) -> float:
-    return 1.0 / (1.0 - p) if p > 0.0 else 1.0
+def _byte_scale(p: float) -> float:
+    """``1 / (1 - p')`` for the ``p'`` the byte threshold keeps (the expectation of a kept unit is unchanged)."""
+    return 256.0 / (256 - _keep_byte(p))
 
 
 @triton_op("sss_viewer::fused_ffn", mutates_args={})
@@ -288,8 +301,8 @@ def fused_ffn_forward(x: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
         D_MODEL=d_model,
         D_FF=d_ff,
         ROWS=FORWARD_ROWS,
-        KEEP_FROM=_keep_from(p),
-        SCALE=_scale(p),
+        KEEP_FROM=_keep_byte(p),
+        SCALE=_byte_scale(p),
         PRECISION=_precision(x),
         num_warps=FORWARD_WARPS,
     )
@@ -330,8 +343,8 @@ def fused_ffn_backward(
         D_MODEL=d_model,
         D_FF=d_ff,
         ROWS=BACKWARD_ROWS,
-        KEEP_FROM=_keep_from(p),
-        SCALE=_scale(p),
+        KEEP_FROM=_keep_byte(p),
+        SCALE=_byte_scale(p),
         PRECISION=_precision(x),
         num_warps=BACKWARD_WARPS,
     )
@@ -388,6 +401,6 @@ def keep_mask(seed: Tensor, m: int, d_ff: int, p: float) -> Tensor:
     """The dropout mask the kernels draw for ``m`` tokens from ``seed``: ``(m, d_ff)`` bool (for tests)."""
     out = torch.empty((m, d_ff), dtype=torch.int8, device=seed.device)
     _keep_mask_kernel[(triton.cdiv(m, FORWARD_ROWS),)](
-        seed, out, m, D_FF=d_ff, ROWS=FORWARD_ROWS, KEEP_FROM=_keep_from(p)
+        seed, out, m, D_FF=d_ff, ROWS=FORWARD_ROWS, KEEP_FROM=_keep_byte(p)
     )
     return out.bool()

@@ -50,16 +50,19 @@ kernels are kept, opt-in, for CPU training at large batches (the ``paper`` prese
 
 GPU kernels
 -----------
-``gpu_kernels="fused"`` runs each encoder layer's feed-forward sub-layer (``Linear → GELU → Dropout → Linear``)
-through one Triton kernel forward and one backward (:mod:`sss_viewer.models._patchtst_triton`): the ``d_ff``-wide
-hidden layer stays on the chip and the backward pass recomputes it, which removes the widest tensors of a
-training step from device memory (issue 33, goal 3; measured by ``benchmarks/fused_ffn.py`` and
-``benchmarks/gpu_training.py --gpu-kernels fused``). The default stays ``"stock"`` until a GPU has measured it
-faster. Same function, same state dict, another dropout stream; not saved with the model either.
+``gpu_kernels`` puts sub-layers on fused Triton kernels on a GPU (issue 33, goal 3): ``"fused-ffn"`` each encoder
+layer's feed-forward sub-layer (``Linear → GELU → Dropout → Linear``, :mod:`sss_viewer.models._patchtst_triton`: the
+``d_ff``-wide hidden layer stays on the chip and the backward pass recomputes it), ``"fused-attention"`` the attention
+with dropout (:mod:`sss_viewer.models._attention_triton`: one program a window and head holds the whole sequence,
+nothing ``N × N`` is written), ``"fused"`` both. They are measured against torch's by ``benchmarks/fused_ffn.py``,
+``benchmarks/attention_backends.py`` and ``benchmarks/gpu_training.py --gpu-kernels``; the default stays ``"stock"``
+until a GPU has measured them faster. Same function, same state dict, other dropout streams; not saved with the
+model either.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from collections.abc import Callable
@@ -91,8 +94,13 @@ APP_C_BEST = {
 CPU_KERNELS = ("stock", "custom")
 """Values of ``PatchTST(cpu_kernels=...)``: how CPU training computes dropout and attention."""
 
-GPU_KERNELS = ("stock", "fused")
-"""Values of ``PatchTST(gpu_kernels=...)``: how a GPU computes the feed-forward sub-layers (module docstring)."""
+GPU_KERNELS = ("stock", "fused", "fused-ffn", "fused-attention")
+"""Values of ``PatchTST(gpu_kernels=...)``: which sub-layers a GPU runs through fused Triton kernels (module docstring,
+"GPU kernels"): none, both, the feed-forward ones, the attention."""
+
+
+FUSED_ATTENTION_MAX_TOKENS = 256
+"""Longest sequence the fused attention takes (``_attention_triton.MAX_TOKENS``: one program holds all the keys)."""
 
 
 def fused_widths_ok(d_model: int, d_ff: int) -> bool:
@@ -104,14 +112,23 @@ _TRITON_INTERPRETS = os.environ.get("TRITON_INTERPRET") == "1"
 """Triton's interpreter is on (read once: it must be set before triton is imported); its kernels then run on the CPU."""
 
 
-def _fused_feed_forward_kernels() -> Callable | None:
-    """The fused feed-forward entry point (:func:`~sss_viewer.models._patchtst_triton.fused_feed_forward`), or
-    None where triton is not installed (the CPU wheels of torch come without it)."""
+def _triton_entry(module: str, name: str) -> Callable | None:
+    """``name`` of ``sss_viewer.models.<module>`` (fused Triton kernels), or None where triton is not installed (the
+    CPU wheels of torch come without it)."""
     try:
-        from sss_viewer.models._patchtst_triton import fused_feed_forward
+        return getattr(importlib.import_module(f"sss_viewer.models.{module}"), name)
     except ImportError:
         return None
-    return fused_feed_forward
+
+
+def _fused_call(fused: Callable | None, device: torch.device) -> Callable | None:
+    """The fused entry point to use for tensors on ``device``: None where the stock layers run (no fused kernels were
+    asked for, or a CPU without Triton's interpreter); a RuntimeError where they were asked for and cannot run."""
+    if fused is False or not (device.type == "cuda" or _TRITON_INTERPRETS):
+        return None
+    if fused is None:
+        raise RuntimeError("PatchTST(gpu_kernels='fused…') needs triton (pip install triton), or gpu_kernels='stock'")
+    return fused
 
 
 class _TokenBatchNorm(nn.BatchNorm1d):
@@ -362,13 +379,19 @@ class _SelfAttention(nn.Module):
     custom_kernels : bool
         Attend through :func:`_attention` (the custom CPU kernels) instead of
         :func:`_stock_attention`.
+    fused : bool
+        On a GPU, attend through the fused Triton kernels
+        (:func:`sss_viewer.models._attention_triton.fused_attention`).
     """
 
-    def __init__(self, d_model: int, n_heads: int, attn_dropout: float, custom_kernels: bool = False) -> None:
+    def __init__(
+        self, d_model: int, n_heads: int, attn_dropout: float, custom_kernels: bool = False, fused: bool = False
+    ) -> None:
         super().__init__()
         self.n_heads = n_heads
         self.attn_dropout = attn_dropout
         self._attend = _attention if custom_kernels else _stock_attention
+        self._fused = _triton_entry("_attention_triton", "fused_attention") if fused else False
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)
 
@@ -385,7 +408,8 @@ class _SelfAttention(nn.Module):
         """
         b, n, d = x.shape
         qkv = self.in_proj(x).view(b, n, 3, self.n_heads, d // self.n_heads)
-        out = self._attend(qkv, self.attn_dropout if self.training else 0.0)  # (B, N, H, d_head)
+        attend = _fused_call(self._fused, x.device) or self._attend
+        out = attend(qkv, self.attn_dropout if self.training else 0.0)  # (B, N, H, d_head)
         return self.out_proj(out.reshape(b, n, d))
 
 
@@ -412,13 +436,13 @@ class _EncoderLayer(nn.Module):
         norm: str,
         authors_block: bool,
         custom_kernels: bool = False,
-        fused_ff: bool = False,
+        fused: tuple[bool, bool] = (False, False),
     ) -> None:
         super().__init__()
         self.authors_block = authors_block
-        self.fused_ff = fused_ff
-        self._fused = _fused_feed_forward_kernels() if fused_ff else None
-        self.attn = _SelfAttention(d_model, n_heads, attn_dropout, custom_kernels)
+        fused_attention, fused_ff = fused
+        self._fused = _triton_entry("_patchtst_triton", "fused_feed_forward") if fused_ff else False
+        self.attn = _SelfAttention(d_model, n_heads, attn_dropout, custom_kernels, fused_attention)
         dropout_cls = _Dropout if custom_kernels else nn.Dropout
         self.ff = nn.Sequential(
             nn.Linear(d_model, d_ff),
@@ -434,15 +458,12 @@ class _EncoderLayer(nn.Module):
 
     def feed_forward(self, x: Tensor) -> Tensor:
         """``self.ff`` on tokens ``(B, N, d_model)``: through the fused Triton kernels where asked and they run."""
-        if not (self.fused_ff and (x.device.type == "cuda" or _TRITON_INTERPRETS)):
+        fused = _fused_call(self._fused, x.device)
+        if fused is None:
             return self.ff(x)
-        if self._fused is None:
-            raise RuntimeError(
-                "PatchTST(gpu_kernels='fused') needs triton (pip install triton), or gpu_kernels='stock'"
-            )
         first, _, dropout, second = self.ff
         p = dropout.p if self.training else 0.0
-        return self._fused(x, first.weight, first.bias, second.weight, second.bias, p)
+        return fused(x, first.weight, first.bias, second.weight, second.bias, p)
 
     def forward(self, x: Tensor) -> Tensor:
         """Encode tokens, shape (B, N, d_model) → (B, N, d_model)."""
@@ -500,12 +521,13 @@ class PatchTST(WindowModel):
         faster CPU kernels of this module. The function computed and the state dict are the same;
         only the dropout random streams differ. An execution setting, like the device: not part of
         :meth:`get_config`, so a saved model loads with the stock kernels.
-    gpu_kernels : {"stock", "fused"}
-        How the feed-forward sub-layers run on a GPU (module docstring, "GPU kernels"): ``"stock"`` (default)
-        through torch's layers, ``"fused"`` through one Triton kernel a direction
-        (:mod:`sss_viewer.models._patchtst_triton`; needs triton, and ``d_model`` and ``d_ff`` powers of two of at
-        least 16). The function and the state dict are the same; the dropout stream differs. On the CPU the stock
-        layers run (the fused kernels only under Triton's interpreter, for tests). Not part of :meth:`get_config`.
+    gpu_kernels : {"stock", "fused", "fused-ffn", "fused-attention"}
+        Which sub-layers run through fused Triton kernels on a GPU (module docstring, "GPU kernels"): none
+        (``"stock"``, the default: torch's layers), both, the feed-forward ones
+        (:mod:`sss_viewer.models._patchtst_triton`; ``d_model`` and ``d_ff`` powers of two of at least 16) or the
+        attention (:mod:`sss_viewer.models._attention_triton`; at most 256 patches, head width at most 64). Needs
+        triton. The function and the state dict are the same; the dropout streams differ. On the CPU the stock layers
+        run (the fused kernels only under Triton's interpreter, for tests). Not part of :meth:`get_config`.
 
     Attributes
     ----------
@@ -551,10 +573,11 @@ class PatchTST(WindowModel):
         gpu_kernels: str = "stock",
     ) -> None:
         super().__init__()
-        if gpu_kernels == "fused" and not fused_widths_ok(d_model, d_ff):
+        fused = (gpu_kernels in ("fused", "fused-attention"), gpu_kernels in ("fused", "fused-ffn"))
+        if fused[1] and not fused_widths_ok(d_model, d_ff):
             raise ValueError(
-                f"Invalid gpu_kernels='fused' with d_model={d_model}, d_ff={d_ff}: the fused feed-forward kernels "
-                "need both to be powers of two of at least 16 (use gpu_kernels='stock')."
+                f"Invalid gpu_kernels={gpu_kernels!r} with d_model={d_model}, d_ff={d_ff}: the fused feed-forward "
+                "kernels need both to be powers of two of at least 16 (use gpu_kernels='stock' or 'fused-attention')."
             )
         if patch_len > window_length:
             raise ValueError(f"Invalid patch_len={patch_len}: longer than window_length={window_length}.")
@@ -569,14 +592,18 @@ class PatchTST(WindowModel):
         custom = cpu_kernels == "custom"
         padded = window_length + (patch_stride if pad_end else 0)
         self.n_patches = (padded - patch_len) // patch_stride + 1
+        if fused[0] and (self.n_patches > FUSED_ATTENTION_MAX_TOKENS or d_model // n_heads > 64):
+            raise ValueError(
+                f"Invalid gpu_kernels={gpu_kernels!r} with {self.n_patches} patches of width {d_model // n_heads} a "
+                f"head: the fused attention holds at most {FUSED_ATTENTION_MAX_TOKENS} patches, heads at most 64 wide "
+                "(use gpu_kernels='stock' or 'fused-ffn')."
+            )
 
         self.revin = RevIN(revin_eps, revin_affine) if revin else nn.Identity()
         self.patch_proj = nn.Linear(patch_len, d_model)
         self.pos_embed = nn.Parameter(torch.empty(self.n_patches, d_model))
         self.layers = nn.ModuleList(
-            _EncoderLayer(
-                d_model, d_ff, n_heads, dropout, attn_dropout, norm, authors_block, custom, gpu_kernels == "fused"
-            )
+            _EncoderLayer(d_model, d_ff, n_heads, dropout, attn_dropout, norm, authors_block, custom, fused)
             for _ in range(n_layers)
         )
         self.head_dropout = (_Dropout if custom else nn.Dropout)(head_dropout)

@@ -11,9 +11,6 @@ misreads bfloat16 (it multiplies the raw bits), so bfloat16 is checked on a GPU 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,22 +18,17 @@ import torch
 import torch.nn.functional as F
 
 from sss_viewer.models import build_window_model
+from tests.fixtures.interpreter import keep_bytes_reference, run_cases_in_interpreter
 
 pytest.importorskip("triton", reason="the fused feed-forward kernels need triton")
 
-ROOT = Path(__file__).resolve().parents[2]
 M = 300
 """Tokens: not a multiple of either kernel's row block, and more blocks than the interpreter's backward programs."""
 D_MODEL, D_FF = 32, 128
+MODEL_CASES = ((False, "fused"), (True, "fused"), (False, "fused-ffn"), (False, "fused-attention"))
+"""(authors_block, gpu_kernels) of the whole-model cases."""
 SIZES = dict(window_length=64, patch_len=16, patch_stride=8, d_model=16, d_ff=32, n_heads=2, n_layers=2)
 """A small PatchTST whose widths the kernels take (8 tokens a window)."""
-
-CHILD = """
-import sys
-import numpy as np
-from tests.models.test_patchtst_triton import run_cases
-np.savez(sys.argv[1], **run_cases(int(sys.argv[2])))
-"""
 
 
 def _leaves(seed: int, dtype: torch.dtype, device: str) -> list[torch.Tensor]:
@@ -71,7 +63,7 @@ def _op_case(seed: int, dtype: torch.dtype, p: float, device: str) -> dict[str, 
     x, w1, b1, w2, b2 = leaves
     hidden = F.gelu(F.linear(x.float(), w1.float(), b1.float()))
     if p:
-        hidden = hidden * keep / (1.0 - p)
+        hidden = hidden * keep / ((256 - round(256 * p)) / 256)  # p as a multiple of 1/256
     want = _values_and_grads(F.linear(hidden.to(dtype).float(), w2.float(), b2.float()), dy.float(), leaves)
     tag = f"{str(dtype).split('.')[-1]}_p{int(p * 10)}"
     out = {f"{tag}_got_{i}": a for i, a in enumerate(got)}
@@ -80,18 +72,18 @@ def _op_case(seed: int, dtype: torch.dtype, p: float, device: str) -> dict[str, 
     return out
 
 
-def _model_case(seed: int, authors_block: bool, device: str) -> dict[str, np.ndarray]:
-    """A PatchTST with fused feed-forward layers against the same weights on torch's layers, dropout off.
+def _model_case(seed: int, authors_block: bool, kernels: str, device: str) -> dict[str, np.ndarray]:
+    """A PatchTST on fused kernels (``gpu_kernels=kernels``) against the same weights on torch's layers, dropout off.
 
     Training mode (BatchNorm on batch statistics, as in a training step): logits and every parameter's gradient.
     """
     sizes = dict(SIZES, dropout=0.0, attn_dropout=0.0, authors_block=authors_block)
     torch.manual_seed(seed)
     stock = build_window_model("patchtst", **sizes).to(device).train()
-    fused = build_window_model("patchtst", **sizes, gpu_kernels="fused").to(device).train()
+    fused = build_window_model("patchtst", **sizes, gpu_kernels=kernels).to(device).train()
     fused.load_state_dict(stock.state_dict())
     x = torch.randn((12, SIZES["window_length"]), generator=torch.Generator().manual_seed(seed)).to(device)
-    tag = "authors" if authors_block else "official"
+    tag = f"{'authors' if authors_block else 'official'}_{kernels}"
     out = {}
     for name, model in (("stock", stock), ("fused", fused)):
         logits = model(x)
@@ -118,35 +110,23 @@ def run_cases(seed: int, device: str = "cpu") -> dict[str, np.ndarray]:
         out |= _op_case(seed, dtype, p, device)
     if device == "cuda":
         out |= _op_case(seed, torch.bfloat16, 0.3, device)
-    for authors_block in (False, True):
-        out |= _model_case(seed, authors_block, device)
+    for authors_block, kernels in MODEL_CASES:
+        out |= _model_case(seed, authors_block, kernels, device)
     out["other_seed_keep"] = fused.keep_mask(torch.tensor([seed + 1], device=device), M, D_FF, 0.3).cpu().numpy()
     return out
-
-
-def _run_child(tmp_path, seed: int):
-    result = tmp_path / "cases.npz"
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(result), str(seed)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, f"seed {seed}: the child failed:\n{proc.stderr[-4000:]}"
-    return np.load(result)
 
 
 @pytest.fixture(scope="module")
 def interpreted(tmp_path_factory):
     seed = int(np.random.SeedSequence().entropy % 2**31)  # fresh inputs each run; the seed is in any failure
-    return seed, _run_child(tmp_path_factory.mktemp("fused_ffn"), seed)
+    return seed, run_cases_in_interpreter(__name__, seed, tmp_path_factory.mktemp("fused_ffn"))
 
 
 FP_FUSION_NOTICE = "ignore:TRITON_DEFAULT_FP_FUSION is unset:UserWarning"
 """Triton 3.9 says once, at a first compile, that its default for fused multiply-adds will change: not a fault."""
+
+KEPT = 179 / 256
+"""The kept share at p = 0.3: the kernels drop a unit when its 8-bit draw is below round(256 p) = 77."""
 
 TOLERANCE = {"float32": 2e-5, "float16": 2e-2, "bfloat16": 5e-2}
 """Largest error allowed, relative to the largest magnitude of the compared array: float32 and float16 products
@@ -164,12 +144,12 @@ def _assert_op_cases(got, seed: int, dtypes: tuple[str, ...]) -> None:
         keep = got[f"{tag}_keep"]
         if tag.endswith("p0"):
             assert keep.all()
-        else:  # 38,400 draws: the kept share is 0.7 within ±0.02 (eight standard deviations)
-            assert abs(keep.mean() - 0.7) < 0.02, (tag, keep.mean())
+        else:  # 38,400 draws: the kept share is 179/256 within ±0.02 (eight standard deviations)
+            assert abs(keep.mean() - KEPT) < 0.02, (tag, keep.mean())
 
 
 def _assert_model_cases(got, seed: int) -> None:
-    for tag in ("official", "authors"):
+    for tag in [f"{'authors' if authors else 'official'}_{kernels}" for authors, kernels in MODEL_CASES]:
         np.testing.assert_allclose(
             got[f"{tag}_fused_logits"], got[f"{tag}_stock_logits"], rtol=1e-4, atol=1e-5, err_msg=f"{tag}, {seed}"
         )
@@ -192,22 +172,11 @@ def test_dropout_stream_is_the_seed_s(interpreted):
     assert 0.3 < same.mean(axis=0).min() and same.mean(axis=0).max() < 1.0  # every hidden unit is dropped sometimes
 
 
-def _lowbias32(x: np.ndarray) -> np.ndarray:
-    """The kernels' hash (``_patchtst_triton._mix``) in NumPy, uint32 arithmetic in uint64 masked to 32 bits."""
-    x = x.astype(np.uint64) & 0xFFFFFFFF
-    x ^= x >> 16
-    x = (x * 0x7FEB352D) & 0xFFFFFFFF
-    x ^= x >> 15
-    x = (x * 0x846CA68B) & 0xFFFFFFFF
-    return x ^ (x >> 16)
-
-
 def test_dropout_mask_is_the_documented_hash_of_seed_token_and_unit(interpreted):
     seed, got = interpreted
-    counters = np.arange(M * D_FF, dtype=np.uint64).reshape(M, D_FF)
-    want = _lowbias32(_lowbias32(counters) ^ _lowbias32(np.uint64(seed))) >= round(0.3 * 2**32)
-    np.testing.assert_array_equal(got["float32_p3_keep"], want)
-    keep = got["float32_p3_keep"].astype(float) - 0.7
+    counters = np.arange(M * D_FF // 4, dtype=np.uint64).reshape(M, D_FF // 4)  # token · d_ff / 4 + group
+    np.testing.assert_array_equal(got["float32_p3_keep"], keep_bytes_reference(counters, seed, 0.3))
+    keep = got["float32_p3_keep"].astype(float) - KEPT
     for a, b in ((keep[:, 1:], keep[:, :-1]), (keep[1:], keep[:-1])):  # neighbouring units, neighbouring tokens
         assert abs((a * b).mean() / keep.var()) < 0.03
 
