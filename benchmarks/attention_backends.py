@@ -13,15 +13,20 @@ views of one fused projection).
 For each kernel that accepts the shapes: the median time of the forward and backward of both layers' attention for
 one batch (``--batch`` windows), the windows/s of attention alone, and its share of a training step at the last
 measured throughput (``--step-windows-per-s``, 632,336 on an H200: docs/results.md §3). A kernel that refuses the
-shapes prints why. Without dropout the kernels' outputs are compared with the math kernel's (max |difference|).
+shapes prints why. Without dropout the kernels' outputs are compared with the math kernel's (max |difference|). The
+last row, ``triton``, is this project's fused attention (``sss_viewer/models/_attention_triton.py``,
+``PatchTST(gpu_kernels="fused-attention")``: one program a window and head, hashed dropout), timed the same way.
 
     python benchmarks/attention_backends.py                    # CUDA, the paper's sizes (seconds)
     python benchmarks/attention_backends.py --device cpu --tiny  # the logic on the CPU
+    TRITON_INTERPRET=1 python benchmarks/attention_backends.py --device cpu --tiny   # with the "triton" row
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import statistics
 import sys
 import time
@@ -39,6 +44,8 @@ BACKENDS = {
     "math": "MATH",
 }
 """Name here -> :class:`torch.nn.attention.SDPBackend` member (those a torch version lacks are skipped)."""
+ROWS = (*BACKENDS, "triton")
+"""The table's rows: torch's kernels, then the fused Triton kernels of ``sss_viewer/models/_attention_triton.py``."""
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -53,7 +60,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--dropout", type=float, default=0.3, help="on the attention weights (paper 0.3)")
     p.add_argument("--repeats", type=int, default=None, help="timed steps a kernel (20; tiny 3)")
     p.add_argument("--step-windows-per-s", type=float, default=632_336.0, help="measured training throughput")
-    p.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated, of " + ", ".join(BACKENDS))
+    p.add_argument("--backends", default=",".join(ROWS), help="comma-separated, of " + ", ".join(ROWS))
     return p.parse_args(argv)
 
 
@@ -64,17 +71,31 @@ def _qkv(batch: int, tokens: int, heads: int, head_dim: int, dtype, device, seed
     return x.requires_grad_(True)
 
 
-def time_backend(backend, args, sizes, dtype) -> float:
-    """Median seconds of ``--layers`` attentions forward and backward on one batch under ``backend``."""
+def _attention_for(name: str, device: str):
+    """``(attend, context)`` for a row: torch's attention under one kernel, or the fused Triton kernels ("triton")."""
+    if name == "triton":
+        if not (device.startswith("cuda") or os.environ.get("TRITON_INTERPRET") == "1"):
+            raise RuntimeError("needs a CUDA device (or TRITON_INTERPRET=1 on the CPU)")
+        from sss_viewer.models._attention_triton import fused_attention  # needs triton
+
+        return fused_attention, contextlib.nullcontext
+    backend = getattr(SDPBackend, BACKENDS[name], None)
+    if backend is None:
+        raise RuntimeError(f"not in torch {torch.__version__}")
+    return _stock_attention, lambda: sdpa_kernel([backend])
+
+
+def time_backend(attend, context, args, sizes, dtype) -> float:
+    """Median seconds of ``--layers`` attentions forward and backward on one batch through ``attend``."""
     layers = [_qkv(sizes["batch"], args.tokens, args.heads, args.head_dim, dtype, args.device, s) for s in range(2)]
     grads = [torch.randn_like(layer[:, :, 0]) for layer in layers]
     times = []
-    with sdpa_kernel([backend]):
+    with context():
         for step in range(sizes["repeats"] + 1):  # the first is warm-up
             sync(args.device)
             t0 = time.perf_counter()
             for i in range(args.layers):
-                out = _stock_attention(layers[i % 2], args.dropout)
+                out = attend(layers[i % 2], args.dropout)
                 out.backward(grads[i % 2])
             sync(args.device)
             if step:
@@ -82,13 +103,13 @@ def time_backend(backend, args, sizes, dtype) -> float:
     return statistics.median(times)
 
 
-def max_difference(backend, reference, args, dtype) -> float:
-    """Max |output difference| without dropout between ``backend`` and ``reference`` on 32 windows."""
+def max_difference(attend, context, args, dtype) -> float:
+    """Max |output difference| without dropout between ``attend`` and torch's math kernel on 32 windows."""
     qkv = _qkv(32, args.tokens, args.heads, args.head_dim, dtype, args.device, seed=7).detach()
     with torch.no_grad():
-        with sdpa_kernel([backend]):
-            got = _stock_attention(qkv, 0.0).float()
-        with sdpa_kernel([reference]):
+        with context():
+            got = attend(qkv, 0.0).float()
+        with sdpa_kernel([SDPBackend.MATH]):
             expected = _stock_attention(qkv, 0.0).float()
     return float((got - expected).abs().max())
 
@@ -101,9 +122,9 @@ def main(argv=None) -> int:
     sizes = {"batch": args.batch or (16 if args.tiny else 8192), "repeats": args.repeats or (3 if args.tiny else 20)}
     dtype = torch.float32 if args.tiny or not args.device.startswith("cuda") else torch.bfloat16
     names = [n.strip() for n in args.backends.split(",") if n.strip()]
-    unknown = sorted(set(names) - set(BACKENDS))
+    unknown = sorted(set(names) - set(ROWS))
     if unknown:
-        print(f"unknown backend(s) {unknown}: expected any of {', '.join(BACKENDS)}")
+        print(f"unknown backend(s) {unknown}: expected any of {', '.join(ROWS)}")
         return 2
     device_name = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "cpu"
     print(
@@ -112,21 +133,17 @@ def main(argv=None) -> int:
         flush=True,
     )
     step_s = sizes["batch"] / args.step_windows_per_s
-    math = getattr(SDPBackend, BACKENDS["math"])
     print(
         "\n| kernel | attention fwd + bwd a step | windows/s (attention alone) | share of a step | max diff vs math |"
     )
     print("|---|---:|---:|---:|---:|")
     measured = 0
     for name in names:
-        backend = getattr(SDPBackend, BACKENDS[name], None)
-        if backend is None:
-            print(f"| {name} | not in torch {torch.__version__} | | | |")
-            continue
         try:
-            seconds = time_backend(backend, args, sizes, dtype)
-            diff = max_difference(backend, math, args, dtype)
-        except RuntimeError as error:  # the kernel refuses these shapes, dtype or device
+            attend, context = _attention_for(name, args.device)
+            seconds = time_backend(attend, context, args, sizes, dtype)
+            diff = max_difference(attend, context, args, dtype)
+        except (RuntimeError, ImportError) as error:  # the kernel refuses these shapes, dtype or device
             print(f"| {name} | refused: {str(error).splitlines()[0][:110]} | | | |")
             continue
         measured += 1

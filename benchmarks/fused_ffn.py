@@ -10,7 +10,7 @@ training, this times (median of ``--repeats``) forward + backward of:
 * ``stock eager``: the ``nn.Sequential`` of the model;
 * ``stock compiled``: the same under :func:`torch.compile` (what the training path's compiled model does today);
 * ``fused``: the fused operator at the module's tiles (``FORWARD_ROWS`` × ``FORWARD_WARPS`` / ``BACKWARD_ROWS`` ×
-  ``BACKWARD_WARPS``), and eager at each of ``--tiles`` (``fused_ffn_sass.py`` counts their instructions);
+  ``BACKWARD_WARPS``), and eager at each of ``--tiles`` (``patchtst_sass.py`` counts their instructions);
   ``fused compiled``: the module's tiles inside :func:`torch.compile`;
 
 with each one's peak memory above the inputs, its tokens/s and windows/s (tokens / 128), its ratio to ``stock
@@ -52,7 +52,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--tiles",
         default="128x8/128x8",
         help="extra eager fused rows at other tiles than the module's defaults: forward ROWSxWARPS/backward "
-        "ROWSxWARPS, comma-separated (fused_ffn_sass.py counts their instructions; default 128x8/128x8)",
+        "ROWSxWARPS, comma-separated (patchtst_sass.py counts their instructions; default 128x8/128x8)",
     )
     return p.parse_args(argv)
 

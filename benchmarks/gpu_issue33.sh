@@ -15,11 +15,12 @@
 #   concurrent (not in the default, ≈ 4 min): the compiled training path in 1 process, then in 2 started together on
 #        the GPU: the sum of their windows/s against one alone (training/paper_tables_gpu.sh's PROCS_PER_GPU)
 #   attention (not in the default, ≈ 1 min): the paper preset's attention (4 heads of width 8 over 128 tokens, dropout
-#        0.3, bf16) forward + backward on each of torch's attention kernels, and without dropout: which is fastest
-#   fused (not in the default, ≈ 2 min): PatchTST's feed-forward layers through the fused Triton kernels
-#        (gpu_kernels="fused"): the sub-layer's forward + backward, stock (eager, compiled) vs fused, at the paper's
-#        sizes (benchmarks/fused_ffn.py), then paper-preset training with a "compiled, fused feed-forward" row beside
-#        today's and the new path's (gpu_training.py --fused-ffn)
+#        0.3, bf16) forward + backward on each of torch's attention kernels and the fused Triton one, and without
+#        dropout: which is fastest
+#   fused (not in the default, ≈ 3 min): PatchTST's sub-layers through the fused Triton kernels: the feed-forward
+#        sub-layer's forward + backward, stock (eager, compiled) vs fused, at the paper's sizes (benchmarks/fused_ffn.py),
+#        then paper-preset training with rows for gpu_kernels=fused-ffn, fused-attention and fused beside today's and
+#        the new path's (gpu_training.py --gpu-kernels); part "attention" times the fused attention ("triton" row)
 #   profile (not in the default, ≈ 1.5 min): the compiled training path once under torch's profiler — the device's
 #        busy share of a training epoch (low: the host bounds a step, CUDA graphs help) and its time by kernel kind
 #   ncu, ncubaked (not in the default): the generic / baked Triton evidence kernel under Nsight Compute, one launch
@@ -66,13 +67,13 @@ for p in $PARTS; do
     tests) part tests 210 $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/engine/test_training.py \
         tests/models/test_minirocket_series.py tests/models/test_minirocket_triton.py tests/preprocessing/test_torch_filters.py \
         tests/engine/test_training_precision.py tests/engine/test_device_resident_scoring.py \
-        tests/models/test_patchtst_triton.py ;;
+        tests/models/test_patchtst_triton.py tests/models/test_attention_triton.py ;;
     baselines) part baselines 300 $PY benchmarks/gpu_grid_baselines.py --sss-hours "${SSS_HOURS:-8.7}" --timeout 280 ;;
     concurrent) part concurrent 300 $PY benchmarks/gpu_concurrent_training.py --timeout 290 ;;
-    attention) part attention 100 bash -c "$PY benchmarks/attention_backends.py && $PY benchmarks/attention_backends.py --dropout 0" ;;
+    attention) part attention 130 bash -c "$PY benchmarks/attention_backends.py && $PY benchmarks/attention_backends.py --dropout 0" ;;
     profile) part profile 200 $PY benchmarks/gpu_training.py --profile --timeout 190 ;;
-    fused) part fused 240 bash -c "$PY benchmarks/fused_ffn.py; a=\$?; $PY benchmarks/gpu_training.py --no-spread \
-        --fused-ffn --sdpa ${SDPA:-default} --timeout 180; exit \$((a | \$?))" ;;
+    fused) part fused 300 bash -c "$PY benchmarks/fused_ffn.py; a=\$?; $PY benchmarks/gpu_training.py --no-spread \
+        --gpu-kernels fused-ffn,fused-attention,fused --sdpa ${SDPA:-default} --timeout 240; exit \$((a | \$?))" ;;
     ncu | ncubaked)
         config=1024x4
         [ "$p" = ncubaked ] && config=baked128x4

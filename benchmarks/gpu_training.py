@@ -24,7 +24,7 @@ run that overruns ``--timeout`` with exit 2 and the table so far.
     python benchmarks/gpu_training.py --device cpu --tiny  # the logic at a tiny size, compile off (a minute)
     python benchmarks/gpu_training.py --profile            # only the new path, under torch's profiler
     python benchmarks/gpu_training.py --sdpa cudnn         # every path on one attention kernel (attention_backends.py)
-    python benchmarks/gpu_training.py --fused-ffn          # + the new path with fused feed-forward layers (fused_ffn.py)
+    python benchmarks/gpu_training.py --gpu-kernels fused  # + the new path on PatchTST's fused Triton kernels
 
 ``--profile`` trains the new path once under ``torch.profiler`` (nothing else runs) and prints the kernels that
 took the device's time, the device-busy share of the training epochs' wall time (a low share means the host —
@@ -112,10 +112,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="the attention kernel every path may use (torch's global flags; default: torch's own choice)",
     )
     p.add_argument(
-        "--fused-ffn",
-        action="store_true",
-        help="an extra row on CUDA: the new path with PatchTST's feed-forward layers fused (gpu_kernels='fused'); "
-        "with --profile, the profiled path uses them",
+        "--gpu-kernels",
+        default="",
+        help="extra rows on CUDA: the new path with PatchTST(gpu_kernels=...) for each of these, comma-separated "
+        "(fused, fused-ffn, fused-attention: the fused Triton kernels); with --profile, the first is profiled",
     )
     p.add_argument("--profile", action="store_true", help="only the new path, under torch's profiler (see above)")
     p.add_argument("--timeout", type=int, default=225, help="seconds before the watchdog ends the run (225)")
@@ -152,12 +152,12 @@ def full_batches(series_set, config, s: dict) -> tuple[int, int]:
     return batches, n_train
 
 
-def new_path_options(device: str, fused_ffn: bool = False) -> dict:
+def new_path_options(device: str, gpu_kernels: str = "stock") -> dict:
     """The "new" path's execution options: the CUDA defaults with compile on (``"auto"`` leaves short runs eager);
-    on the CPU, compile off and the others forced (bf16 autocast, windows gathered on the device). ``fused_ffn``:
-    PatchTST's feed-forward layers through the fused Triton kernels (``gpu_kernels="fused"``)."""
+    on the CPU, compile off and the others forced (bf16 autocast, windows gathered on the device). ``gpu_kernels``:
+    ``PatchTST(gpu_kernels=...)``, which sub-layers run through the fused Triton kernels."""
     options = dict(compile=True) if device.startswith("cuda") else dict(precision="bf16", device_windows=True)
-    return options | (dict(model_params=dict(gpu_kernels="fused")) if fused_ffn else {})
+    return options | (dict(model_params=dict(gpu_kernels=gpu_kernels)) if gpu_kernels != "stock" else {})
 
 
 def sync(device: str) -> None:
@@ -369,8 +369,9 @@ def main(argv=None) -> int:
             notes.append(f"every path's attention restricted to the {args.sdpa} kernel (--sdpa)")
         if args.profile:
             light = {**common, "val_stride": 20 * s["val_stride"]}  # the device time is then mostly training's
-            options = new_path_options(device, args.fused_ffn)
-            label = "new path" + (" with fused feed-forward layers" if args.fused_ffn else "")
+            kernels = ([k for k in args.gpu_kernels.split(",") if k] or ["stock"])[0]
+            options = new_path_options(device, kernels)
+            label = "new path" + (f" with gpu_kernels={kernels}" if kernels != "stock" else "")
             profile_path(f"{label} under the profiler", series_set, train_preset("paper", **light, **options))
             return 0
         today = dict(precision="fp32", compile=False, device_windows=False)
@@ -407,10 +408,10 @@ def main(argv=None) -> int:
         notes.append(f"|val AUC new - today| = {gap:.3f} (allowed {allowed:.3f}: max({AUC_TOLERANCE}, seed spread))")
         checks["validation AUC unchanged"] = bool(np.isfinite(gap) and gap <= allowed)
         candidates = [(f"mode={m}", dict(compile=m)) for m in args.compile_modes.split(",") if m]
-        if args.fused_ffn:
-            candidates.append(("fused feed-forward", new_path_options(device, fused_ffn=True)))
+        for kernels in [k for k in args.gpu_kernels.split(",") if k]:
+            candidates.append((f"gpu_kernels={kernels}", new_path_options(device, kernels)))
         for label, options in candidates if device.startswith("cuda") else []:
-            try:  # goal 3's candidates (CUDA graphs, autotuned kernels, fused layers), each beside the rows above
+            try:  # goal 3's candidates (CUDA graphs, autotuned kernels, fused sub-layers), each beside the rows above
                 row = train_path(f"compiled, {label}", series_set, train_preset("paper", **common, **options))
             except Exception as error:
                 notes.append(f"{label} failed: {type(error).__name__}: {str(error).splitlines()[0][:200]}")
