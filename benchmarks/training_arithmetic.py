@@ -20,12 +20,13 @@ leaves room that kernels and launches are wasting — which ``gpu_training.py --
     python benchmarks/training_arithmetic.py              # seconds on the CPU
     TRITON_INTERPRET=1 python benchmarks/training_arithmetic.py --gpu-kernels fused   # the fused feed-forward layers
 
-With ``--gpu-kernels fused`` the feed-forward sub-layers run through the fused Triton kernels
-(:mod:`sss_viewer.models._patchtst_triton`, on the CPU through Triton's interpreter, which is why it needs
-``TRITON_INTERPRET=1``): they save only their input for the backward pass, so the saved bytes show what fusing
-removes. The interpreter's bf16 products are not real numbers (it multiplies raw bits), which changes no byte
-count, and the flop counter does not see inside the kernels: the FLOPs line then leaves the feed-forward products
-out (the kernels' backward also recomputes the forward's).
+With ``--gpu-kernels fused-ffn|fused-attention|fused`` those sub-layers run through the fused Triton kernels
+(:mod:`sss_viewer.models._patchtst_triton`, :mod:`sss_viewer.models._attention_triton`; on the CPU through Triton's
+interpreter, which is why it needs ``TRITON_INTERPRET=1``): they save only their inputs (and the attention its output
+and each query's log-sum-exp) for the backward pass, so the saved bytes show what fusing removes. The interpreter's
+bf16 products are not real numbers (it multiplies raw bits), which changes no byte count, and the flop counter does
+not see inside the kernels: the FLOPs line then leaves their products out (their backward also recomputes the
+forward's).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from sss_viewer.engine.config import train_preset
 from sss_viewer.models import build_window_model
+from sss_viewer.models.patchtst import GPU_KERNELS
 
 GOAL = 1e6
 """Training windows/s (issue 33, goal 3)."""
@@ -51,7 +53,7 @@ def _args(argv=None) -> argparse.Namespace:
     p.add_argument("--tflops", type=float, default=989.0, help="dense bf16 tensor-core TFLOPS (H200: 989)")
     p.add_argument("--tb-per-s", type=float, default=4.8, help="HBM bandwidth, TB/s (H200: 4.8)")
     p.add_argument("--traffic-factor", type=float, default=4.0, help="HBM bytes a step moves per saved byte")
-    p.add_argument("--gpu-kernels", choices=("stock", "fused"), default="stock", help="PatchTST(gpu_kernels=...)")
+    p.add_argument("--gpu-kernels", choices=GPU_KERNELS, default="stock", help="PatchTST(gpu_kernels=...)")
     return p.parse_args(argv)
 
 
@@ -84,8 +86,8 @@ def count(batch: int, gpu_kernels: str = "stock") -> tuple[float, dict[str, floa
 
 def main(argv=None) -> int:
     args = _args(argv)
-    if args.gpu_kernels == "fused" and os.environ.get("TRITON_INTERPRET") != "1":
-        print("--gpu-kernels fused runs the kernels through Triton's interpreter on the CPU: set TRITON_INTERPRET=1")
+    if args.gpu_kernels != "stock" and os.environ.get("TRITON_INTERPRET") != "1":
+        print("--gpu-kernels runs the fused kernels through Triton's interpreter on the CPU: set TRITON_INTERPRET=1")
         return 1
     flops, saved, n = count(args.batch, args.gpu_kernels)
     kept = saved.get("other", 0.0)
@@ -94,7 +96,7 @@ def main(argv=None) -> int:
     print(
         f"paper preset PatchTST, L = 1024, {n} patches; counted on {args.batch} windows (training mode, bf16 autocast), "
         f"gpu_kernels={args.gpu_kernels}"
-        + (" (FLOPs without the fused feed-forward products)" if args.gpu_kernels == "fused" else "")
+        + (" (FLOPs without the fused kernels' products)" if args.gpu_kernels != "stock" else "")
     )
     print("\n| per window | value |")
     print("|---|---:|")
