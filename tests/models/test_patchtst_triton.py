@@ -233,3 +233,43 @@ def test_cuda_compiled_bf16_training_step_runs_through_the_fused_operator():
     loss.backward()
     grads = [p.grad for p in model.layers[0].ff.parameters()]
     assert all(g is not None and torch.isfinite(g).all() and g.abs().max() > 0 for g in grads)
+
+
+def test_compile_traces_both_fused_operators_into_one_graph():
+    """``torch.compile(fullgraph=True)`` captures the fused feed-forward and attention operators with their seeds:
+    no graph break (an ``.item()``, a Python-side random draw) would let a compiled training step fall back to
+    eager around them. Traced with fake tensors on the CPU; the backend records the graph and runs nothing."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("under the interpreter triton's kernels are not traceable (torch.library.wrap_triton)")
+    from torch._dynamo.backends.common import aot_autograd
+
+    from sss_viewer.models._attention_triton import fused_attention
+    from sss_viewer.models._patchtst_triton import fused_feed_forward
+
+    graphs = []
+
+    class Traced(Exception):
+        pass
+
+    def record(graph_module, example_inputs):
+        graphs.append(graph_module)
+
+        def run(*args):
+            raise Traced  # the CPU cannot launch the kernels: the trace is what is checked
+
+        return run
+
+    def step(x, w1, b1, w2, b2):
+        y = fused_feed_forward(x, w1, b1, w2, b2, 0.3)
+        qkv = y.repeat(1, 1, 3).view(x.shape[0], x.shape[1], 3, 2, 16)
+        return fused_attention(qkv, 0.3).sum()
+
+    x = torch.randn(4, 16, 32, requires_grad=True)
+    weights = [torch.randn(shape, requires_grad=True) for shape in ((128, 32), (128,), (32, 128), (32,))]
+    compiled = torch.compile(step, backend=aot_autograd(fw_compiler=record, bw_compiler=record), fullgraph=True)
+    with pytest.raises(Traced):
+        compiled(x, *weights)
+    torch._dynamo.reset()
+    calls = [str(node.target) for node in graphs[0].graph.nodes if node.op == "call_function"]
+    assert calls.count("triton_kernel_wrapper_functional") == 2  # the two forward kernels, in one graph
+    assert calls.count("aten.randint.low") == 2  # each draws its dropout seed inside the graph
