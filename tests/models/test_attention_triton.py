@@ -4,8 +4,8 @@ The kernels run in a child python with ``TRITON_INTERPRET=1`` (``tests/fixtures/
 no GPU. The reference is ``softmax(q kᵀ / √d)`` with the kernels' own dropout mask
 (:func:`~sss_viewer.models._attention_triton.keep_weights_mask`) times ``v``, and its gradient by autograd, so a wrong
 scale, softmax, mask offset, dropout scale or gradient term fails. Shapes: the paper's (128 tokens, 4 heads of 8),
-a sequence that is no power of two and shorter than a query block (37 tokens), and a wider head in float16 (100
-tokens, 2 heads of 16). The interpreter misreads bfloat16 products, so bfloat16 is checked on a GPU only.
+a sequence that is no power of two and shorter than a query block (37 tokens), a wider head in float16 (100 tokens,
+2 heads of 16), and one longer than a query block (200 tokens: two blocks whose key gradients are summed). The interpreter misreads bfloat16 products, so bfloat16 is checked on a GPU only.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ CASES = {
     "paper_p3": (2, 128, 4, 8, 0.3, torch.float32),
     "odd_p3": (3, 37, 2, 8, 0.3, torch.float32),
     "wide_half_p1": (2, 100, 2, 16, 0.1, torch.float16),
+    "long_p3": (1, 200, 2, 8, 0.3, torch.float32),
 }
 """name: (windows, tokens, heads, head width, dropout, dtype)."""
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 3e-2}
