@@ -23,6 +23,7 @@ import argparse
 import sys
 import warnings
 
+import torch
 import triton
 from evidence_sass import H200_LANE_RATE, _cuobjdump, _sass_stats
 from triton.backends.compiler import GPUTarget
@@ -34,6 +35,8 @@ from sss_viewer.models import _patchtst_triton as kernels
 TOKENS, LAYERS, HEADS, HEAD_WIDTH = 128, 2, 4, 8
 """Tokens a window, encoder layers, heads and head width of the paper preset's PatchTST."""
 BF16 = "*bf16"
+BF16_TOKENS = torch.empty(0, dtype=torch.bfloat16)
+"""Stands for the tokens when the launch constants are chosen (only their dtype is read)."""
 FORWARD = dict(x_ptr=BF16, w1_ptr=BF16, b1_ptr=BF16, w2_ptr=BF16, b2_ptr=BF16, seed_ptr="*i64", y_ptr=BF16, M="i32")
 BACKWARD = dict(x_ptr=BF16, dy_ptr=BF16, w1_ptr=BF16, b1_ptr=BF16, w2_ptr=BF16, seed_ptr="*i64", dx_ptr=BF16)
 BACKWARD.update(dict.fromkeys(("dw1_part_ptr", "db1_part_ptr", "dw2_part_ptr", "db2_part_ptr"), "*fp32"), M="i32")
@@ -69,15 +72,14 @@ def compile_stats(kernel, signature: dict, constants: dict, warps: int, arch: in
 
 def count(kernel, signature: dict, rows: int, warps: int, p: float, args, tool: str) -> tuple[int, int, int]:
     """(instructions, registers, local bytes) of one feed-forward kernel."""
-    constants = dict(D_MODEL=args.d_model, D_FF=args.d_ff, ROWS=rows, KEEP_FROM=kernels._keep_byte(p))
-    constants.update(SCALE=kernels._byte_scale(p), PRECISION="tf32")
+    constants = dict(D_MODEL=args.d_model, D_FF=args.d_ff, ROWS=rows, **kernels.dropout_constants(BF16_TOKENS, p))
     return compile_stats(kernel, signature, constants, warps, args.arch, tool)
 
 
 def count_attention(kernel, signature: dict, block_q: int, warps: int, p: float, args, tool: str):
     """(instructions, registers, local bytes) of one attention kernel at the paper's shapes."""
     constants = dict(H=HEADS, DH=HEAD_WIDTH, DP=16, BLOCK_N=TOKENS, BLOCK_Q=block_q, SM_SCALE=HEAD_WIDTH**-0.5)
-    constants.update(KEEP_FROM=kernels._keep_byte(p), SCALE=kernels._byte_scale(p), PRECISION="tf32")
+    constants.update(kernels.dropout_constants(BF16_TOKENS, p))
     return compile_stats(kernel, signature, constants, warps, args.arch, tool)
 
 

@@ -20,8 +20,8 @@ keys, the head width is padded only to 16 (``tl.dot``'s smallest side), and drop
 N_pad / 4 + g`` for query ``i`` of program ``bh`` (``N_pad``: ``N`` to a power of two), whose byte ``m`` decides key
 ``4 g + m`` — kept when the byte is at least ``round(256 p)``, so ``p`` is used as a multiple of 1/256 (0.3 → 0.3008)
 and kept weights are scaled by ``256 / (256 - round(256 p))``, as the flash-attention kernels torch uses also compare
-8-bit draws. A hash a weight cost 42 / 48 lane-instructions a weight forward / backward, a hash for four 33 / 40
-(18 / 24 without dropout). The forward pass keeps each row's log-sum-exp (``N`` floats a window and head) for the backward, which
+8-bit draws. A hash a weight cost 42 / 48 lane-instructions a weight forward / backward, a hash for four 34 / 41
+(19 / 25 without dropout). The forward pass keeps each row's log-sum-exp (``N`` floats a window and head) for the backward, which
 recomputes the weights and the mask from it: nothing ``N × N`` is ever written to memory.
 
 Backward (standard): with ``A`` the softmax, ``M`` the kept mask and ``s = 1 / (1 - p)``, ``dV = (A ∘ M s)ᵀ dO``,
@@ -42,14 +42,14 @@ import triton.language as tl
 from torch import Tensor
 from torch.library import triton_op, wrap_triton
 
-from sss_viewer.models._patchtst_triton import _byte_scale, _keep_byte, _keep_bytes, _precision, new_seed
+from sss_viewer.models._patchtst_triton import _keep_byte, _keep_bytes, dropout_constants, new_seed
 
 BLOCK_Q = 128
 """Queries a program handles at a time (its ``BLOCK_Q × N`` weight tiles are in registers)."""
 WARPS = 8
 """Warps a program. ``BLOCK_Q`` × ``WARPS`` were chosen from ``benchmarks/patchtst_sass.py`` (sm_90, no
-spills): at 128 × 8 the fewest lane-instructions a weight with dropout 0.3 (32.8 forward, 40.2 backward; 64 × 4: 32.8
-and 45.2; 64 × 8: 53.4 and 63.6, its warps repeating work on a smaller share)."""
+spills): at 128 × 8 the fewest lane-instructions a weight with dropout 0.3 (33.9 forward, 41.4 backward; 64 × 4: 33.5
+and 44.1; 64 × 8: 54.0 and 63.9, its warps repeating work on a smaller share)."""
 MAX_TOKENS = 256
 """Longest sequence one program holds (keys are not tiled)."""
 
@@ -70,6 +70,42 @@ def _scores(q, k, keys, N, SM_SCALE: tl.constexpr, PRECISION: tl.constexpr):
 
 
 @triton.jit
+def _keys_and_values(qkv_ptr, N, H: tl.constexpr, DH: tl.constexpr, DP: tl.constexpr, BLOCK_N: tl.constexpr):
+    """This program's window and head, and their keys and values ``(BLOCK_N, DP)``, zero past ``N`` and ``DH``.
+
+    Returns ``(bh, bases, keys, k_at, v_at, kv_mask, k, v)``: ``bases`` the program's first offsets in ``(B, N, 3,
+    H, DH)`` and in the ``(B, N, H, DH)`` output (for :func:`_query_block`), ``k_at`` / ``v_at`` the keys' and values'
+    offsets (where their gradients go in ``dqkv``).
+    """
+    bh = tl.program_id(0)
+    base = (bh // H) * N * 3 * H * DH + (bh % H) * DH
+    out_base = (bh // H) * N * H * DH + (bh % H) * DH
+    keys = tl.arange(0, BLOCK_N)
+    dims = tl.arange(0, DP)
+    kv_mask = (keys < N)[:, None] & (dims < DH)[None, :]
+    k_at = base + H * DH + keys[:, None] * (3 * H * DH) + dims[None, :]
+    v_at = k_at + H * DH
+    k = tl.load(qkv_ptr + k_at, mask=kv_mask, other=0.0)
+    v = tl.load(qkv_ptr + v_at, mask=kv_mask, other=0.0)
+    return bh, (base, out_base), keys, k_at, v_at, kv_mask, k, v
+
+
+@triton.jit
+def _query_block(qkv_ptr, bases, start, N, H: tl.constexpr, DH: tl.constexpr, DP: tl.constexpr, BLOCK_Q: tl.constexpr):
+    """Queries ``start … start + BLOCK_Q`` of the program whose ``bases`` :func:`_keys_and_values` gave:
+    ``(queries, q_mask, q_at, o_at, q)``, ``q_at`` their offsets in ``(B, N, 3, H, DH)``, ``o_at`` in the
+    ``(B, N, H, DH)`` output (and its gradient)."""
+    base, out_base = bases
+    queries = start + tl.arange(0, BLOCK_Q)
+    dims = tl.arange(0, DP)
+    q_mask = (queries < N)[:, None] & (dims < DH)[None, :]
+    q_at = base + queries[:, None] * (3 * H * DH) + dims[None, :]
+    o_at = out_base + queries[:, None] * (H * DH) + dims[None, :]
+    q = tl.load(qkv_ptr + q_at, mask=q_mask, other=0.0)
+    return queries, q_mask, q_at, o_at, q
+
+
+@triton.jit
 def _attention_forward_kernel(
     qkv_ptr,
     out_ptr,
@@ -87,21 +123,10 @@ def _attention_forward_kernel(
     PRECISION: tl.constexpr,
 ):
     """One (window, head): every query block against all keys; the output and each query's log-sum-exp."""
-    bh = tl.program_id(0)
-    b = bh // H
-    h = bh % H
-    keys = tl.arange(0, BLOCK_N)
-    dims = tl.arange(0, DP)
-    row = 3 * H * DH  # elements between tokens in (B, N, 3, H, DH)
-    base = qkv_ptr + b * N * row + h * DH
-    kv_mask = (keys < N)[:, None] & (dims < DH)[None, :]
-    k = tl.load(base + H * DH + keys[:, None] * row + dims[None, :], mask=kv_mask, other=0.0)
-    v = tl.load(base + 2 * H * DH + keys[:, None] * row + dims[None, :], mask=kv_mask, other=0.0)
+    bh, bases, keys, _, _, _, k, v = _keys_and_values(qkv_ptr, N, H, DH, DP, BLOCK_N)
     seed = tl.load(seed_ptr)
     for start in tl.static_range(0, BLOCK_N, BLOCK_Q):
-        queries = start + tl.arange(0, BLOCK_Q)
-        q_mask = (queries < N)[:, None] & (dims < DH)[None, :]
-        q = tl.load(base + queries[:, None] * row + dims[None, :], mask=q_mask, other=0.0)
+        queries, q_mask, _, o_at, q = _query_block(qkv_ptr, bases, start, N, H, DH, DP, BLOCK_Q)
         s = _scores(q, k, keys, N, SM_SCALE, PRECISION)
         m = tl.max(s, axis=1)
         a = tl.exp(s - m[:, None])
@@ -109,8 +134,7 @@ def _attention_forward_kernel(
         if KEEP_FROM > 0:
             a = tl.where(_keep_weights(seed, bh, queries, N, BLOCK_N, KEEP_FROM), a * SCALE, 0.0)
         o = tl.dot(a.to(v.dtype), v, input_precision=PRECISION) / total[:, None]
-        out = out_ptr + (b * N + queries[:, None]) * (H * DH) + h * DH + dims[None, :]
-        tl.store(out, o.to(out_ptr.dtype.element_ty), mask=q_mask)
+        tl.store(out_ptr + o_at, o.to(out_ptr.dtype.element_ty), mask=q_mask)
         tl.store(lse_ptr + bh * N + queries, m + tl.log(total), mask=queries < N)
 
 
@@ -134,27 +158,12 @@ def _attention_backward_kernel(
     PRECISION: tl.constexpr,
 ):
     """One (window, head): the weights and mask recomputed from the log-sum-exp; dQ per query block, dK and dV summed."""
-    bh = tl.program_id(0)
-    b = bh // H
-    h = bh % H
-    keys = tl.arange(0, BLOCK_N)
-    dims = tl.arange(0, DP)
-    row = 3 * H * DH
-    base = b * N * row + h * DH
-    kv_mask = (keys < N)[:, None] & (dims < DH)[None, :]
-    k_at = base + H * DH + keys[:, None] * row + dims[None, :]
-    v_at = base + 2 * H * DH + keys[:, None] * row + dims[None, :]
-    k = tl.load(qkv_ptr + k_at, mask=kv_mask, other=0.0)
-    v = tl.load(qkv_ptr + v_at, mask=kv_mask, other=0.0)
+    bh, bases, keys, k_at, v_at, kv_mask, k, v = _keys_and_values(qkv_ptr, N, H, DH, DP, BLOCK_N)
     seed = tl.load(seed_ptr)
     dk = tl.zeros((BLOCK_N, DP), dtype=tl.float32)
     dv = tl.zeros((BLOCK_N, DP), dtype=tl.float32)
     for start in tl.static_range(0, BLOCK_N, BLOCK_Q):
-        queries = start + tl.arange(0, BLOCK_Q)
-        q_mask = (queries < N)[:, None] & (dims < DH)[None, :]
-        q_at = base + queries[:, None] * row + dims[None, :]
-        q = tl.load(qkv_ptr + q_at, mask=q_mask, other=0.0)
-        o_at = (b * N + queries[:, None]) * (H * DH) + h * DH + dims[None, :]
+        queries, q_mask, q_at, o_at, q = _query_block(qkv_ptr, bases, start, N, H, DH, DP, BLOCK_Q)
         o = tl.load(out_ptr + o_at, mask=q_mask, other=0.0).to(tl.float32)
         do = tl.load(dout_ptr + o_at, mask=q_mask, other=0.0)
         lse = tl.load(lse_ptr + bh * N + queries, mask=queries < N, other=0.0)
@@ -236,9 +245,7 @@ def fused_attention_forward(qkv: Tensor, seed: Tensor, p: float) -> tuple[Tensor
         seed,
         n,
         **sizes,
-        KEEP_FROM=_keep_byte(p),
-        SCALE=_byte_scale(p),
-        PRECISION=_precision(qkv),
+        **dropout_constants(qkv, p),
         num_warps=WARPS,
     )
     return out, lse
@@ -258,9 +265,7 @@ def fused_attention_backward(dout: Tensor, qkv: Tensor, out: Tensor, lse: Tensor
         dqkv,
         n,
         **_sizes(qkv),
-        KEEP_FROM=_keep_byte(p),
-        SCALE=_byte_scale(p),
-        PRECISION=_precision(qkv),
+        **dropout_constants(qkv, p),
         num_warps=WARPS,
     )
     return dqkv

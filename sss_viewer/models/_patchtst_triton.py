@@ -248,6 +248,12 @@ def _check_shapes(x: Tensor, w1: Tensor, w2: Tensor) -> tuple[int, int, int]:
     return m, d_model, d_ff
 
 
+def dropout_constants(x: Tensor, p: float) -> dict:
+    """The launch constants every fused kernel takes for tokens ``x`` and dropout ``p``: the byte threshold, the scale of
+    kept units and ``tl.dot``'s input precision."""
+    return dict(KEEP_FROM=_keep_byte(p), SCALE=_byte_scale(p), PRECISION=_precision(x))
+
+
 def _precision(x: Tensor) -> str:
     """``tl.dot``'s input precision: full float32 for float32 tokens (torch's default matmul), else the default."""
     return "ieee" if x.dtype == torch.float32 else "tf32"
@@ -301,9 +307,7 @@ def fused_ffn_forward(x: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
         D_MODEL=d_model,
         D_FF=d_ff,
         ROWS=FORWARD_ROWS,
-        KEEP_FROM=_keep_byte(p),
-        SCALE=_byte_scale(p),
-        PRECISION=_precision(x),
+        **dropout_constants(x, p),
         num_warps=FORWARD_WARPS,
     )
     return y
@@ -343,9 +347,7 @@ def fused_ffn_backward(
         D_MODEL=d_model,
         D_FF=d_ff,
         ROWS=BACKWARD_ROWS,
-        KEEP_FROM=_keep_byte(p),
-        SCALE=_byte_scale(p),
-        PRECISION=_precision(x),
+        **dropout_constants(x, p),
         num_warps=BACKWARD_WARPS,
     )
     return dx, dw1.sum(0).to(w1.dtype), db1.sum(0).to(b1.dtype), dw2.sum(0).to(w2.dtype), db2.sum(0).to(w2.dtype)
