@@ -196,6 +196,14 @@ def _add_train_recipe(p: argparse.ArgumentParser) -> None:
         "the README's example); the options below override it (default: default)",
     )
     p.add_argument("--backbone", help="local model, e.g. patchtst or minirocket (default: the preset's)")
+    p.add_argument(
+        "--gpu-kernels",
+        choices=_TrainingChoices("PATCHTST_GPU_KERNELS"),
+        metavar="KERNELS",
+        help="PatchTST on a GPU: %(choices)s — which encoder sub-layers run through the project's fused Triton kernels "
+        "(fused: feed-forward and attention). The model and its saved weights are the same; the CPU always runs the "
+        "stock layers. Default stock, until a GPU has measured them faster (docs/results.md §3)",
+    )
     p.add_argument("--epochs", type=int, help="training epochs (default: the preset's)")
     p.add_argument("--batch-size", type=int, help="windows per training batch (default: the preset's)")
     p.add_argument("--lr", type=float, help="Adam learning rate (default: the preset's)")

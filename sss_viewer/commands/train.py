@@ -34,12 +34,33 @@ def _train_overrides(args) -> dict:
     return overrides
 
 
+def train_config(args):
+    """The :class:`~sss_viewer.engine.config.TrainConfig` of ``sss-viewer train``: ``--preset`` with the options.
+
+    ``--gpu-kernels`` is added to the preset's model parameters; it is refused, naming the backbone, for a local
+    model other than PatchTST.
+    """
+    from sss_viewer.engine.config import train_preset
+
+    config = train_preset(args.preset, **_train_overrides(args))
+    if args.target_sfreq is not None:
+        preprocess = dataclasses.replace(config.preprocess, target_sfreq=args.target_sfreq or None)
+        config = dataclasses.replace(config, preprocess=preprocess)
+    if args.gpu_kernels is not None:
+        if config.backbone != "patchtst":
+            raise ValueError(
+                f"--gpu-kernels {args.gpu_kernels} applies to the patchtst local model; preset {args.preset!r} trains "
+                f"{config.backbone!r} (pass --backbone patchtst, or drop --gpu-kernels)."
+            )
+        config = dataclasses.replace(config, model_params={**config.model_params, "gpu_kernels": args.gpu_kernels})
+    return config
+
+
 def run(args, progress: bool) -> int:
     """Train a model of ``--preset`` with the options' overrides and save it to ``--out``."""
     from sss_viewer.engine import _distributed as distributed
     from sss_viewer.engine.bundle import check_model_destination
     from sss_viewer.engine.checkpoint import checkpoint_path_for
-    from sss_viewer.engine.config import train_preset
     from sss_viewer.engine.training import train
 
     if args.out.exists() and args.out.is_dir() and any(args.out.iterdir()) and not args.overwrite:
@@ -53,10 +74,7 @@ def run(args, progress: bool) -> int:
         )
     if args.resume and args.overwrite:
         raise ValueError("--resume continues the interrupted run and --overwrite starts over; pass one of them.")
-    config = train_preset(args.preset, **_train_overrides(args))
-    if args.target_sfreq is not None:
-        preprocess = dataclasses.replace(config.preprocess, target_sfreq=args.target_sfreq or None)
-        config = dataclasses.replace(config, preprocess=preprocess)
+    config = train_config(args)
     recordings = _labelled_data(args)
     ranks = distributed.start(config.device)  # a no-op unless torchrun started several ranks
     try:

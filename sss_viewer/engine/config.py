@@ -10,6 +10,7 @@ import numpy as np
 
 from sss_viewer._validate import check_option, check_positive_int, check_range
 from sss_viewer.models import MODEL_REGISTRY
+from sss_viewer.models.patchtst import GPU_KERNELS
 from sss_viewer.preprocessing.config import PreprocessConfig, preprocess_preset
 from sss_viewer.windows.splits import SPLIT_MODES
 
@@ -36,6 +37,8 @@ QUICK_STRIDE = 2048
 CALIBRATE_ON = ("val", "train+val")
 
 
+PATCHTST_GPU_KERNELS = GPU_KERNELS
+"""Values of ``sss-viewer train --gpu-kernels``: ``PatchTST(gpu_kernels=...)``, the sub-layers a GPU runs fused."""
 HEAD_SOLVERS = ("adam", "lbfgs")
 
 

@@ -51,7 +51,9 @@ def cohort(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def model(cohort, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("cli-model") / "model"
-    assert main(["train", str(cohort), "--out", str(out), *TINY_TRAIN, "--balance", "--no-cache", "-q"]) == 0
+    # --gpu-kernels: on the CPU the stock layers run; the saved model is the same model (test_gpu_kernels_...)
+    command = ["train", str(cohort), "--out", str(out), *TINY_TRAIN, "--balance", "--gpu-kernels", "fused"]
+    assert main([*command, "--no-cache", "-q"]) == 0
     return out
 
 
@@ -151,6 +153,25 @@ def test_balance_can_be_turned_on_and_off_and_reaches_the_training_config(model)
     assert config("--preset", "paper", "--no-balance").balance is False
     saved = json.loads((model / "config.json").read_text())  # trained with --balance
     assert saved["info"]["train_config"]["balance"] is True
+
+
+def test_gpu_kernels_reach_patchtst_and_are_not_saved_with_the_model(model):
+    from sss_viewer.commands.train import train_config
+
+    def config(*flags):
+        return train_config(build_parser().parse_args(["train", "d", "--out", "m", *flags]))
+
+    assert config("--gpu-kernels", "fused-attention").model_params["gpu_kernels"] == "fused-attention"
+    assert "gpu_kernels" not in config().model_params
+    with pytest.raises(
+        ValueError, match="applies to the patchtst local model; preset 'minirocket' trains 'minirocket'"
+    ):
+        config("--preset", "minirocket", "--gpu-kernels", "fused")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "d", "--out", "m", "--gpu-kernels", "triton"])
+    saved = json.loads((model / "config.json").read_text())  # trained with --gpu-kernels fused on the CPU
+    assert saved["model"]["name"] == "patchtst" and "gpu_kernels" not in saved["model"]
+    assert saved["info"]["train_config"]["model_params"]["gpu_kernels"] == "fused"  # the run's record says how
 
 
 # ------------------------------------------------------------------------------------------------
