@@ -26,7 +26,7 @@ CASES = {
     "long_p3": (1, 200, 2, 8, 0.3, torch.float32),
 }
 """name: (windows, tokens, heads, head width, dropout, dtype)."""
-TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 3e-2}
+TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 5e-2}
 """Largest error allowed relative to the largest magnitude of the compared array."""
 
 
