@@ -21,14 +21,14 @@ N_pad / 4 + g`` for query ``i`` of program ``bh`` (``N_pad``: ``N`` to a power o
 ``4 g + m`` — kept when the byte is at least ``round(256 p)``, so ``p`` is used as a multiple of 1/256 (0.3 → 0.3008)
 and kept weights are scaled by ``256 / (256 - round(256 p))``, as the flash-attention kernels torch uses also compare
 8-bit draws. A hash a weight cost 42 / 48 lane-instructions a weight forward / backward, a hash for four 34 / 41
-(19 / 25 without dropout). The forward pass keeps each row's log-sum-exp (``N`` floats a window and head) for the backward, which
-recomputes the weights and the mask from it: nothing ``N × N`` is ever written to memory.
+(19 / 25 without dropout). The forward pass keeps each row's log-sum-exp (``N`` floats a window and head) for the
+backward, which recomputes the weights and the mask from it: nothing ``N × N`` is ever written to memory.
 
 Backward (standard): with ``A`` the softmax, ``M`` the kept mask and ``s = 1 / (1 - p)``, ``dV = (A ∘ M s)ᵀ dO``,
 ``dA = (dO vᵀ) ∘ M s``, ``dS = A ∘ (dA − δ)`` with ``δ_i = Σ_k dO_ik O_ik`` (the dropped output's row product, equal to
 ``Σ_j A_ij dA_ij``), ``dQ = dS k / √d``, ``dK = dSᵀ q / √d``; each program sums its keys' ``dK`` and ``dV`` over its
 query blocks. Whether this beats torch's kernels on a GPU is a measurement (``benchmarks/attention_backends.py``
-times it beside them); :class:`~sss_viewer.models.patchtst.PatchTST` uses it only with ``gpu_kernels="attention"``
+times it beside them); :class:`~sss_viewer.models.patchtst.PatchTST` uses it only with ``gpu_kernels="fused-attention"``
 or ``"fused"``. On the CPU the kernels run through Triton's interpreter (``TRITON_INTERPRET=1``) for the tests
 (``tests/models/test_attention_triton.py``); the interpreter misreads bfloat16 products, so bfloat16 is checked on a
 GPU only.
@@ -157,7 +157,7 @@ def _attention_backward_kernel(
     SCALE: tl.constexpr,
     PRECISION: tl.constexpr,
 ):
-    """One (window, head): the weights and mask recomputed from the log-sum-exp; dQ per query block, dK and dV summed."""
+    """One (window, head): weights and mask recomputed from the log-sum-exp; dQ per query block, dK and dV summed."""
     bh, bases, keys, k_at, v_at, kv_mask, k, v = _keys_and_values(qkv_ptr, N, H, DH, DP, BLOCK_N)
     seed = tl.load(seed_ptr)
     dk = tl.zeros((BLOCK_N, DP), dtype=tl.float32)

@@ -3,24 +3,25 @@
 What it computes
 ----------------
 ``y = W2 · dropout(GELU(W1 · x + b1)) + b2`` on every token, the encoder's ``ff`` block
-(``Linear(d_model, d_ff) → GELU → Dropout → Linear(d_ff, d_model)``, :class:`~sss_viewer.models.patchtst.PatchTST`),
-forward and backward, for ``x`` of shape ``(M, d_model)`` (``M`` = windows × tokens).
+(``Linear(d_model, d_ff) → GELU → Dropout → Linear(d_ff, d_model)``,
+:class:`~sss_viewer.models.patchtst.PatchTST`), forward and backward, for ``x`` of shape ``(M, d_model)``
+(``M`` = windows × tokens).
 
 Why fuse it
 -----------
 At the ``paper`` preset's sizes (``d_model`` 32, ``d_ff`` 128, 128 tokens, batch 8192) the matrices are too narrow
 (``K`` = 32) for the tensor cores to bound a training step: its time goes to element-wise work and the memory
-traffic around it, and the hidden layer is four times as wide as the tokens. Stock torch (compiled or not) writes the hidden pre-activation,
-the GELU output and the dropout mask to device memory in the forward pass (3 × 128 values a token, against
-~10 × 32 for the rest of an encoder layer with a flash attention kernel) and reads them back in the backward. Here the
-hidden layer never leaves the chip: the forward kernel keeps it in registers between its two matrix products; the
-backward kernel recomputes it from ``x`` (two 32-wide products are cheaper than reading 128-wide tensors back) and
-regenerates the dropout mask from the same counter-based random stream, so nothing but ``x`` and one seed is kept
-for the backward pass.
+traffic around it, and the hidden layer is four times as wide as the tokens. Stock torch (compiled or not) writes
+the hidden pre-activation, the GELU output and the dropout mask to device memory in the forward pass (3 × 128 values
+a token, against ~10 × 32 for the rest of an encoder layer with a flash attention kernel) and reads them back in the
+backward. Here the hidden layer never leaves the chip: the forward kernel keeps it in registers between its two
+matrix products; the backward kernel recomputes it from ``x`` (two 32-wide products are cheaper than reading
+128-wide tensors back) and regenerates the dropout mask from the same counter-based random stream, so nothing but
+``x`` and one seed is kept for the backward pass.
 
 Whether this is faster on a GPU is a measurement (``benchmarks/fused_ffn.py``, part ``fused`` of
 ``benchmarks/gpu_issue33.sh``), which is why :class:`~sss_viewer.models.patchtst.PatchTST` keeps the stock layers
-unless ``gpu_kernels="fused"`` is asked for.
+unless its ``gpu_kernels`` asks for these.
 
 The weight gradients are summed per program over its row blocks (a persistent grid, a few programs an SM), written
 as float32 partial sums and added by one ``torch.sum``: deterministic, no atomics.
@@ -29,19 +30,19 @@ Precision and randomness
 ------------------------
 Inputs in bfloat16 (autocast, as the ``Linear`` layers would be under it) or float32; products accumulate in
 float32, GELU (the exact ``erf`` form of :class:`torch.nn.GELU`) and its derivative are evaluated in float32. With
-float32 inputs the products are full float32 (``input_precision="ieee"``), as torch's default matmul. Dropout keeps
-a unit with probability ``1 - p`` and scales it by ``1 / (1 - p)``, as :class:`torch.nn.Dropout`, but from another
-random stream, so masks differ from the stock path's (as with the custom CPU kernels). The stream is a counter-based
-hash, not Philox: one ``x = mix(mix(c) ^ mix(seed))`` per counter ``c = t · d_ff / 4 + g`` (token ``t``, group ``g``
-of four hidden units), ``mix`` being the ``lowbias32`` integer hash (two rounds of xor-shift and multiply, full
-avalanche); byte ``m`` of ``x`` decides unit ``4 g + m``, kept when it is at least ``round(256 p)`` — so ``p`` is used
-as a multiple of 1/256 (0.3 → 0.3008) and kept units are scaled by ``256 / (256 - round(256 p))``, as the
-flash-attention kernels torch uses also compare 8-bit draws. Counted in the SASS (``benchmarks/patchtst_sass.py``,
-forward kernel, 64 tokens × 4 warps): 14,400 lane-instructions a token with ``tl.rand``'s Philox (one draw a unit,
-two thirds of the kernel), 8,224 with a hash a unit, 7,280 with a hash for four (5,536 without dropout). Dropout needs
-independent fair coins, not cryptographic strength; the tests check the kept share, the independence of neighbouring
-units and tokens, and that the mask is exactly this hash (a NumPy reference). :func:`keep_mask` materialises the mask a
-seed gives.
+float32 inputs the products are full float32 (``input_precision="ieee"``), as torch's default matmul. Dropout drops
+a unit with probability ``p`` and scales the kept ones by ``1 / (1 - p)``, as :class:`torch.nn.Dropout` (with ``p``
+a multiple of 1/256, below), but from another random stream, so masks differ from the stock path's (as with the
+custom CPU kernels). The stream is a counter-based hash, not Philox: one ``x = mix(mix(c) ^ mix(seed))`` per counter
+``c = t · d_ff / 4 + g`` (token ``t``, group ``g`` of four hidden units), ``mix`` being the ``lowbias32`` integer
+hash (C. Wellons' hash-prospector: two rounds of xor-shift and multiply, full avalanche); byte ``m`` of ``x``
+decides unit ``4 g + m``, kept when it is at least ``round(256 p)``, so ``p`` is used as a multiple of 1/256 (0.3 →
+0.3008) and kept units are scaled by ``256 / (256 - round(256 p))``; the flash-attention kernels torch uses also
+compare 8-bit draws. Counted in the SASS (``benchmarks/patchtst_sass.py``, forward kernel, 64 tokens × 4 warps):
+14,400 lane-instructions a token with ``tl.rand``'s Philox (one draw a unit, two thirds of the kernel), 8,224 with a
+hash a unit, 7,280 with a hash for four (5,536 without dropout). Dropout needs independent fair coins, not
+cryptographic strength; the tests check the kept share, the independence of neighbouring units and tokens, and that
+the mask is exactly this hash (a NumPy reference). :func:`keep_mask` materialises the mask a seed gives.
 
 Both kernels run on the CPU through Triton's interpreter (``TRITON_INTERPRET=1``), which is how the tests check them
 without a GPU (``tests/models/test_patchtst_triton.py``). The operator is a :func:`torch.library.triton_op`, so

@@ -121,9 +121,10 @@ def _triton_entry(module: str, name: str) -> Callable | None:
         return None
 
 
-def _fused_call(fused: Callable | None, device: torch.device) -> Callable | None:
-    """The fused entry point to use for tensors on ``device``: None where the stock layers run (no fused kernels were
-    asked for, or a CPU without Triton's interpreter); a RuntimeError where they were asked for and cannot run."""
+def _fused_call(fused: Callable | bool | None, device: torch.device) -> Callable | None:
+    """The fused entry point to use for tensors on ``device``, given what a layer holds (``False``: no fused kernels
+    asked for; ``None``: asked for, but triton is not installed; else the entry point): None where the stock layers
+    run (not asked for, or a CPU without Triton's interpreter); a RuntimeError where they were asked for and cannot."""
     if fused is False or not (device.type == "cuda" or _TRITON_INTERPRETS):
         return None
     if fused is None:
