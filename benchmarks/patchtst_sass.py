@@ -40,11 +40,9 @@ BF16_TOKENS = torch.empty(0, dtype=torch.bfloat16)
 FORWARD = dict(x_ptr=BF16, w1_ptr=BF16, b1_ptr=BF16, w2_ptr=BF16, b2_ptr=BF16, seed_ptr="*i64", y_ptr=BF16, M="i32")
 BACKWARD = dict(x_ptr=BF16, dy_ptr=BF16, w1_ptr=BF16, b1_ptr=BF16, w2_ptr=BF16, seed_ptr="*i64", dx_ptr=BF16)
 BACKWARD.update(dict.fromkeys(("dw1_part_ptr", "db1_part_ptr", "dw2_part_ptr", "db2_part_ptr"), "*fp32"), M="i32")
-CONSTANTS = ("D_MODEL", "D_FF", "ROWS", "KEEP_FROM", "SCALE", "PRECISION")
 ATTENTION_FORWARD = dict(qkv_ptr=BF16, out_ptr=BF16, lse_ptr="*fp32", seed_ptr="*i64", N="i32")
 ATTENTION_BACKWARD = dict(qkv_ptr=BF16, out_ptr=BF16, dout_ptr=BF16, lse_ptr="*fp32", seed_ptr="*i64", dqkv_ptr=BF16)
 ATTENTION_BACKWARD["N"] = "i32"
-ATTENTION_CONSTANTS = ("H", "DH", "DP", "BLOCK_N", "BLOCK_Q", "SM_SCALE", "KEEP_FROM", "SCALE", "PRECISION")
 
 
 def _args(argv=None) -> argparse.Namespace:
