@@ -137,15 +137,10 @@ def cohort_series(n_patients: int, duration_scale: float, window_length: int, pr
     return build_series_set(recordings, preprocess, min_length=window_length, progress=False)
 
 
-def train_windows(series_set, config) -> int:
-    """Training windows of ``config``'s split of ``series_set`` (as :func:`~sss_viewer.engine.training.train` draws it)."""
-    return split_windows(series_set, config, "train", config.train_stride)
-
-
 def full_batches(series_set, config, s: dict) -> tuple[int, int]:
     """``(batches an epoch, training windows)``: at most ``s["batches"]`` full batches of ``s["batch_size"]`` (no short
     batch recompiles), refused when the cohort holds fewer training windows than one batch."""
-    n_train = train_windows(series_set, config)
+    n_train = split_windows(series_set, config, "train", config.train_stride)
     batches = min(s["batches"], n_train // s["batch_size"])
     if batches < 1:
         raise ValueError(f"the cohort has {n_train} training windows, fewer than one batch: use more --patients")
