@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.fixtures.interpreter import keep_bytes_reference, run_cases_in_interpreter
+from tests.fixtures.interpreter import FP_FUSION_NOTICE, keep_bytes_reference, run_cases_in_interpreter
 
 pytest.importorskip("triton", reason="the fused attention kernels need triton")
 
@@ -119,7 +119,7 @@ def test_fused_attention_refuses_what_it_cannot_hold():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.filterwarnings("ignore:TRITON_DEFAULT_FP_FUSION is unset:UserWarning")
+@pytest.mark.filterwarnings(FP_FUSION_NOTICE)
 def test_cuda_fused_attention_equals_torch_attention():
     seed = int(np.random.SeedSequence().entropy % 2**31)
     _assert_cases(run_cases(seed, "cuda"), seed, [*CASES, "paper_bf16_p3"])

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from sss_viewer.models import build_window_model
-from tests.fixtures.interpreter import keep_bytes_reference, run_cases_in_interpreter
+from tests.fixtures.interpreter import FP_FUSION_NOTICE, keep_bytes_reference, run_cases_in_interpreter
 
 pytest.importorskip("triton", reason="the fused feed-forward kernels need triton")
 
@@ -121,9 +121,6 @@ def interpreted(tmp_path_factory):
     seed = int(np.random.SeedSequence().entropy % 2**31)  # fresh inputs each run; the seed is in any failure
     return seed, run_cases_in_interpreter(__name__, seed, tmp_path_factory.mktemp("fused_ffn"))
 
-
-FP_FUSION_NOTICE = "ignore:TRITON_DEFAULT_FP_FUSION is unset:UserWarning"
-"""Triton 3.9 says once, at a first compile, that its default for fused multiply-adds will change: not a fault."""
 
 KEPT = 179 / 256
 """The kept share at p = 0.3: the kernels drop a unit when its 8-bit draw is below round(256 p) = 77."""
