@@ -195,6 +195,12 @@ def _keep_weights_kernel(seed_ptr, out_ptr, N, BLOCK_N: tl.constexpr, KEEP_FROM:
     tl.store(out_ptr + (bh * N + rows[:, None]) * N + rows[None, :], keep.to(tl.int8), mask=inside)
 
 
+def _tile(n: int) -> int:
+    """A tile side holding ``n``: the next power of two, at least 16 (``tl.dot``'s smallest). The keys' tile also
+    numbers the dropout counters, so the attention kernels and :func:`keep_weights_mask` must take it from here."""
+    return max(16, triton.next_power_of_2(n))
+
+
 def _sizes(qkv: Tensor) -> dict:
     """Launch constants for ``qkv`` of shape (B, N, 3, H, d_head), or a ValueError naming what is expected."""
     if qkv.dim() != 5 or qkv.shape[2] != 3 or not qkv.is_contiguous():
@@ -204,11 +210,11 @@ def _sizes(qkv: Tensor) -> dict:
         raise ValueError(f"fused attention: {n} tokens, head width {dh}; expected ≤ {MAX_TOKENS} tokens, width ≤ 64")
     if b * h * n * n >= 2**32:
         raise ValueError(f"fused attention: {b} windows × {h} heads × {n}² weights ≥ 2^32 dropout counters")
-    block_n = max(16, triton.next_power_of_2(n))
+    block_n = _tile(n)
     return dict(
         H=h,
         DH=dh,
-        DP=max(16, triton.next_power_of_2(dh)),
+        DP=_tile(dh),
         BLOCK_N=block_n,
         BLOCK_Q=min(BLOCK_Q, block_n),
         SM_SCALE=dh**-0.5,
@@ -306,6 +312,5 @@ def fused_attention(qkv: Tensor, p: float) -> Tensor:
 def keep_weights_mask(seed: Tensor, n_programs: int, n: int, p: float) -> Tensor:
     """The dropout mask the kernels draw from ``seed``: ``(B * H, N, N)`` bool, program ``b * H + h`` (for tests)."""
     out = torch.empty((n_programs, n, n), dtype=torch.int8, device=seed.device)
-    block_n = max(16, triton.next_power_of_2(n))
-    _keep_weights_kernel[(n_programs,)](seed, out, n, BLOCK_N=block_n, KEEP_FROM=_keep_byte(p))
+    _keep_weights_kernel[(n_programs,)](seed, out, n, BLOCK_N=_tile(n), KEEP_FROM=_keep_byte(p))
     return out.bool()
