@@ -75,24 +75,21 @@ def _step(fn, x: torch.Tensor, dy: torch.Tensor, autocast: bool) -> torch.Tensor
 
 
 def _time(fn, x, dy, autocast: bool, repeats: int, device: str, tiles: str | None = None) -> tuple[float, float]:
-    """Median seconds of forward + backward, and the peak memory above what was allocated before (GiB)."""
+    """Median seconds of forward + backward (at ``tiles``, if given), and the peak memory above what was allocated
+    before (GiB)."""
     with _tiles(tiles):
-        return _time_steps(fn, x, dy, autocast, repeats, device)
-
-
-def _time_steps(fn, x, dy, autocast: bool, repeats: int, device: str) -> tuple[float, float]:
-    _step(fn, x, dy, autocast)  # warm-up: compilation, autotuning
-    sync(device)
-    base = 0
-    if device.startswith("cuda"):
-        torch.cuda.reset_peak_memory_stats()
-        base = torch.cuda.memory_allocated()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        _step(fn, x, dy, autocast)
+        _step(fn, x, dy, autocast)  # warm-up: compilation, autotuning
         sync(device)
-        times.append(time.perf_counter() - t0)
+        base = 0
+        if device.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            _step(fn, x, dy, autocast)
+            sync(device)
+            times.append(time.perf_counter() - t0)
     peak = (torch.cuda.max_memory_allocated() - base) / 2**30 if device.startswith("cuda") else float("nan")
     return statistics.median(times), peak
 
