@@ -65,7 +65,7 @@ class RecordingTask:
 
 @dataclass
 class CohortSource:
-    """What every worker needs to open any recording of one root (sent to each worker once).
+    """What every worker needs to open any recording of one root (scattered once with the run).
 
     Parameters
     ----------

@@ -16,6 +16,7 @@ from sss_viewer._version import __version__
 from sss_viewer.cohort_scoring._digests import Fingerprint, source_digests
 from sss_viewer.cohort_scoring._plan import CohortSource, RecordingTask
 from sss_viewer.cohort_scoring._summary import FAILED, failed_row, recording_row
+from sss_viewer.cohort_scoring._worker_model import worker_model
 from sss_viewer.cohort_scoring.outputs import write_recording
 from sss_viewer.engine.inference import score_recording
 from sss_viewer.preprocessing.cache import SeriesCache
@@ -41,6 +42,9 @@ class ScoreSettings:
         ``auto``, ``cpu`` or ``cuda``, resolved on each worker.
     cache_dir : Path, optional
         The preprocessed-series cache every worker uses (None: preprocess in memory).
+    model_dir : Path, optional
+        The model directory (absolute; on a file system every worker reaches): a task given no model
+        loads it from there, once per worker process, checked against ``fingerprint.model``.
     """
 
     out: Path
@@ -48,6 +52,7 @@ class ScoreSettings:
     batch_size: int = 1024
     device: str = "auto"
     cache_dir: Path | None = None
+    model_dir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -62,8 +67,8 @@ class TaskResult:
     worker : str
         ``host:pid`` of the process that ran it.
     model_id : int
-        ``id()`` of the model object the task used: one per worker process when the model was sent
-        to the workers once.
+        ``id()`` of the model object the task used (0 when none was loaded): one per worker process,
+        which loads the model once.
     seconds : float
         Time the task took.
     """
@@ -98,10 +103,11 @@ def score_task(bundle, source: CohortSource, task: RecordingTask, settings: Scor
 
     Parameters
     ----------
-    bundle : ModelBundle
-        The model (sent to the workers once, :meth:`distributed.Client.scatter`).
+    bundle : ModelBundle or None
+        The model; None on a Dask worker, which loads ``settings.model_dir`` once per process
+        (:func:`~sss_viewer.cohort_scoring._worker_model.worker_model`).
     source : CohortSource
-        How to open the cohort's recordings (sent once too).
+        How to open the cohort's recordings (scattered once with the run).
     task : RecordingTask
     settings : ScoreSettings
 
@@ -116,6 +122,8 @@ def score_task(bundle, source: CohortSource, task: RecordingTask, settings: Scor
     worker = f"{host}:{os.getpid()}"
     try:
         _check_reachable(task, settings, host)
+        if bundle is None:
+            bundle = worker_model(settings.model_dir, settings.fingerprint.model, host)
         recording = source.open(task)
         cache = SeriesCache(settings.cache_dir) if settings.cache_dir is not None else None
         scores = score_recording(
@@ -145,7 +153,7 @@ def score_task(bundle, source: CohortSource, task: RecordingTask, settings: Scor
         row = failed_row(task, _one_line(exc))
     seconds = time.perf_counter() - start
     logger.info("%s: %s on %s in %.1f s", task.recording_id, row["status"], worker, seconds)
-    return TaskResult(task.recording_id, row, worker, id(bundle), seconds)
+    return TaskResult(task.recording_id, row, worker, 0 if bundle is None else id(bundle), seconds)
 
 
 def _one_line(exc: BaseException) -> str:

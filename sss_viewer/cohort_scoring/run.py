@@ -241,7 +241,12 @@ def prepare_cohort(
         if (out / task.recording_id).is_dir():
             remove_leftovers(out / task.recording_id)
     settings = ScoreSettings(
-        out=out, fingerprint=fingerprint, batch_size=options.batch_size, device=options.device, cache_dir=cache_dir
+        out=out,
+        fingerprint=fingerprint,
+        batch_size=options.batch_size,
+        device=options.device,
+        cache_dir=cache_dir,
+        model_dir=Path(model_dir).absolute(),
     )
     logger.info("%s: %d recording(s) to score, %d up to date.", out, len(to_score), len(skipped))
     return CohortPlan(bundle, source, tasks, to_score, skipped, settings)
@@ -301,16 +306,21 @@ def run_cohort(plan: CohortPlan, client=None, *, progress: bool = True) -> Cohor
 
 
 def _submit_and_follow(plan: CohortPlan, client, rows: dict, progress: bool) -> list[TaskResult]:
-    """Send the model once, submit one task per recording, collect rows as the futures complete."""
+    """Submit one task per recording (each worker loads the model once itself), collect rows as the futures complete.
+
+    The cohort's source is scattered once and handed by Dask to the workers that need it. The model
+    is not sent: ``broadcast=True`` copies are dropped by the scheduler's active memory manager
+    whenever no waiting task needs them, so a worker could be sent it again mid-run; each worker
+    loads ``plan.settings.model_dir`` instead (:mod:`~sss_viewer.cohort_scoring._worker_model`).
+    """
     from distributed import as_completed
     from tqdm.auto import tqdm
 
-    bundle = client.scatter(plan.bundle, broadcast=True, hash=False)
-    source = client.scatter(plan.source, broadcast=True, hash=False)
+    source = client.scatter(plan.source, hash=False)
     run = uuid.uuid4().hex[:8]
     futures = {
         client.submit(
-            score_task, bundle, source, task, plan.settings, key=f"score-{task.recording_id}-{run}", pure=False
+            score_task, None, source, task, plan.settings, key=f"score-{task.recording_id}-{run}", pure=False
         ): task
         for task in plan.to_score
     }
@@ -332,5 +342,5 @@ def _submit_and_follow(plan: CohortPlan, client, rows: dict, progress: bool) -> 
             bar.update(1)
     finally:
         bar.close()
-        client.cancel([bundle, source, *futures])
+        client.cancel([source, *futures])
     return results

@@ -3,7 +3,7 @@
 One entry per (recording content, picked channels, preprocessing config)::
 
     CACHE/<sha256 key>/series.f32    the picked channels' preprocessed samples back to back
-    CACHE/<sha256 key>/index.json    channel names, offsets, lengths, unusable channels, provenance
+    CACHE/<sha256 key>/index.json    channel names, offsets, lengths, unusable channels, provenance, key inputs
 
 The key hashes the bytes of every file the reader opened for the recording (the header and the
 data and marker files it names, whatever their names: ``Recording.info["source_files"]``), of
@@ -116,6 +116,11 @@ def source_files(path: Path, opened: list[str] | tuple[str, ...] = ()) -> list[P
         if channels.is_file():
             files.add(channels)
     return sorted(files)
+
+
+def _digest_of(spec: dict) -> str:
+    """SHA-256 of ``spec`` as sorted JSON: a cache key."""
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
 
 def _config_spec(config: PreprocessConfig) -> dict:
@@ -297,7 +302,18 @@ class SeriesCache:
             )
 
     def key(self, recording: Recording, picks: np.ndarray, config: PreprocessConfig) -> str:
-        """Cache key of ``recording``'s ``picks`` under ``config``."""
+        """Cache key of ``recording``'s ``picks`` under ``config``: the SHA-256 of :meth:`key_inputs`."""
+        return _digest_of(self.key_inputs(recording, picks, config))
+
+    def key_inputs(self, recording: Recording, picks: np.ndarray, config: PreprocessConfig) -> dict:
+        """What the key of ``recording``'s ``picks`` under ``config`` hashes (kept in each entry's ``index.json``).
+
+        Returns
+        -------
+        dict
+            ``version``, ``content`` (each source file's SHA-256, or the samples' for a recording in
+            memory), ``channels``, ``sfreq``, ``n_times``, ``line_freq`` and ``config``.
+        """
         picks = np.asarray(picks, dtype=int)
         if recording.is_lazy and recording.source is not None:
             opened = recording.info.get("source_files", ())
@@ -316,7 +332,7 @@ class SeriesCache:
             "line_freq": recording.line_freq,
             "config": _config_spec(config),
         }
-        return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+        return spec
 
     def load_or_build(
         self,
@@ -342,7 +358,8 @@ class SeriesCache:
         -------
         CachedSeries
         """
-        key = self.key(recording, picks, config)
+        inputs = self.key_inputs(recording, picks, config)
+        key = _digest_of(inputs)
         entry = self.root / key
         if (entry / "index.json").is_file():
             problem = self._check_entry(entry)
@@ -383,6 +400,7 @@ class SeriesCache:
                 "output_sfreq": config.output_sfreq(recording.sfreq),
                 "config": _config_spec(config),
                 "series_sha256": checksum,
+                "key_inputs": inputs,
             }
             (tmp / "index.json").write_text(json.dumps(index, indent=1), encoding="utf-8")
             series_stamp = self._stamp(tmp / "series.f32")  # a rename of the folder leaves the file's stamp

@@ -31,7 +31,7 @@ from distributed import Client, LocalCluster
 import sss_viewer
 from sss_viewer.cli import EXIT_ERROR, EXIT_USAGE, main
 from sss_viewer.cohort_scoring import CohortOptions, prepare_cohort, run_cohort
-from sss_viewer.cohort_scoring._digests import Fingerprint
+from sss_viewer.cohort_scoring._digests import Fingerprint, model_digest
 from sss_viewer.cohort_scoring._plan import RecordingTask, find_recordings
 from sss_viewer.cohort_scoring._summary import short_run_name
 from sss_viewer.cohort_scoring._task import ScoreSettings, score_task
@@ -56,6 +56,20 @@ def local_cluster() -> LocalCluster:
 def cache_entries(cache: Path) -> dict[str, int]:
     """``{entry: mtime_ns of its series.f32}`` of a preprocessed-series cache."""
     return {p.parent.name: p.stat().st_mtime_ns for p in cache.glob("*/series.f32")}
+
+
+def rebuilt_inputs(cache: Path, before: dict, after: dict) -> dict[str, dict]:
+    """``{recording: {key input: (earlier entry's, new entry's)}}`` for entries written since ``before``: why they were keyed anew."""
+    index = {key: json.loads((cache / key / "index.json").read_text()) for key in after}
+    earlier = {index[key]["recording"]: index[key].get("key_inputs", {}) for key in before}
+    why = {}
+    for key in set(after) - set(before):
+        recording, inputs = index[key]["recording"], index[key].get("key_inputs", {})
+        old = earlier.get(recording, {})
+        why[recording] = {
+            k: (old.get(k), inputs.get(k)) for k in sorted({*old, *inputs}) if old.get(k) != inputs.get(k)
+        }
+    return why
 
 
 def output_files(out: Path) -> dict[str, int]:
@@ -332,6 +346,26 @@ def test_a_worker_that_cannot_see_the_recording_fails_it_naming_the_shared_file_
     assert result.failed and f"Output folder {tmp_path / 'elsewhere'} not found on worker" in result.row["error"]
 
 
+def test_a_worker_loads_the_model_once_and_fails_recordings_when_it_cannot_see_it_or_it_was_replaced(cohort, tmp_path):
+    source, tasks = find_recordings(cohort)
+    model = tmp_path / "model"
+    shutil.copytree(DEMO_MODEL, model)
+    fingerprint = Fingerprint(model_digest(model), 256, "l")
+    settings = ScoreSettings(out=tmp_path, fingerprint=fingerprint, device="cpu", model_dir=model)
+    first, second = (score_task(None, source, task, settings) for task in tasks[:2])
+    assert not first.failed and not second.failed and first.model_id == second.model_id != 0
+    gone = ScoreSettings(out=tmp_path, fingerprint=fingerprint, device="cpu", model_dir=tmp_path / "gone")
+    result = score_task(None, source, tasks[2], gone)
+    assert result.failed and f"Model {tmp_path / 'gone'} not found on worker" in result.row["error"]
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, "threshold": 0.25}))  # replaced during the run
+    elsewhere = ScoreSettings(out=tmp_path, fingerprint=fingerprint, device="cpu", model_dir=model.with_name("m2"))
+    shutil.copytree(model, model.with_name("m2"))  # a worker that had not loaded it yet
+    result = score_task(None, source, tasks[3], elsewhere)
+    assert result.failed and "was replaced after this cohort run started" in result.row["error"]
+    assert not (tmp_path / tasks[3].recording_id / "done.json").exists()
+
+
 # ------------------------------------------------------------------------------------------------
 # A BIDS root
 # ------------------------------------------------------------------------------------------------
@@ -367,7 +401,9 @@ def test_the_model_reaches_each_worker_once(api_run):
 def test_workers_use_the_preprocessing_cache_and_a_second_run_reuses_it(scored, api_run):
     _, before, after = api_run
     assert len(before) == N_RECORDINGS  # the first run's workers wrote one entry per recording
-    assert after == before  # the second run, into another folder, rebuilt none
+    assert after == before, rebuilt_inputs(
+        scored[1], before, after
+    )  # the second run, into another folder, rebuilt none
 
 
 def test_the_local_cluster_listens_on_loopback_only():
