@@ -43,6 +43,7 @@ from torch import Tensor
 from torch.library import triton_op, wrap_triton
 
 from sss_viewer.models._patchtst_triton import _keep_byte, _keep_bytes, dropout_constants, new_seed
+from sss_viewer.models.patchtst import FUSED_ATTENTION_MAX_TOKENS
 
 BLOCK_Q = 128
 """Queries a program handles at a time (its ``BLOCK_Q × N`` weight tiles are in registers)."""
@@ -50,8 +51,9 @@ WARPS = 8
 """Warps a program. ``BLOCK_Q`` × ``WARPS`` were chosen from ``benchmarks/patchtst_sass.py`` (sm_90, no
 spills): at 128 × 8 the fewest lane-instructions a weight with dropout 0.3 (33.9 forward, 41.4 backward; 64 × 4: 33.5
 and 44.1; 64 × 8: 54.0 and 63.9, its warps repeating work on a smaller share)."""
-MAX_TOKENS = 256
-"""Longest sequence one program holds (keys are not tiled)."""
+MAX_TOKENS = FUSED_ATTENTION_MAX_TOKENS
+"""Longest sequence one program holds (keys are not tiled); set in ``patchtst``, which checks a model against it
+without importing Triton."""
 
 
 @triton.jit

@@ -100,7 +100,7 @@ GPU_KERNELS = ("stock", "fused", "fused-ffn", "fused-attention")
 
 
 FUSED_ATTENTION_MAX_TOKENS = 256
-"""Longest sequence the fused attention takes (``_attention_triton.MAX_TOKENS``: one program holds all the keys)."""
+"""Longest sequence the fused attention takes (one program holds all the keys; ``_attention_triton.MAX_TOKENS`` is this)."""
 
 
 def fused_widths_ok(d_model: int, d_ff: int) -> bool:
