@@ -43,7 +43,7 @@ from torch import Tensor
 from torch.library import triton_op, wrap_triton
 
 from sss_viewer.models._patchtst_triton import _keep_byte, _keep_bytes, dropout_constants, new_seed
-from sss_viewer.models.patchtst import FUSED_ATTENTION_MAX_TOKENS
+from sss_viewer.models.patchtst import FUSED_ATTENTION_MAX_HEAD_WIDTH, FUSED_ATTENTION_MAX_TOKENS
 
 BLOCK_Q = 128
 """Queries a program handles at a time (its ``BLOCK_Q × N`` weight tiles are in registers)."""
@@ -54,6 +54,8 @@ and 44.1; 64 × 8: 54.0 and 63.9, its warps repeating work on a smaller share)."
 MAX_TOKENS = FUSED_ATTENTION_MAX_TOKENS
 """Longest sequence one program holds (keys are not tiled); set in ``patchtst``, which checks a model against it
 without importing Triton."""
+MAX_HEAD_WIDTH = FUSED_ATTENTION_MAX_HEAD_WIDTH
+"""Widest head a program takes (padded to a tile of at least 16); set in ``patchtst`` too."""
 
 
 @triton.jit
@@ -208,8 +210,10 @@ def _sizes(qkv: Tensor) -> dict:
     if qkv.dim() != 5 or qkv.shape[2] != 3 or not qkv.is_contiguous():
         raise ValueError(f"fused attention: qkv {tuple(qkv.shape)}; expected a contiguous (B, N, 3, H, d_head)")
     b, n, _, h, dh = qkv.shape
-    if not 1 <= n <= MAX_TOKENS or dh > 64:
-        raise ValueError(f"fused attention: {n} tokens, head width {dh}; expected ≤ {MAX_TOKENS} tokens, width ≤ 64")
+    if not 1 <= n <= MAX_TOKENS or dh > MAX_HEAD_WIDTH:
+        raise ValueError(
+            f"fused attention: {n} tokens, head width {dh}; expected ≤ {MAX_TOKENS} tokens, width ≤ {MAX_HEAD_WIDTH}"
+        )
     if b * h * n * n >= 2**32:
         raise ValueError(f"fused attention: {b} windows × {h} heads × {n}² weights ≥ 2^32 dropout counters")
     block_n = _tile(n)

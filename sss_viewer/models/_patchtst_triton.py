@@ -235,7 +235,7 @@ def _check_shapes(x: Tensor, w1: Tensor, w2: Tensor) -> tuple[int, int, int]:
     """``(M, d_model, d_ff)`` of a call, or a ValueError naming what the kernels expect.
 
     The widths themselves (powers of two of at least 16) are checked where the layers are built
-    (:func:`~sss_viewer.models.patchtst.fused_widths_ok`, which this module cannot import: it imports this one).
+    (:func:`~sss_viewer.models.patchtst.fused_widths_ok`, when ``PatchTST(gpu_kernels=...)`` is made).
     """
     m, d_model = x.shape
     d_ff = w1.shape[0]

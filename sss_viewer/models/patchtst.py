@@ -101,6 +101,8 @@ GPU_KERNELS = ("stock", "fused", "fused-ffn", "fused-attention")
 
 FUSED_ATTENTION_MAX_TOKENS = 256
 """Longest sequence the fused attention takes (one program holds all the keys; ``_attention_triton.MAX_TOKENS`` is this)."""
+FUSED_ATTENTION_MAX_HEAD_WIDTH = 64
+"""Widest head the fused attention takes (``_attention_triton.MAX_HEAD_WIDTH`` is this)."""
 
 
 def fused_widths_ok(d_model: int, d_ff: int) -> bool:
@@ -593,11 +595,13 @@ class PatchTST(WindowModel):
         custom = cpu_kernels == "custom"
         padded = window_length + (patch_stride if pad_end else 0)
         self.n_patches = (padded - patch_len) // patch_stride + 1
-        if fused[0] and (self.n_patches > FUSED_ATTENTION_MAX_TOKENS or d_model // n_heads > 64):
+        if fused[0] and (
+            self.n_patches > FUSED_ATTENTION_MAX_TOKENS or d_model // n_heads > FUSED_ATTENTION_MAX_HEAD_WIDTH
+        ):
             raise ValueError(
                 f"Invalid gpu_kernels={gpu_kernels!r} with {self.n_patches} patches of width {d_model // n_heads} a "
-                f"head: the fused attention holds at most {FUSED_ATTENTION_MAX_TOKENS} patches, heads at most 64 wide "
-                "(use gpu_kernels='stock' or 'fused-ffn')."
+                f"head: the fused attention holds at most {FUSED_ATTENTION_MAX_TOKENS} patches, heads at most "
+                f"{FUSED_ATTENTION_MAX_HEAD_WIDTH} wide (use gpu_kernels='stock' or 'fused-ffn')."
             )
 
         self.revin = RevIN(revin_eps, revin_affine) if revin else nn.Identity()
