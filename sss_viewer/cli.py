@@ -456,6 +456,13 @@ def _experiment_parser(sub) -> None:
     p.add_argument("--models", nargs="+", help="models (default: the protocol's, SSS and every baseline)")
     p.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the preset's; repeats for cross-validation)")
     p.add_argument("--split-modes", nargs="+", choices=("channel", "patient", "cv"), help="default: the preset's")
+    p.add_argument(
+        "--gpu-kernels",
+        choices=_TrainingChoices("PATCHTST_GPU_KERNELS"),
+        metavar="KERNELS",
+        help="SSS runs with a PatchTST local model on a GPU: %(choices)s, as sss-viewer train --gpu-kernels. Recorded "
+        "in each run's record; not a setting of the result (a resume with another value keeps the finished runs)",
+    )
     _add_labels(p, LABELS_HELP)
     _add_cache(p)
     _add_common(p)

@@ -8,6 +8,10 @@
 #     OUT    results folder (default experiments/paper-gpu)
 #     SEEDS  seeds to run (default "0 1 2 3 4")
 #   SMOKE=1 training/paper_tables_gpu.sh DATA OUT "0"   one seed of the `smoke` preset: checks the set-up in minutes
+#   GPU_KERNELS=fused training/paper_tables_gpu.sh DATA   the SSS rows' PatchTST through the project's fused Triton
+#          kernels (sss-viewer experiment --gpu-kernels: fused, fused-ffn, fused-attention; default torch's layers until a
+#          GPU has measured them faster, docs/results.md §3). Recorded in each run; a resume with another value keeps
+#          the finished runs. The smoke preset's d_model of 8 is too small for fused-ffn (refused before any run)
 #
 # How the GPUs are used: the grid is 5 seeds x 2 split modes x 9 settings x (SSS + 11 baselines) = 1080
 # independent runs, so each GPU runs whole runs — one seed per process, `CUDA_VISIBLE_DEVICES`
@@ -59,7 +63,7 @@ for protocol in paper-table1 paper-table2; do
   pids=()
   for seed in $SEEDS; do
     CUDA_VISIBLE_DEVICES=$([ "$NGPU" -ge 1 ] && echo "$gpu") "$SSS" experiment "$protocol" --data "$DATA" --preset "$PRESET" --seeds "$seed" \
-      --out "$OUT/$protocol-$PRESET" -q >"$OUT/logs/$protocol-seed$seed.log" 2>&1 &
+      ${GPU_KERNELS:+--gpu-kernels "$GPU_KERNELS"} --out "$OUT/$protocol-$PRESET" -q >"$OUT/logs/$protocol-seed$seed.log" 2>&1 &
     pids+=($!)
     gpu=$(( (gpu + 1) % (NGPU > 0 ? NGPU : 1) ))
     if [ "${#pids[@]}" -ge "$SLOTS" ]; then wait_for "${pids[0]}" "$protocol"; pids=("${pids[@]:1}"); fi

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from sss_viewer.commands._shared import UsageError, _cache, say
@@ -47,11 +48,14 @@ def run(args, progress: bool) -> int:
         args.split_modes or PRESETS[preset].split_modes,
     )
     out = args.out or Path("experiments") / f"{args.protocol}-{preset}"
+    spec = PRESETS[preset]
+    if args.gpu_kernels is not None:
+        spec = dataclasses.replace(spec, patchtst_gpu_kernels=args.gpu_kernels)
     results = run_experiment(
         args.protocol,
         recordings,
         out,
-        preset=preset,
+        preset=spec,
         models=args.models,
         seeds=args.seeds,
         split_modes=args.split_modes,

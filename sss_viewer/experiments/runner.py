@@ -49,6 +49,7 @@ from sss_viewer.experiments.tables import markdown_tables
 from sss_viewer.fileio import atomic_write
 from sss_viewer.io.recording import Recording
 from sss_viewer.metrics import binary_auc, choose_threshold, evaluate_scores
+from sss_viewer.models import build_window_model
 from sss_viewer.preprocessing.cache import SeriesCache
 from sss_viewer.preprocessing.config import preprocess_preset
 from sss_viewer.windows.series_set import SeriesSet, build_series_set
@@ -73,6 +74,11 @@ class ExperimentPreset:
     """Model sizes per SSS backbone (``sss-<backbone>`` runs and ``backbone`` overrides)."""
     strides_follow_window: bool = True
     """A ``window_length`` override also sets the training stride to L and the scoring stride to L/4."""
+    patchtst_gpu_kernels: str | None = None
+    """``PatchTST(gpu_kernels=...)`` for every SSS run whose local model is PatchTST (``sss-viewer experiment
+    --gpu-kernels``); ``None``: the model's default. How a GPU runs the same model, like the device: it is
+    recorded in each run's record but is not a setting that decides the result (a resume with another value keeps
+    the finished runs, and the whole-channel PatchTST baseline keeps torch's layers)."""
 
 
 PRESETS = {
@@ -202,7 +208,25 @@ def sss_run_config(preset: ExperimentPreset, run: RunSpec):
     if "window_length" in overrides and preset.strides_follow_window and "preset" not in row:
         params["inference_stride"] = max(1, params["window_length"] // 4)
         params["train_stride"] = params["window_length"]
-    return train_preset(name, seed=run.seed, device="auto", **params)
+    config = train_preset(name, seed=run.seed, device="auto", **params)
+    if preset.patchtst_gpu_kernels is not None and config.backbone == "patchtst":
+        config = dataclasses.replace(
+            config, model_params={**config.model_params, "gpu_kernels": preset.patchtst_gpu_kernels}
+        )
+    return config
+
+
+def _result_settings(config) -> dict:
+    """``config.to_dict()`` without what decides only how a GPU runs the model (``model_params["gpu_kernels"]``)."""
+    settings = config.to_dict()
+    settings["model_params"] = {k: v for k, v in settings.get("model_params", {}).items() if k != "gpu_kernels"}
+    return settings
+
+
+def _preset_digest(spec: ExperimentPreset) -> str:
+    """Digest of an experiment preset's settings (``plan.json``), ``patchtst_gpu_kernels`` left out as in runs'."""
+    settings = {k: v for k, v in dataclasses.asdict(spec).items() if k != "patchtst_gpu_kernels"}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _baseline_config(preset: ExperimentPreset, run: RunSpec):
@@ -222,9 +246,9 @@ def run_settings_digest(preset: ExperimentPreset, run: RunSpec) -> str:
     preset's was made with other settings and is run again (other runs are kept).
     """
     if run.model.startswith(SSS_MODEL) and len(members := ensemble_members(run)) > 1:
-        settings = {"ensemble": [sss_run_config(preset, m).to_dict() for m in members]}
+        settings = {"ensemble": [_result_settings(sss_run_config(preset, m)) for m in members]}
     elif run.model.startswith(SSS_MODEL):
-        settings = sss_run_config(preset, run).to_dict()
+        settings = _result_settings(sss_run_config(preset, run))
     elif run.model in REFERENCES:
         settings = {"model": run.model}
     else:
@@ -241,7 +265,8 @@ def _sss_run_probs(run: RunSpec, series_set: SeriesSet, split: np.ndarray, prese
     val_probs : ndarray, shape (n_val,)
     test_probs : ndarray, shape (n_test,)
     extra : dict
-        ``best_epoch`` (the latest of the members') and, for one model with an L-BFGS head, ``head_l2``.
+        ``best_epoch`` (the latest of the members'), for one model with an L-BFGS head ``head_l2``, and
+        ``gpu_kernels`` when the preset sets PatchTST's.
     """
     val, test = np.flatnonzero(split == "val"), np.flatnonzero(split == "test")
     val_probs, test_probs, extra = [], [], {"best_epoch": 0}
@@ -254,6 +279,8 @@ def _sss_run_probs(run: RunSpec, series_set: SeriesSet, split: np.ndarray, prese
         extra["best_epoch"] = max(extra["best_epoch"], int(bundle.info["best_epoch"]))
         if "head_l2" in bundle.info and len(members) == 1:
             extra["head_l2"] = float(bundle.info["head_l2"])
+        if "gpu_kernels" in config.model_params:  # how a GPU ran it: recorded, not a setting of the result
+            extra["gpu_kernels"] = config.model_params["gpu_kernels"]
     return np.mean(val_probs, axis=0), np.mean(test_probs, axis=0), extra
 
 
@@ -365,9 +392,11 @@ def run_experiment(
     models = list(models or PROTOCOLS[protocol].models or (SSS_MODEL, *BASELINES))
     centres = sorted({r.centre for r in recordings if r.centre})
     runs = plan_runs(protocol, centres, models, seeds or spec.seeds, split_modes or spec.split_modes)
+    if spec.patchtst_gpu_kernels is not None:
+        _check_gpu_kernels(spec, runs, f"{protocol!r} (models {', '.join(models)})")
     out_dir = Path(out_dir)
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256(json.dumps(dataclasses.asdict(spec), sort_keys=True, default=str).encode()).hexdigest()[:16]
+    digest = _preset_digest(spec)
     plan_file = out_dir / "plan.json"
     unchanged_preset = False
     if plan_file.is_file():
@@ -412,6 +441,29 @@ def run_experiment(
         out_dir / "tables.md", lambda p: Path(p).write_text(markdown_tables(results, protocol), encoding="utf-8")
     )
     return results
+
+
+def _check_gpu_kernels(spec: ExperimentPreset, runs: Sequence[RunSpec], what: str) -> None:
+    """Refuse, before anything is written, a ``patchtst_gpu_kernels`` that no planned run uses or one of them cannot.
+
+    Each distinct PatchTST the runs train is built once (milliseconds on the CPU) so that a size the fused kernels
+    do not take (the ``smoke`` preset's d_model of 8) is named now, not after hours of other runs.
+    """
+    configs = {}
+    for member in (m for r in runs if r.model.startswith(SSS_MODEL) for m in ensemble_members(r)):
+        config = sss_run_config(spec, member)
+        if config.backbone == "patchtst":
+            configs.setdefault(json.dumps(config.to_dict(), sort_keys=True, default=str), (member, config))
+    if not configs:
+        raise ValueError(
+            f"gpu_kernels={spec.patchtst_gpu_kernels!r} applies to SSS runs with a PatchTST local model; none of the "
+            f"{len(runs)} planned run(s) of {what} has one."
+        )
+    for member, config in configs.values():
+        try:
+            build_window_model(config.backbone, config.window_length, **config.model_params)
+        except ValueError as exc:
+            raise ValueError(f"Preset {spec.name!r}, run {member.label}: {exc}") from None
 
 
 def _finished(out_dir: Path, run: RunSpec, spec: ExperimentPreset, unchanged_preset: bool) -> bool:

@@ -140,6 +140,47 @@ def test_resuming_with_a_changed_preset_reruns_only_the_runs_it_changes(cohort, 
         assert json.loads((tmp_path / "runs" / name).read_text()) == records[name]
 
 
+def test_gpu_kernels_reach_the_patchtst_runs_and_are_recorded_not_a_setting_of_the_result(cohort, tmp_path, caplog):
+    """``patchtst_gpu_kernels`` (``experiment --gpu-kernels``) sets PatchTST's, like the device: a resume without it keeps
+    the finished runs; a plan without any PatchTST run is refused before anything is written."""
+    import dataclasses
+    import json
+
+    from sss_viewer.experiments.runner import PRESETS, run_settings_digest, sss_run_config
+
+    smoke = PRESETS["smoke"]  # its d_model of 8 is below the fused feed-forward kernels' 16
+    plain = dataclasses.replace(smoke, sss={**smoke.sss, "model_params": {"d_model": 16, "d_ff": 16, "n_heads": 2}})
+    fused = dataclasses.replace(plain, patchtst_gpu_kernels="fused")
+    runs = {
+        r.model: r for r in plan_runs("paper-table2", ["A", "B"], ["sss", "sss-recipe", "patchtst"], [0], ["channel"])
+    }
+    assert sss_run_config(fused, runs["sss"]).model_params["gpu_kernels"] == "fused"
+    assert "gpu_kernels" not in sss_run_config(plain, runs["sss"]).model_params
+    assert "gpu_kernels" not in sss_run_config(fused, runs["sss-recipe"]).model_params  # MiniRocket: nothing to fuse
+    assert run_settings_digest(fused, runs["sss"]) == run_settings_digest(plain, runs["sss"])
+    assert run_settings_digest(fused, runs["patchtst"]) == run_settings_digest(plain, runs["patchtst"])
+
+    kwargs = dict(models=["sss"], seeds=[0], split_modes=["channel"], progress=False)
+    first = run_experiment("paper-table2", cohort, tmp_path, max_new_runs=1, preset=fused, **kwargs)
+    assert list(first["gpu_kernels"]) == ["fused"]
+    (record,) = [json.loads(p.read_text()) for p in (tmp_path / "runs").iterdir()]
+    with caplog.at_level("WARNING", logger="sss_viewer.experiments.runner"):
+        results = run_experiment("paper-table2", cohort, tmp_path, preset=plain, **kwargs)
+    assert len(results) == 3 and "was made with other settings" not in caplog.text
+    assert json.loads((tmp_path / "runs" / f"{record['key']}.json").read_text()) == record  # kept, not run again
+    assert results["gpu_kernels"].isna().sum() == 2
+
+    empty = tmp_path / "refused"
+    with pytest.raises(
+        ValueError, match=r"gpu_kernels='fused' applies to SSS runs with a PatchTST local model.*dlinear"
+    ):
+        run_experiment("paper-table2", cohort, empty, preset=fused, **{**kwargs, "models": ["dlinear", "sss-recipe"]})
+    too_small = dataclasses.replace(smoke, patchtst_gpu_kernels="fused")
+    with pytest.raises(ValueError, match=r"Preset 'smoke', run sss: Invalid gpu_kernels='fused' with d_model=8"):
+        run_experiment("paper-table2", cohort, empty, preset=too_small, **kwargs)
+    assert not empty.exists()
+
+
 def test_a_folder_of_another_protocol_is_refused(cohort, tmp_path):
     kwargs = dict(models=["dlinear"], seeds=[0], split_modes=["channel"], progress=False, preset="smoke")
     run_experiment("paper-table2", cohort, tmp_path, max_new_runs=1, **kwargs)

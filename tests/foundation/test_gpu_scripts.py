@@ -4,7 +4,9 @@ A GPU machine is lent rarely and by the minute (``benchmarks/README.md``): a mis
 renamed test file in ``benchmarks/gpu_check.sh`` or ``benchmarks/gpu_issue33.sh`` would cost a call's
 device time to find. Here, on the CPU: both scripts parse (``bash -n``); every Python script they run
 exists and accepts each option they pass it (its own ``--help``); every test file they name exists;
-every part ``gpu_issue33.sh``'s usage line lists has a branch of its own.
+every part ``gpu_issue33.sh``'s usage line lists has a branch of its own. The same for the training
+scripts meant for GPU machines (``training/paper_*_gpu.sh``): they parse, and each ``sss-viewer``
+command they run accepts the options they pass it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = [ROOT / "benchmarks" / "gpu_check.sh", ROOT / "benchmarks" / "gpu_issue33.sh"]
+TRAINING_SCRIPTS = sorted((ROOT / "training").glob("paper_*_gpu.sh"))
+COMMAND_CALL = re.compile(r"(?:\$SSS\"?|-m sss_viewer)\s+(\w+)(.*)")
 SCRIPT_CALL = re.compile(r"(benchmarks/\w+\.py)(.*?)(?=\$PY|&&|;|$)")
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 
@@ -39,7 +43,7 @@ def script_calls() -> dict[str, set[str]]:
     return calls
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("script", SCRIPTS + TRAINING_SCRIPTS, ids=lambda p: p.name)
 def test_the_gpu_scripts_parse(script):
     result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
@@ -74,3 +78,25 @@ def test_every_listed_part_of_gpu_issue33_has_a_branch():
     branches = {name.strip() for label in re.findall(r"^\s+([\w |]+)\)", text, re.M) for name in label.split("|")}
     default = set(re.search(r"PARTS=\$\{1:-([^}]+)\}", text).group(1).split())
     assert listed - branches == set() and default <= listed, (listed, branches, default)
+
+
+def test_every_command_the_gpu_training_scripts_run_accepts_the_options_they_pass():
+    calls: dict[str, set[str]] = {}
+    for path in TRAINING_SCRIPTS:
+        for line in logical_lines(path):
+            for command, args in COMMAND_CALL.findall(line):
+                calls.setdefault(command, set()).update(OPTION.findall(args))
+    assert {"experiment", "train", "synth"} <= set(calls) and "--gpu-kernels" in calls["experiment"], calls
+    unknown = {}
+    for command, options in sorted(calls.items()):
+        result = subprocess.run(
+            [sys.executable, "-m", "sss_viewer", command, "--help"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, f"sss-viewer {command} --help failed: {result.stderr[-2000:]}"
+        if options - set(OPTION.findall(result.stdout)):
+            unknown[command] = sorted(options - set(OPTION.findall(result.stdout)))
+    assert not unknown, f"options the GPU training scripts pass that sss-viewer does not accept: {unknown}"

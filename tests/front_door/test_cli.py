@@ -270,11 +270,15 @@ def test_experiment_lists_and_runs_a_protocol(capsys, cohort, tmp_path):
         "patient",
         "--out",
         out_dir,
+        "--gpu-kernels",
+        "fused-attention",  # on the CPU the stock layers run; each run's record says what a GPU would have run
         "--no-cache",
         "-q",
     )
     assert code == 0, out
-    assert len(pd.read_csv(out_dir / "results.csv")) == 3 and (out_dir / "tables.md").is_file()
+    results = pd.read_csv(out_dir / "results.csv")
+    assert len(results) == 3 and (out_dir / "tables.md").is_file()
+    assert (results["gpu_kernels"] == "fused-attention").all()
 
 
 def test_demo(capsys, tmp_path):
@@ -313,6 +317,7 @@ def test_demo(capsys, tmp_path):
         (["experiment", "bonn", "--data", "d", "--preset", "nope"], "--preset"),
         (["experiment", "bonn", "--data", "d", "--models", "nope"], "--models"),
         (["experiment", "bonn", "--split-modes", "nope"], "invalid choice: 'nope'"),
+        (["experiment", "bonn", "--gpu-kernels", "triton"], "invalid choice: 'triton'"),
         (["demo", "--epochs"], "--epochs"),
     ],
 )
