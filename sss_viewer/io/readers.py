@@ -722,6 +722,9 @@ def _read_raw_bids(bids_path):
     """
     from mne_bids import read_raw_bids
 
+    from sss_viewer.io._mne_bids_reads import read_sidecars_without_lock_files
+
+    read_sidecars_without_lock_files()  # no <sidecar>.lock written into the patient's folder (see that module)
     # mne-bids warns through MNE's ``warn``, which can also write a copy through MNE's own log handlers to
     # standard output (seen under pytest, where the copy landed inside ``cohort --json``'s output). The warning
     # itself still reaches ``_mne_errors`` (``warnings.warn``); MNE's logger is quiet for the call.

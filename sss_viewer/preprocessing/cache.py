@@ -105,17 +105,30 @@ def source_files(path: Path, opened: list[str] | tuple[str, ...] = ()) -> list[P
     -------
     files : list of Path
         ``path``, ``opened``, files sharing ``path``'s stem with another extension (BrainVision
-        ``.eeg``/``.vmrk``, EEGLAB ``.fdt``) and the BIDS ``_channels.tsv`` beside a ``…_ieeg.*`` file.
+        ``.eeg``/``.vmrk``, EEGLAB ``.fdt``, the BIDS ``_ieeg.json``) but not lock, temporary or backup files
+        (:data:`TRANSIENT_SUFFIXES`), and the BIDS ``_channels.tsv`` beside a ``…_ieeg.*`` file.
     """
     path = Path(path)
     stem = path.name.split(".", 1)[0]
     files = {path, *(Path(p) for p in opened if Path(p).is_file())}
-    files.update(p for p in path.parent.glob(f"{stem}.*") if p.is_file())
+    files.update(p for p in path.parent.glob(f"{stem}.*") if p.is_file() and not _transient(p))
     if "_" in stem:
         channels = path.with_name(stem.rsplit("_", 1)[0] + "_channels.tsv")
         if channels.is_file():
             files.add(channels)
     return sorted(files)
+
+
+TRANSIENT_SUFFIXES = (".lock", ".tmp", ".swp", ".part", "~")
+"""Endings of files that sit beside a recording for a while without being part of it: a lock another program holds
+while it reads or writes a sidecar (``<stem>_ieeg.json.lock``), or is left behind when it was killed, an editor's
+swap or backup file, a copy in progress. :func:`source_files` leaves them out, so they never change a cache key or
+make a cohort run score a recording again."""
+
+
+def _transient(path: Path) -> bool:
+    """Whether ``path`` is a lock, temporary or backup file (:data:`TRANSIENT_SUFFIXES`) rather than a companion."""
+    return path.name.endswith(TRANSIENT_SUFFIXES)
 
 
 def _digest_of(spec: dict) -> str:

@@ -298,3 +298,75 @@ def test_an_edf_run_in_a_bids_layout_is_opened_by_mne_bids_with_its_sidecars(tmp
     )
     assert 1.0 < float(np.std(rec.get_data(picks[:1]))) < 1e4  # µV, as stated in mV in the file
     assert _tree_digests(root) == before
+
+
+WRITES_UNDER_ROOT = """
+import json, os, sys
+from pathlib import Path
+root, run = sys.argv[1], Path(sys.argv[2])
+writes = []
+def hook(event, args):
+    if event in ("os.remove", "os.rename", "os.replace", "os.mkdir") and str(args[0]).startswith(root):
+        writes.append([event, str(args[0])])
+    elif event == "open" and isinstance(args[0], (str, os.PathLike)) and str(args[0]).startswith(root):
+        mode, flags = args[1], args[2]
+        if (isinstance(mode, str) and set(mode) & set("wax+")) or flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            writes.append([event, str(args[0])])
+sys.addaudithook(hook)
+from sss_viewer.io import load_data
+from sss_viewer.io.readers import read_recording
+recording = read_recording(run)
+assert recording.info["read_by"] == "mne-bids"
+samples = recording.data[:, :1000]
+runs = load_data(Path(root))
+print(json.dumps({"writes": writes, "runs": len(runs)}))
+"""
+
+
+def test_reading_a_bids_dataset_writes_nothing_into_it(broken_copy):
+    """mne-bids opens the sidecars it reads under a lock file it creates beside them (``<sidecar>.lock``);
+    this reader makes it read them without one: no file is created, written, renamed or removed anywhere in the
+    dataset while runs, their sidecars, electrodes and the whole cohort are read (the file system's own calls,
+    seen by an audit hook in a child process)."""
+    import subprocess
+    import sys
+
+    run = _pt01_run(broken_copy, "01")
+    prefix = run.name.split("_task")[0]
+    channels = pd.read_csv(run.with_name(run.name.replace("_ieeg.vhdr", "_channels.tsv")), sep="\t")
+    positions = pd.DataFrame({"name": channels["name"], "x": 0.01, "y": 0.02, "z": 0.03, "size": 5})
+    positions.to_csv(run.with_name(f"{prefix}_acq-ecog_space-ACPC_electrodes.tsv"), sep="\t", index=False)
+    coordinates = {"iEEGCoordinateSystem": "ACPC", "iEEGCoordinateUnits": "m"}
+    run.with_name(f"{prefix}_acq-ecog_space-ACPC_coordsystem.json").write_text(json.dumps(coordinates))
+    before = _tree_digests(broken_copy)
+    result = subprocess.run(
+        [sys.executable, "-c", WRITES_UNDER_ROOT, str(broken_copy), str(run)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["runs"] > 1 and seen["writes"] == []
+    assert _tree_digests(broken_copy) == before
+
+
+def test_mne_bids_reads_without_a_lock_file_and_still_locks_its_writes(tmp_path):
+    import mne_bids.path
+
+    from sss_viewer.io._mne_bids_reads import READING_MODULES, read_sidecars_without_lock_files
+
+    assert read_sidecars_without_lock_files() == list(READING_MODULES)  # every module found in this mne-bids
+    assert read_sidecars_without_lock_files() == list(READING_MODULES)  # and wrapped once, not twice
+    sidecar = tmp_path / "sub-01_ieeg.json"
+    sidecar.write_text("{}")
+    lock = tmp_path / "sub-01_ieeg.json.lock"
+    with mne_bids.path._open_lock(sidecar, encoding="utf-8") as f:
+        assert f.read() == "{}" and not lock.exists()
+    with mne_bids.path._open_lock(sidecar, "rb") as f:
+        assert f.read() == b"{}" and not lock.exists()
+    with mne_bids.path._open_lock(sidecar, "w", encoding="utf-8") as f:
+        assert lock.exists()  # a write (which this project never makes) keeps mne-bids' lock
+        f.write('{"a": 1}')
+    with mne_bids.path._open_lock(sidecar):
+        assert lock.exists()  # so does a bare lock

@@ -71,6 +71,23 @@ def test_key_follows_content_and_config_not_path(tmp_path):
     assert [p.suffix for p in source_files(vhdr)] == [".eeg", ".vhdr", ".vmrk"]
 
 
+def test_lock_temporary_and_backup_files_beside_a_recording_are_not_its_sources(tmp_path):
+    """A lock another program holds on a sidecar while reading it (or left behind when it was killed), an editor's
+    swap or backup file, a copy in progress: none is part of the recording, so none changes its cache key."""
+    vhdr = _write_vhdr(tmp_path / "data")
+    cache = SeriesCache(tmp_path / "cache")
+    picks, default = np.arange(4), preprocess_preset("default")
+    key = cache.key(read_recording(vhdr), picks, default)
+    passers_by = ["sub-01_run-01_ieeg.json.lock", "sub-01_run-01_ieeg.vhdr~", "sub-01_run-01_ieeg.vmrk.swp"]
+    passers_by += ["sub-01_run-01_ieeg.eeg.part", "sub-01_run-01_ieeg.json.tmp"]
+    for name in passers_by:
+        (vhdr.parent / name).write_text("12345")
+    assert [p.name for p in source_files(vhdr)] == [f"sub-01_run-01_ieeg{s}" for s in (".eeg", ".vhdr", ".vmrk")]
+    assert cache.key(read_recording(vhdr), picks, default) == key
+    (vhdr.parent / "sub-01_run-01_ieeg.json").write_text('{"PowerLineFrequency": 50}')  # a companion: a new key
+    assert cache.key(read_recording(vhdr), picks, default) != key
+
+
 def test_damaged_entry_is_reported_and_rebuilt(tmp_path, caplog):
     vhdr = _write_vhdr(tmp_path / "data")
     cache = SeriesCache(tmp_path / "cache")
