@@ -33,14 +33,29 @@ def logical_lines(path: Path) -> list[str]:
     return [line for line in text.splitlines() if not line.lstrip().startswith("#")]
 
 
-def script_calls() -> dict[str, set[str]]:
-    """``{benchmarks/NAME.py: options passed to it}`` over both scripts."""
+def calls_in(scripts: list[Path], call: re.Pattern) -> dict[str, set[str]]:
+    """``{callee: options passed to it}`` over ``scripts``: ``call``'s first group names the callee, its second holds
+    the arguments (``SCRIPT_CALL``: ``benchmarks/NAME.py``; ``COMMAND_CALL``: an ``sss-viewer`` command)."""
     calls: dict[str, set[str]] = {}
-    for path in SCRIPTS:
+    for path in scripts:
         for line in logical_lines(path):
-            for script, args in SCRIPT_CALL.findall(line):
-                calls.setdefault(script, set()).update(OPTION.findall(args))
+            for callee, args in call.findall(line):
+                calls.setdefault(callee, set()).update(OPTION.findall(args))
     return calls
+
+
+def options_not_accepted(calls: dict[str, set[str]], help_argv) -> dict[str, list[str]]:
+    """``{callee: options passed to it that its --help does not list}``; ``help_argv(callee)`` is the command
+    line of its ``--help``, which must succeed."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    unknown = {}
+    for callee, options in sorted(calls.items()):
+        argv = help_argv(callee)
+        result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, f"{' '.join(argv[1:])} failed: {result.stderr[-2000:]}"
+        if options - set(OPTION.findall(result.stdout)):
+            unknown[callee] = sorted(options - set(OPTION.findall(result.stdout)))
+    return unknown
 
 
 @pytest.mark.parametrize("script", SCRIPTS + TRAINING_SCRIPTS, ids=lambda p: p.name)
@@ -50,19 +65,11 @@ def test_the_gpu_scripts_parse(script):
 
 
 def test_every_benchmark_the_gpu_scripts_run_accepts_the_options_they_pass():
-    calls = script_calls()
+    calls = calls_in(SCRIPTS, SCRIPT_CALL)
     assert {"benchmarks/evidence_kernel.py", "benchmarks/gpu_training.py", "benchmarks/gpu_check.py"} <= set(calls)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    unknown = {}
-    for script, options in sorted(calls.items()):
+    for script in calls:
         assert (ROOT / script).is_file(), f"{script} is run by a GPU script and does not exist"
-        result = subprocess.run(
-            [sys.executable, script, "--help"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-        )
-        assert result.returncode == 0, f"{script} --help failed: {result.stderr[-2000:]}"
-        accepted = set(OPTION.findall(result.stdout))
-        if options - accepted:
-            unknown[script] = sorted(options - accepted)
+    unknown = options_not_accepted(calls, lambda script: [sys.executable, script, "--help"])
     assert not unknown, f"options the GPU scripts pass that the benchmarks do not accept: {unknown}"
 
 
@@ -81,22 +88,7 @@ def test_every_listed_part_of_gpu_issue33_has_a_branch():
 
 
 def test_every_command_the_gpu_training_scripts_run_accepts_the_options_they_pass():
-    calls: dict[str, set[str]] = {}
-    for path in TRAINING_SCRIPTS:
-        for line in logical_lines(path):
-            for command, args in COMMAND_CALL.findall(line):
-                calls.setdefault(command, set()).update(OPTION.findall(args))
+    calls = calls_in(TRAINING_SCRIPTS, COMMAND_CALL)
     assert {"experiment", "train", "synth"} <= set(calls) and "--gpu-kernels" in calls["experiment"], calls
-    unknown = {}
-    for command, options in sorted(calls.items()):
-        result = subprocess.run(
-            [sys.executable, "-m", "sss_viewer", command, "--help"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert result.returncode == 0, f"sss-viewer {command} --help failed: {result.stderr[-2000:]}"
-        if options - set(OPTION.findall(result.stdout)):
-            unknown[command] = sorted(options - set(OPTION.findall(result.stdout)))
+    unknown = options_not_accepted(calls, lambda command: [sys.executable, "-m", "sss_viewer", command, "--help"])
     assert not unknown, f"options the GPU training scripts pass that sss-viewer does not accept: {unknown}"
