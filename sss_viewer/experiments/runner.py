@@ -392,8 +392,11 @@ def run_experiment(
     models = list(models or PROTOCOLS[protocol].models or (SSS_MODEL, *BASELINES))
     centres = sorted({r.centre for r in recordings if r.centre})
     runs = plan_runs(protocol, centres, models, seeds or spec.seeds, split_modes or spec.split_modes)
+    sss_configs = _distinct_sss_configs(spec, runs)
     if spec.patchtst_gpu_kernels is not None:
-        _check_gpu_kernels(spec, runs, f"{protocol!r} (models {', '.join(models)})")
+        _check_gpu_kernels(
+            spec, sss_configs, f"{len(runs)} planned run(s) of {protocol!r} (models {', '.join(models)})"
+        )
     out_dir = Path(out_dir)
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
     digest = _preset_digest(spec)
@@ -416,12 +419,9 @@ def run_experiment(
             )
         ),
     )
-    sss_configs = {}
-    for config in (sss_run_config(spec, m) for r in runs if r.model.startswith(SSS_MODEL) for m in ensemble_members(r)):
-        sss_configs.setdefault(json.dumps(config.to_dict(), sort_keys=True, default=str), config)
-    min_length = max([c.window_length for c in sss_configs.values()] or [1])
+    min_length = max([c.window_length for _, c in sss_configs.values()] or [1])
     preprocess = preprocess_preset("default", **spec.preprocess)
-    for config in sss_configs.values():  # refuse a preset that cannot fit before anything is trained
+    for _, config in sss_configs.values():  # refuse a preset that cannot fit before anything is trained
         check_fits_in_memory(recordings, preprocess, config, preset=preset)
     todo = [r for r in runs if not _finished(out_dir, r, spec, unchanged_preset)]
     logger.info("%s: %d runs planned, %d finished, %d to do", protocol, len(runs), len(runs) - len(todo), len(todo))
@@ -443,23 +443,35 @@ def run_experiment(
     return results
 
 
-def _check_gpu_kernels(spec: ExperimentPreset, runs: Sequence[RunSpec], what: str) -> None:
-    """Refuse, before anything is written, a ``patchtst_gpu_kernels`` that no planned run uses or one of them cannot.
+def _distinct_sss_configs(spec: ExperimentPreset, runs: Sequence[RunSpec]) -> dict[str, tuple]:
+    """The distinct SSS training configurations of the planned runs (a window ensemble's members each count).
 
-    Each distinct PatchTST the runs train is built once (milliseconds on the CPU) so that a size the fused kernels
-    do not take (the ``smoke`` preset's d_model of 8) is named now, not after hours of other runs.
+    Returns
+    -------
+    dict
+        ``{the configuration as sorted JSON: (the first run member that trains it, its TrainConfig)}``, in plan order.
     """
     configs = {}
     for member in (m for r in runs if r.model.startswith(SSS_MODEL) for m in ensemble_members(r)):
         config = sss_run_config(spec, member)
-        if config.backbone == "patchtst":
-            configs.setdefault(json.dumps(config.to_dict(), sort_keys=True, default=str), (member, config))
-    if not configs:
+        configs.setdefault(json.dumps(config.to_dict(), sort_keys=True, default=str), (member, config))
+    return configs
+
+
+def _check_gpu_kernels(spec: ExperimentPreset, sss_configs: dict[str, tuple], what: str) -> None:
+    """Refuse, before anything is written, a ``patchtst_gpu_kernels`` that no planned run uses or one of them cannot.
+
+    Each distinct PatchTST of ``sss_configs`` (:func:`_distinct_sss_configs`) is built once (milliseconds on the CPU)
+    so that a size the fused kernels do not take (the ``smoke`` preset's d_model of 8) is named now, not after hours
+    of other runs. ``what`` names the plan in the message.
+    """
+    patchtsts = [(member, config) for member, config in sss_configs.values() if config.backbone == "patchtst"]
+    if not patchtsts:
         raise ValueError(
             f"gpu_kernels={spec.patchtst_gpu_kernels!r} applies to SSS runs with a PatchTST local model; none of the "
-            f"{len(runs)} planned run(s) of {what} has one."
+            f"{what} has one."
         )
-    for member, config in configs.values():
+    for member, config in patchtsts:
         try:
             build_window_model(config.backbone, config.window_length, **config.model_params)
         except ValueError as exc:
