@@ -16,8 +16,9 @@ decided in one place, the reference implementation:
 from __future__ import annotations
 
 import logging
-import warnings
 from pathlib import Path
+
+from sss_viewer._thread_warnings import recorded_warnings
 
 logger = logging.getLogger(__name__)
 
@@ -88,8 +89,7 @@ def bids_path_of(path: Path):
         return None
     from mne_bids import get_bids_path_from_fname
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a name mne-bids reads loosely is answered below, not warned about
+    with recorded_warnings():  # a name mne-bids reads loosely is answered below, not warned about
         try:
             bids_path = get_bids_path_from_fname(Path(path).absolute(), check=False, verbose="error")
         except (ValueError, RuntimeError, KeyError):

@@ -37,7 +37,6 @@ import json
 import logging
 import os
 import re
-import warnings
 import zipfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -47,6 +46,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sss_viewer._thread_warnings import quiet_log_records, recorded_warnings
 from sss_viewer.io._bids_paths import bids_entities, bids_path_of, find_bids_root, inherited_sidecar
 from sss_viewer.io._channel_conventions import TYPE_ALIASES, duplicate_channels, resolve_channel_types
 from sss_viewer.io._lazy import OFFSET_LIMIT_UV, LazySignals, array_levels, dc_offsets, probe_levels
@@ -222,12 +222,12 @@ def check_inside(root: Path, path: Path, what: str) -> Path:
 def _mne_errors(path: Path, fmt: str, size_checked: bool = False) -> Iterator[None]:
     """Turn MNE failures into RecordingReadError and MNE's warnings into log records.
 
-    Warnings are recorded only inside this block (nothing is silenced globally); those that
-    reveal a truncated file raise instead, unless ``size_checked`` (an EDF/BDF whose size was
+    The warnings this thread raises inside the block are recorded (nothing is silenced globally, and
+    a read on another thread at the same time keeps its own: :func:`sss_viewer._thread_warnings.recorded_warnings`);
+    those that reveal a truncated file raise instead, unless ``size_checked`` (an EDF/BDF whose size was
     already compared with its header by :func:`_check_edf_header`).
     """
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with recorded_warnings() as caught:
         try:
             yield
         except MemoryError:
@@ -728,12 +728,9 @@ def _read_raw_bids(bids_path):
     # mne-bids warns through MNE's ``warn``, which can also write a copy through MNE's own log handlers to
     # standard output (seen under pytest, where the copy landed inside ``cohort --json``'s output). The warning
     # itself still reaches ``_mne_errors`` (``warnings.warn``); MNE's logger is quiet for the call.
-    mne_logger = logging.getLogger("mne")
-    was_disabled, mne_logger.disabled = mne_logger.disabled, True
-    try:
+    # Quiet for this thread only (``logger.disabled`` set and put back would race with another thread's read).
+    with quiet_log_records(logging.getLogger("mne")):
         return read_raw_bids(bids_path, extra_params={"preload": False}, on_ch_mismatch="warn", verbose="warning")
-    finally:
-        mne_logger.disabled = was_disabled
 
 
 def read_table_file(path: Path, **options) -> pd.DataFrame:
@@ -1222,9 +1219,11 @@ def plausibility_warnings(recording: Recording) -> list[str]:
     length = min(n_times, int(PLAUSIBILITY_SECONDS * sfreq))
     start = (n_times - length) // 2
     try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # NaN/overflow in a misread file: what is looked for
+        with np.errstate(all="ignore"), recorded_warnings() as caught:
             data = np.asarray(recording.get_data(np.unique(picks), start, start + length), dtype=np.float64)
+        for w in caught:  # NaN/overflow in a misread file is what is looked for; anything else is said
+            if not issubclass(w.category, RuntimeWarning):
+                logger.warning("%s: %s", recording.label, w.message)
     except Exception as exc:  # noqa: BLE001 - the check is advisory; reading errors surface when scored
         logger.debug("%s: plausibility check skipped: %s", recording.label, exc)
         return []

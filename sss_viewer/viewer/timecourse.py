@@ -8,7 +8,6 @@ channels and once for the other scored channels.
 from __future__ import annotations
 
 import logging
-import warnings
 
 import holoviews as hv
 import numpy as np
@@ -64,10 +63,14 @@ def mean_sd(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if values.shape[0] == 0:
         nan = np.full(values.shape[1], np.nan)
         return nan, nan.copy()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Mean of empty slice", category=RuntimeWarning)
-        warnings.filterwarnings("ignore", message="Degrees of freedom <= 0", category=RuntimeWarning)
-        return np.nanmean(values, axis=0), np.nanstd(values, axis=0)
+    # Counted by hand rather than np.nanmean/np.nanstd, whose warnings for an all-NaN bin would need
+    # process-wide warning filters (which race with the session's other threads).
+    present = ~np.isnan(values)
+    counts = present.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):  # NumPy's error state is the calling thread's
+        mean = np.where(present, values, 0.0).sum(axis=0) / counts
+        sd = np.sqrt((np.where(present, values - mean, 0.0) ** 2).sum(axis=0) / counts)
+    return mean, sd
 
 
 class SozTimeCourse(pn.viewable.Viewer):

@@ -18,7 +18,14 @@ PACKAGE = Path(__file__).resolve().parents[2] / "sss_viewer"
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "foundation",
-        ("sss_viewer._lazy", "sss_viewer._validate", "sss_viewer._version", "sss_viewer.fileio", "sss_viewer.metrics"),
+        (
+            "sss_viewer._lazy",
+            "sss_viewer._thread_warnings",
+            "sss_viewer._validate",
+            "sss_viewer._version",
+            "sss_viewer.fileio",
+            "sss_viewer.metrics",
+        ),
     ),
     ("io", ("sss_viewer.io",)),
     ("synth", ("sss_viewer.synth",)),

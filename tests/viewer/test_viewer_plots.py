@@ -19,7 +19,7 @@ from sss_viewer.engine.training import train
 from sss_viewer.viewer._display import display_amplitude, robust_scale, top_k_mean
 from sss_viewer.viewer._envelope import CLIP_ROWS, minmax_envelope, nice_scale, rebin_envelope
 from sss_viewer.viewer._trace_elements import MARKER_COLOURS, RANGE_BOX_COLOUR, short_text
-from sss_viewer.viewer.timecourse import SozTimeCourse, infer_bin_s
+from sss_viewer.viewer.timecourse import SozTimeCourse, infer_bin_s, mean_sd
 from sss_viewer.viewer.traces import OVERVIEW_TOP_K, TraceView, binned_interval
 from tests.fixtures.recordings import toy_recording
 
@@ -473,6 +473,19 @@ def test_time_course_groups_mean_and_sd(scores):
     plot = hv.render(overlay)
     assert (plot.y_range.start, plot.y_range.end) == (0, 1)
     assert {item.label["value"] for item in plot.legend[0].items} == labels
+
+
+def test_mean_sd_counts_bins_without_a_value_as_nan_and_warns_nothing():
+    values = np.array([[0.2, np.nan, 0.5, np.nan], [0.4, np.nan, np.nan, 0.1], [0.9, np.nan, 0.7, np.nan]], np.float32)
+    mean, sd = mean_sd(values)  # filterwarnings=error: NumPy's "Mean of empty slice" would fail here
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert_same(mean, np.nanmean(values, axis=0))
+        assert_same(sd, np.nanstd(values, axis=0))
+    assert np.isnan(mean[1]) and np.isnan(sd[1])
+    assert sd[3] == 0.0
 
 
 def test_time_course_without_scores():

@@ -1,0 +1,117 @@
+"""Recordings read on several threads at once (the viewer's sessions each read on a worker thread): each read
+keeps its own warnings, so a truncated file is refused under its own name and a whole file is not refused."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from pathlib import Path
+
+import mne
+import numpy as np
+import pytest
+
+from sss_viewer._thread_warnings import recorded_warnings
+from sss_viewer.io.readers import RecordingReadError, _mne_errors, read_recording
+
+TIMEOUT_S = 60
+
+
+def _save_fif(path: Path, seconds: float) -> Path:
+    rng = np.random.default_rng(0)
+    info = mne.create_info(["A1", "A2"], 250.0, "ecog")
+    raw = mne.io.RawArray(rng.standard_normal((2, int(seconds * 250))) * 50e-6, info, verbose="error")
+    raw.save(path, verbose="error")
+    return path
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, Path]:
+    """A whole FIF recording and a copy cut in half (MNE warns "Invalid tag with only …" reading it)."""
+    folder = tmp_path_factory.mktemp("concurrent")
+    whole = _save_fif(folder / "whole_raw.fif", seconds=40)
+    cut = folder / "cut_raw.fif"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    return {"whole": whole, "cut": cut}
+
+
+def _run(targets) -> list[BaseException]:
+    failures: list[BaseException] = []
+
+    def guarded(target):
+        try:
+            target()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=(t,)) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(TIMEOUT_S)
+        assert not t.is_alive(), "a reading thread did not finish"
+    return failures
+
+
+def test_mnes_truncation_warning_is_charged_to_the_read_that_raised_it(files):
+    """Read A opens, read B opens, A meets MNE's truncation warning, A closes, B closes (not last-in-first-out,
+    which ``catch_warnings`` gets wrong): A is refused naming A's file, B is not refused."""
+    with recorded_warnings() as real:
+        mne.io.read_raw_fif(files["cut"], preload=False, verbose="warning")
+    truncation = [str(w.message) for w in real if "Invalid tag with only" in str(w.message)]
+    assert truncation, [str(w.message) for w in real]  # MNE's own words for a cut FIF, replayed below
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    outcome: dict[str, str] = {}
+
+    def read_a():
+        try:
+            with _mne_errors(files["cut"], "FIF"):
+                a_in.set()
+                assert b_in.wait(TIMEOUT_S)
+                warnings.warn(truncation[0], RuntimeWarning, stacklevel=1)
+            outcome["a"] = "read"
+        except RecordingReadError as exc:
+            outcome["a"] = str(exc)
+        finally:
+            a_out.set()
+
+    def read_b():
+        assert a_in.wait(TIMEOUT_S)
+        try:
+            with _mne_errors(files["whole"], "FIF"):
+                b_in.set()
+                assert a_out.wait(TIMEOUT_S)
+            outcome["b"] = "read"
+        except RecordingReadError as exc:
+            outcome["b"] = str(exc)
+
+    assert _run([read_a, read_b]) == []
+    assert "cut_raw.fif as FIF: the file looks truncated" in outcome["a"]
+    assert outcome["b"] == "read"
+
+
+def test_many_reads_at_once_each_get_their_own_answer(files):
+    """Six threads read the whole and the cut file in turn, eight times each, all at once."""
+    n_threads, rounds = 6, 8
+    barrier = threading.Barrier(n_threads)
+    answers: dict[int, list[str]] = {}
+
+    def reader(index: int):
+        own = []
+        barrier.wait(TIMEOUT_S)
+        for round_ in range(rounds):
+            name = "cut" if (index + round_) % 2 else "whole"
+            try:
+                recording = read_recording(files[name])
+                own.append(f"{name}: read {recording.n_channels} channels")
+            except RecordingReadError as exc:
+                own.append(f"{name}: refused ({'cut_raw.fif' in str(exc)}, {'whole_raw.fif' in str(exc)})")
+        answers[index] = own
+
+    read_recording(files["whole"])  # first imports done here: some add filters of their own when imported
+    filters, hook = list(warnings.filters), warnings.showwarning
+    assert _run([lambda i=i: reader(i) for i in range(n_threads)]) == []
+    expected = {"cut": "cut: refused (True, False)", "whole": "whole: read 2 channels"}
+    for index in range(n_threads):
+        assert answers[index] == [expected["cut" if (index + r) % 2 else "whole"] for r in range(rounds)]
+    assert warnings.filters == filters and warnings.showwarning is hook
