@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -71,6 +72,10 @@ def channel_means(p: np.ndarray, series: np.ndarray, n_series: int) -> np.ndarra
         return sums / counts
 
 
+_SEEDED_RUN = threading.RLock()
+"""Held by the thread inside :func:`seeded_torch` (re-entrant: a run may nest one)."""
+
+
 @contextlib.contextmanager
 def seeded_torch(
     seed: int, num_threads: int | None = None, device: str | torch.device = "cpu"
@@ -78,7 +83,10 @@ def seeded_torch(
     """Seed torch's global RNG (and set its thread count) for one run; both are restored on exit.
 
     Model initialisation and dropout draw from the global RNG, so a run seeds it; forking it here
-    keeps that seed from leaking into the caller's process.
+    keeps that seed from leaking into the caller's process. That RNG (and the thread count) is one
+    per process: runs started on several threads at once (two viewer sessions training) take turns,
+    one seeded run at a time in a process, since interleaved draws from one stream would make each
+    run's model depend on the other's timing. A run that has to wait says so in the log.
 
     Parameters
     ----------
@@ -95,15 +103,23 @@ def seeded_torch(
     """
     device = torch.device(device)
     cuda = [device.index or 0] if device.type == "cuda" else []
-    threads = torch.get_num_threads()
-    with torch.random.fork_rng(devices=cuda):
-        torch.manual_seed(seed)
-        if num_threads:
-            torch.set_num_threads(num_threads)
-        try:
-            yield torch.Generator().manual_seed(seed)
-        finally:
-            torch.set_num_threads(threads)
+    if not _SEEDED_RUN.acquire(blocking=False):
+        logger.info(
+            "Waiting for another training run of this process to finish (torch's random state is one per process)"
+        )
+        _SEEDED_RUN.acquire()
+    try:
+        threads = torch.get_num_threads()
+        with torch.random.fork_rng(devices=cuda):
+            torch.manual_seed(seed)
+            if num_threads:
+                torch.set_num_threads(num_threads)
+            try:
+                yield torch.Generator().manual_seed(seed)
+            finally:
+                torch.set_num_threads(threads)
+    finally:
+        _SEEDED_RUN.release()
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,8 @@
 """The shared training rules: class-balanced weights, channel means, seeded torch state, the epoch loop."""
 
+import threading
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -37,6 +40,43 @@ def test_seeded_torch_leaves_the_callers_rng_and_threads_as_they_were():
     assert torch.equal(torch.rand(4), expected)  # the run's draws did not advance the caller's stream
     with seeded_torch(7) as again:
         assert torch.equal(torch.rand(2), inside) and torch.equal(torch.rand(2, generator=again), drawn)
+
+
+def test_seeded_runs_on_two_threads_at_once_each_draw_their_own_seeds_stream():
+    """torch's global RNG is one per process: runs started together take turns rather than share its stream."""
+
+    def draws(seed: int, n: int = 40) -> torch.Tensor:
+        with seeded_torch(seed):
+            out = []
+            for _ in range(n):
+                out.append(torch.rand(1))
+                time.sleep(0.001)  # another thread would draw here
+            return torch.cat(out)
+
+    expected = {7: draws(7), 8: draws(8)}
+    got, errors, start = {}, [], threading.Barrier(2)
+
+    def run(seed):
+        try:
+            start.wait(10)
+            got[seed] = draws(seed)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(seed,)) for seed in (7, 8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors and set(got) == {7, 8}
+    assert torch.equal(got[7], expected[7]) and torch.equal(got[8], expected[8])
+
+
+def test_a_seeded_run_may_nest_one_on_its_own_thread():
+    with seeded_torch(1), seeded_torch(2):
+        inner = torch.rand(1)
+    with seeded_torch(2):
+        assert torch.equal(torch.rand(1), inner)
 
 
 def test_fit_epochs_keeps_the_best_epoch_and_stops_early():

@@ -1,6 +1,7 @@
 """Training loop, checkpoint round trip and scoring on small in-memory recordings."""
 
 import json
+import threading
 
 import numpy as np
 import pytest
@@ -37,6 +38,29 @@ def test_training_records_split_history_and_threshold(tiny_bundle):
     assert len(info["history"]) == 2
     assert 0.0 <= tiny_bundle.threshold <= 1.0
     json.dumps(tiny_bundle.config_dict())
+
+
+def test_two_runs_trained_on_two_threads_at_once_equal_the_run_trained_alone(tiny_bundle, toy_cohort):
+    """Two viewer sessions training at once: each model is the one its seed gives, not a mix of both runs' draws."""
+    bundles, errors = [], []
+
+    def run():
+        try:
+            bundles.append(train(toy_cohort, train_preset("default", **TINY), progress=False))
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+    assert not errors and len(bundles) == 2
+    alone = tiny_bundle.model.state_dict()
+    for bundle in bundles:
+        weights = bundle.model.state_dict()
+        assert weights.keys() == alone.keys()
+        assert all(torch.equal(weights[k], alone[k]) for k in alone)
 
 
 def test_checkpoint_round_trip_gives_identical_scores(tiny_bundle, tmp_path, toy_cohort):
