@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from sss_viewer._thread_warnings import recorded_warnings
+from sss_viewer._thread_warnings import quiet_log_records, recorded_warnings
 
 logger = logging.getLogger(__name__)
 
@@ -89,9 +89,12 @@ def bids_path_of(path: Path):
         return None
     from mne_bids import get_bids_path_from_fname
 
-    with recorded_warnings():  # a name mne-bids reads loosely is answered below, not warned about
+    # A name mne-bids reads loosely is answered below, not warned about. Quiet for this thread only: its
+    # ``verbose="error"`` would raise MNE's one logger's level for the process, and with it stop the warnings
+    # (a cut file's) of reads on other threads meanwhile.
+    with recorded_warnings(), quiet_log_records(logging.getLogger("mne")):
         try:
-            bids_path = get_bids_path_from_fname(Path(path).absolute(), check=False, verbose="error")
+            bids_path = get_bids_path_from_fname(Path(path).absolute(), check=False)
         except (ValueError, RuntimeError, KeyError):
             return None
     if bids_path.root is None or bids_path.datatype not in BIDS_DATATYPES:

@@ -115,3 +115,24 @@ def test_many_reads_at_once_each_get_their_own_answer(files):
     for index in range(n_threads):
         assert answers[index] == [expected["cut" if (index + r) % 2 else "whole"] for r in range(rounds)]
     assert warnings.filters == filters and warnings.showwarning is hook
+
+
+def test_working_out_a_bids_runs_path_leaves_mnes_process_wide_log_level_alone(tmp_path, monkeypatch):
+    """MNE's ``verbose=`` sets the level of its one logger for the whole process while a call runs: raised to
+    ERROR it would stop MNE's warnings, such as a cut file's, on every other thread's read meanwhile."""
+    import logging
+
+    from sss_viewer.io._bids_paths import bids_path_of
+    from sss_viewer.synth.bids import write_recording_bids
+    from sss_viewer.synth.config import SynthConfig
+    from sss_viewer.synth.run import synthesise_recording
+
+    recording, _ = synthesise_recording(0, seed=1, config=SynthConfig(duration_scale=0.05, max_channels=8))
+    vhdr = write_recording_bids(recording, tmp_path / "bids")
+    (tmp_path / "bids" / "dataset_description.json").write_text('{"Name": "x", "BIDSVersion": "1.8.0"}')
+    mne_logger = logging.getLogger("mne")
+    levels_set = []
+    set_level = mne_logger.setLevel
+    monkeypatch.setattr(mne_logger, "setLevel", lambda level: (levels_set.append(level), set_level(level))[1])
+    assert bids_path_of(vhdr) is not None
+    assert all(level <= logging.WARNING for level in levels_set), levels_set
