@@ -49,6 +49,7 @@ import pandas as pd
 from sss_viewer._thread_warnings import quiet_log_records, recorded_warnings
 from sss_viewer.io._bids_paths import bids_entities, bids_path_of, find_bids_root, inherited_sidecar
 from sss_viewer.io._channel_conventions import TYPE_ALIASES, duplicate_channels, resolve_channel_types
+from sss_viewer.io._fif_tags import fif_cut_short
 from sss_viewer.io._lazy import OFFSET_LIMIT_UV, LazySignals, array_levels, dc_offsets, probe_levels
 from sss_viewer.io.recording import IEEG_CH_TYPES, Event, Recording
 from sss_viewer.io.seizure_events import is_clock_stamp
@@ -353,6 +354,21 @@ def _check_opened_files(raw, path: Path) -> None:
             check_companion(path, Path(name).absolute(), "data file ")
 
 
+def _check_fif_tags(raw, path: Path) -> None:
+    """Refuse a FIF recording one of whose files (``path`` and any split parts MNE opened) is cut short.
+
+    Told from the files' bytes (:func:`sss_viewer.io._fif_tags.fif_cut_short`), not only from MNE's warning,
+    which process-wide logging and warning state can keep from this read.
+    """
+    names = [Path(name) for name in (getattr(raw, "filenames", ()) or ()) if name is not None] or [path]
+    for name in names:
+        if name.name.lower().endswith(".gz"):
+            continue  # a cut gzip stream ends in gzip's own error
+        if (why := fif_cut_short(name)) is not None:
+            part = "" if name.absolute() == path.absolute() else f"its part {name.name}: "
+            raise RecordingReadError(f"Could not read {path} as FIF: the file looks truncated ({part}{why})")
+
+
 def _brainvision_size_error(vhdr: Path, fields: dict[str, str]) -> str | None:
     """Why a binary data file's size disagrees with the header (not whole frames, not ``DataPoints``), or None.
 
@@ -525,7 +541,7 @@ def _check_edf_header(path: Path, fmt: str) -> dict:
     * ``-1`` records (the spec's "unknown", left by a recorder that was not stopped): the number is
       computed from the file size (as MNE does), logged;
     * more data than the stated records: read up to the stated records (``crop_records``), warned;
-    * fewer whole records than stated: left to MNE's warning, refused as truncated.
+    * fewer whole records than stated: refused as truncated.
 
     Returns
     -------
@@ -582,6 +598,12 @@ def _check_edf_header(path: Path, fmt: str) -> dict:
         )
         logger.warning(message)
         notes["warnings"].append(message)
+    elif stated > found:  # told here, not left to MNE's warning (which process-wide state can keep from this read)
+        raise RecordingReadError(
+            f"Could not read {path} as {fmt}: the file looks truncated (its header states {stated} data records of "
+            f"{record_bytes} bytes; the file holds {found} whole records, {max(data_bytes, 0)} bytes after its "
+            f"{header['header_bytes']}-byte header)."
+        )
     return notes
 
 
@@ -688,6 +710,8 @@ def _read_raw(path: Path, ext: str, fmt: str):
             raw = _read_raw_bids(bids_path)
             notes["read_by"] = "mne-bids"
     _check_opened_files(raw, path)
+    if fmt == "FIF":
+        _check_fif_tags(raw, path)
     _check_rate(path, fmt, float(raw.info["sfreq"]))
     if fmt == "EEGLAB":
         _check_eeglab_length(path, raw)

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from sss_viewer._thread_warnings import recorded_warnings
-from sss_viewer.io.readers import RecordingReadError, _mne_errors, read_recording
+from sss_viewer.io._fif_tags import fif_cut_short
+from sss_viewer.io.readers import RecordingReadError, _check_edf_header, _mne_errors, read_recording
 
 TIMEOUT_S = 60
 
@@ -136,3 +137,48 @@ def test_working_out_a_bids_runs_path_leaves_mnes_process_wide_log_level_alone(t
     monkeypatch.setattr(mne_logger, "setLevel", lambda level: (levels_set.append(level), set_level(level))[1])
     assert bids_path_of(vhdr) is not None
     assert all(level <= logging.WARNING for level in levels_set), levels_set
+
+
+# ---------------------------------------------------------------------------- cut files told by their bytes
+# MNE tells a cut FIF or EDF only by a warning, which process-wide state can keep from a read (above); the
+# reader also tells them from the files' bytes, with no warning involved.
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.999, 10 / 40_000])
+def test_a_fif_cut_anywhere_is_told_from_its_tags(files, tmp_path, keep):
+    whole = files["whole"].read_bytes()
+    cut = tmp_path / "cut_raw.fif"
+    cut.write_bytes(whole[: max(1, int(len(whole) * keep))])
+    why = fif_cut_short(cut)
+    assert why is not None and f"the file ends at byte {cut.stat().st_size}" in why
+    assert fif_cut_short(files["whole"]) is None
+    with pytest.raises(RecordingReadError, match=r"cut_raw\.fif as FIF: "):
+        read_recording(cut)
+
+
+def test_split_fif_parts_are_each_checked(tmp_path):
+    """A recording saved in parts: the whole set reads; a cut second part is refused, naming the part."""
+    rng = np.random.default_rng(0)
+    info = mne.create_info(["A1", "A2", "A3"], 1000.0, "seeg")
+    raw = mne.io.RawArray(rng.standard_normal((3, 400_000)) * 50e-6, info, verbose="error")
+    raw.save(tmp_path / "long_raw.fif", split_size="2MB", verbose="error")
+    parts = sorted(tmp_path.glob("long_raw*.fif"))
+    assert len(parts) >= 2 and all(fif_cut_short(p) is None for p in parts)
+    assert read_recording(tmp_path / "long_raw.fif").n_times == 400_000
+    second = parts[1]
+    second.write_bytes(second.read_bytes()[: second.stat().st_size // 2])
+    with pytest.raises(RecordingReadError, match=rf"long_raw\.fif as FIF: .*{second.name}|looks truncated"):
+        read_recording(tmp_path / "long_raw.fif")
+
+
+def test_an_edf_with_fewer_records_than_its_header_states_is_refused_before_mne_opens_it(tmp_path):
+    path = tmp_path / "full.edf"
+    rng = np.random.default_rng(0)
+    raw = mne.io.RawArray(rng.standard_normal((2, 2000)) * 50e-6, mne.create_info(["A1", "A2"], 250.0, "eeg"))
+    mne.export.export_raw(path, raw, overwrite=True, verbose="error")
+    cut = tmp_path / "cut.edf"
+    cut.write_bytes(path.read_bytes()[: path.stat().st_size - 700])
+    with pytest.raises(
+        RecordingReadError, match=r"cut\.edf as EDF: the file looks truncated \(its header states \d+ data"
+    ):
+        _check_edf_header(cut, "EDF")
