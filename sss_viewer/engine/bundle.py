@@ -32,6 +32,7 @@ from sss_viewer._version import __version__
 from sss_viewer.engine.calibration import calibrator_from_state
 from sss_viewer.fileio import free_space_note, pid_alive
 from sss_viewer.models import model_from_config
+from sss_viewer.models._private_draws import draws_from
 from sss_viewer.preprocessing.config import SCALES, PreprocessConfig
 
 logger = logging.getLogger(__name__)
@@ -523,9 +524,14 @@ def _check_finite(model: torch.nn.Module, directory: Path) -> None:
 
 
 def _build_model(params: dict, path: Path) -> torch.nn.Module:
-    """The (untrained) model described by the config's ``model`` mapping; errors name the file."""
+    """The (untrained) model described by the config's ``model`` mapping; errors name the file.
+
+    Built without drawing from torch's global stream (its weights are loaded next): a training run on
+    another thread draws from that stream, and its model would otherwise depend on when this one was built.
+    """
     try:
-        return model_from_config(params)
+        with draws_from(torch.Generator().manual_seed(0)):
+            return model_from_config(params)
     except (TypeError, ValueError, KeyError) as err:
         raise ValueError(f"Invalid model config {path}: 'model' does not describe a model: {err}") from None
 

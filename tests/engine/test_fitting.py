@@ -72,6 +72,41 @@ def test_seeded_runs_on_two_threads_at_once_each_draw_their_own_seeds_stream():
     assert torch.equal(got[7], expected[7]) and torch.equal(got[8], expected[8])
 
 
+def test_a_model_opened_on_another_thread_during_a_seeded_run_leaves_the_runs_draws_alone():
+    """The viewer opens a saved model for one session while another session trains: the run draws what its seed gives."""
+    from sss_viewer.engine.bundle import ModelBundle
+    from sss_viewer.viewer.demo_files import DEMO_MODEL_DIR
+
+    with seeded_torch(7):
+        expected = torch.rand(8)
+    first_half, opened, errors = threading.Event(), threading.Event(), []
+    got = {}
+
+    def run():
+        with seeded_torch(7):
+            head = torch.rand(4)
+            first_half.set()
+            assert opened.wait(60)
+            got["run"] = torch.cat([head, torch.rand(4)])
+
+    def open_model():
+        try:
+            assert first_half.wait(60)
+            ModelBundle.load(DEMO_MODEL_DIR)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            errors.append(exc)
+        finally:
+            opened.set()
+
+    threads = [threading.Thread(target=run), threading.Thread(target=open_model)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors
+    assert torch.equal(got["run"], expected)
+
+
 def test_a_seeded_run_may_nest_one_on_its_own_thread():
     with seeded_torch(1), seeded_torch(2):
         inner = torch.rand(1)
