@@ -226,9 +226,12 @@ def _mne_errors(path: Path, fmt: str, size_checked: bool = False) -> Iterator[No
     The warnings this thread raises inside the block are recorded (nothing is silenced globally, and
     a read on another thread at the same time keeps its own: :func:`sss_viewer._thread_warnings.recorded_warnings`);
     those that reveal a truncated file raise instead, unless ``size_checked`` (an EDF/BDF whose size was
-    already compared with its header by :func:`_check_edf_header`).
+    already compared with its header by :func:`_check_edf_header`). MNE's own log output is dropped for
+    this thread meanwhile (its warnings are said here, in the file's name). No MNE call here passes
+    ``verbose=``: that sets MNE's one logger's level for the whole process while the call runs, which
+    reads on other threads would race with.
     """
-    with recorded_warnings() as caught:
+    with recorded_warnings() as caught, quiet_log_records(logging.getLogger("mne")):
         try:
             yield
         except MemoryError:
@@ -704,7 +707,7 @@ def _read_raw(path: Path, ext: str, fmt: str):
     with _mne_errors(path, fmt, size_checked=notes["size_checked"]):
         bids_path = bids_path_of(path)
         if bids_path is None or str(bids_path.extension).lower() not in _READ_BY_MNE_BIDS:
-            raw = mne.io.read_raw(path, preload=False, verbose="warning")
+            raw = mne.io.read_raw(path, preload=False)
             notes["read_by"] = "mne"
         else:
             raw = _read_raw_bids(bids_path)
@@ -749,12 +752,10 @@ def _read_raw_bids(bids_path):
     from sss_viewer.io._mne_bids_reads import read_sidecars_without_lock_files
 
     read_sidecars_without_lock_files()  # no <sidecar>.lock written into the patient's folder (see that module)
-    # mne-bids warns through MNE's ``warn``, which can also write a copy through MNE's own log handlers to
-    # standard output (seen under pytest, where the copy landed inside ``cohort --json``'s output). The warning
-    # itself still reaches ``_mne_errors`` (``warnings.warn``); MNE's logger is quiet for the call.
-    # Quiet for this thread only (``logger.disabled`` set and put back would race with another thread's read).
-    with quiet_log_records(logging.getLogger("mne")):
-        return read_raw_bids(bids_path, extra_params={"preload": False}, on_ch_mismatch="warn", verbose="warning")
+    # Called inside ``_mne_errors``, which records its warnings and keeps MNE's own log output off for this thread
+    # (mne-bids warns through MNE's ``warn``, which can also write a copy to standard output: seen under pytest,
+    # where the copy landed inside ``cohort --json``'s output).
+    return read_raw_bids(bids_path, extra_params={"preload": False}, on_ch_mismatch="warn")
 
 
 def read_table_file(path: Path, **options) -> pd.DataFrame:

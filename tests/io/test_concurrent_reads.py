@@ -118,7 +118,7 @@ def test_many_reads_at_once_each_get_their_own_answer(files):
     assert warnings.filters == filters and warnings.showwarning is hook
 
 
-def test_working_out_a_bids_runs_path_leaves_mnes_process_wide_log_level_alone(tmp_path, monkeypatch):
+def test_reads_leave_mnes_process_wide_log_level_alone(files, tmp_path, monkeypatch):
     """MNE's ``verbose=`` sets the level of its one logger for the whole process while a call runs: raised to
     ERROR it would stop MNE's warnings, such as a cut file's, on every other thread's read meanwhile."""
     import logging
@@ -136,6 +136,9 @@ def test_working_out_a_bids_runs_path_leaves_mnes_process_wide_log_level_alone(t
     set_level = mne_logger.setLevel
     monkeypatch.setattr(mne_logger, "setLevel", lambda level: (levels_set.append(level), set_level(level))[1])
     assert bids_path_of(vhdr) is not None
+    assert read_recording(vhdr).n_channels == 8  # the whole read, through mne-bids
+    with pytest.raises(RecordingReadError):
+        read_recording(files["cut"])
     assert all(level <= logging.WARNING for level in levels_set), levels_set
 
 
