@@ -19,13 +19,17 @@ once-per-place rule for that time.
 dropped (a ``logging.Filter`` keyed by thread), where setting ``logger.disabled`` and putting it back
 would race in the same way.
 
-Code outside this package that uses ``catch_warnings`` in another thread can still undo the installed
-state while a block is open; the next block to enter installs it again.
+Code outside this package that uses ``catch_warnings`` on another thread (HoloViews does, on every
+redraw) can still undo the installed state while a block is open, or put an entry of ours back after
+the last block ended; the next block to enter installs it again, and the next to end removes every
+entry of ours. So nothing that must not be missed rests on a recorded warning alone: the reader tells a
+cut file from its bytes (:mod:`sss_viewer.io._fif_tags`, the EDF/BDF and BrainVision size checks).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import threading
 import warnings
@@ -37,7 +41,9 @@ __all__ = ["quiet_log_records", "recorded_warnings"]
 _lock = threading.Lock()
 _open_blocks = 0
 _saved_showwarning = None
-_always_filter: tuple | None = None
+_OURS = re.compile("")
+"""The message pattern of this module's ``"always"`` filter: matches every message (as None does) and marks the
+entry as ours, so that an entry of ours another library's ``catch_warnings`` put back later is still found."""
 _per_thread = threading.local()
 _modules_by_file: dict[str, str] = {}
 _modules_seen = -1
@@ -72,7 +78,7 @@ def _action_outside_blocks(message, category, filename: str, lineno: int) -> str
     text = str(message)
     module = _module_named_by(filename)
     for item in list(warnings.filters):
-        if item is _always_filter:
+        if _is_ours(item):
             continue
         action, pattern, kind, module_pattern, at_line = item
         if (
@@ -105,6 +111,11 @@ def _show_to_raising_thread(message, category, filename, lineno, file=None, line
     show(message, category, filename, lineno, file, line)
 
 
+def _is_ours(item: tuple) -> bool:
+    """Whether a ``warnings.filters`` entry is an ``"always"`` filter this module put there."""
+    return item[1] is _OURS
+
+
 def _filters_changed() -> None:
     """Tell the warnings module that ``warnings.filters`` changed (its once-per-place registries are then reset)."""
     mutated = getattr(warnings, "_filters_mutated", None)
@@ -114,30 +125,30 @@ def _filters_changed() -> None:
 
 def _install() -> None:
     """Put the ``"always"`` filter in front and the per-thread hook in place, if they are not (caller holds ``_lock``)."""
-    global _saved_showwarning, _always_filter
+    global _saved_showwarning
     if warnings.showwarning is not _show_to_raising_thread:
         _saved_showwarning = warnings.showwarning
         warnings.showwarning = _show_to_raising_thread
-    if not warnings.filters or warnings.filters[0] is not _always_filter:
+    if not warnings.filters or not _is_ours(warnings.filters[0]):
         # Inserted, not simplefilter("always"), which would first remove an equal entry someone else put there;
-        # an earlier one of ours that others' filters have since been put in front of is taken out.
-        kept = [item for item in warnings.filters if item is not _always_filter]
-        _always_filter = ("always", None, Warning, None, 0)
-        warnings.filters[:] = [_always_filter, *kept]
+        # earlier ones of ours that others' filters have since been put in front of are taken out.
+        kept = [item for item in warnings.filters if not _is_ours(item)]
+        warnings.filters[:] = [("always", _OURS, Warning, None, 0), *kept]
         _filters_changed()
 
 
 def _uninstall() -> None:
     """Remove what :func:`_install` put in place, leaving anything others changed since (caller holds ``_lock``)."""
-    global _saved_showwarning, _always_filter
-    if warnings.showwarning is _show_to_raising_thread:
+    global _saved_showwarning
+    if warnings.showwarning is _show_to_raising_thread and _saved_showwarning is not None:
         warnings.showwarning = _saved_showwarning
+    # else the hook is someone else's now, or ours was put back by another library's catch_warnings without
+    # what it replaced: it stays, showing other threads' warnings as the filters say (through Python's own hook)
     _saved_showwarning = None
-    kept = [item for item in warnings.filters if item is not _always_filter]
+    kept = [item for item in warnings.filters if not _is_ours(item)]
     if len(kept) != len(warnings.filters):
         warnings.filters[:] = kept
         _filters_changed()
-    _always_filter = None
 
 
 @contextmanager

@@ -213,3 +213,38 @@ def test_quiet_log_records_drops_only_the_quiet_threads_records(caplog):
     said = [r.getMessage() for r in caplog.records if r.name == log.name]
     assert sorted(said) == ["from the other thread", "quiet thread, after its block"]
     assert not log.disabled
+
+
+def test_an_entry_of_ours_another_librarys_catch_warnings_put_back_is_removed_by_the_next_block(monkeypatch):
+    """Y's block open; X (say HoloViews on the server thread) enters catch_warnings, Y's block ends, X's ends and
+    puts back the state it saved, our "always" entry and hook among it. The next block to end leaves none of ours."""
+    steps = Steps("y in", "x in", "y out")
+    filters, hook = list(warnings.filters), warnings.showwarning
+
+    def y():
+        with recorded_warnings():
+            steps.done("y in")
+            steps.wait("x in")
+        steps.done("y out")
+
+    def x():
+        steps.wait("y in")
+        with warnings.catch_warnings():
+            steps.done("x in")
+            steps.wait("y out")
+
+    run_threads(y, x)
+    assert warnings.filters != filters  # X put our entry back: the stale state this test is about
+    with recorded_warnings() as caught:
+        warnings.warn("next read", UserWarning, stacklevel=1)
+    assert messages(caught) == ["next read"]
+    assert warnings.filters == filters
+    try:  # X also put back our hook: a warning outside any block is still shown as the filters say
+        shown = []
+        monkeypatch.setattr(warnings, "_showwarnmsg_impl", shown.append)  # where Python's own hook writes
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn("outside any block", UserWarning, stacklevel=1)
+        assert [str(m.message) for m in shown] == ["outside any block"]
+    finally:
+        warnings.showwarning = hook
