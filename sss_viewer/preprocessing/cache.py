@@ -30,6 +30,7 @@ import os
 import re
 import shutil
 import socket
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,8 +47,8 @@ logger = logging.getLogger(__name__)
 
 _HOST = re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname()) or "localhost"
 """This machine's name as it appears in the names of its temporary folders."""
-_TEMPORARY_NAME = re.compile(r"^\.(?:tmp|discard)-[0-9a-f]+-(?P<pid>\d+)(?:@(?P<host>[A-Za-z0-9._-]+))?$")
-"""``.tmp-<key>-<pid>@<host>`` (or, from before hosts were recorded, ``.tmp-<key>-<pid>``)."""
+_TEMPORARY_NAME = re.compile(r"^\.(?:tmp|discard)-[0-9a-f]+(?:t\d+)?-(?P<pid>\d+)(?:@(?P<host>[A-Za-z0-9._-]+))?$")
+"""``.tmp-<key>t<thread>-<pid>@<host>`` (or, from before threads and hosts were recorded, ``.tmp-<key>-<pid>``)."""
 FOREIGN_TEMPORARY_AGE_S = 2 * 86400
 """Age after which another machine's temporary folder in a shared cache counts as abandoned."""
 
@@ -238,6 +239,7 @@ class SeriesCache:
             raise OSError(f"Cannot create the cache directory {self.root}: {exc}") from exc
         self._digests_path = self.root / _DIGESTS_FILE
         self._digests = self._read_digests()
+        self._digests_lock = threading.Lock()
         self._remove_stale_temporaries()
 
     def __repr__(self) -> str:
@@ -301,10 +303,12 @@ class SeriesCache:
 
     def _remember_digest(self, path: Path, stamp: list[int], digest: str) -> None:
         """Record ``digest`` of ``path`` (resolved) at ``stamp`` in ``file_digests.json``."""
-        self._digests[str(path)] = [stamp, digest]
-        tmp = self._digests_path.with_suffix(f".{os.getpid()}.tmp")
+        tmp = self._digests_path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
         try:
-            tmp.write_text(json.dumps(self._digests), encoding="utf-8")
+            with self._digests_lock:  # one cache object may serve several threads (a Dask worker's)
+                self._digests[str(path)] = [stamp, digest]
+                text = json.dumps(self._digests)
+            tmp.write_text(text, encoding="utf-8")
             os.replace(tmp, self._digests_path)
         except OSError as exc:  # only a speed-up: a full disk costs a re-hash next time
             tmp.unlink(missing_ok=True)
@@ -387,7 +391,7 @@ class SeriesCache:
         offsets = np.arange(len(picks), dtype=np.int64) * n_out
         total = n_out * len(picks)
         self._check_free_space(4 * total, recording)
-        tmp = self.root / f".tmp-{key}-{_owner()}"
+        tmp = self.root / f".tmp-{key}t{threading.get_ident()}-{_owner()}"  # two threads may build one key at once
         shutil.rmtree(tmp, ignore_errors=True)
         try:
             tmp.mkdir()

@@ -3,6 +3,7 @@
 import hashlib
 import inspect
 import shutil
+import threading
 
 import numpy as np
 import pybv
@@ -86,6 +87,36 @@ def test_lock_temporary_and_backup_files_beside_a_recording_are_not_its_sources(
     assert cache.key(read_recording(vhdr), picks, default) == key
     (vhdr.parent / "sub-01_run-01_ieeg.json").write_text('{"PowerLineFrequency": 50}')  # a companion: a new key
     assert cache.key(read_recording(vhdr), picks, default) != key
+
+
+def test_threads_building_one_entry_at_once_each_get_it_whole(tmp_path):
+    """A Dask worker with several threads, handed two copies of one recording: both build the same key at once."""
+    vhdr = _write_vhdr(tmp_path / "data", seconds=120.0)
+    copy = tmp_path / "copy"
+    shutil.copytree(vhdr.parent, copy)
+    cache = SeriesCache(tmp_path / "cache")
+    picks, default = np.arange(4), preprocess_preset("default")
+    recordings = [read_recording(vhdr), read_recording(copy / vhdr.name)]
+    expected = np.array(SeriesCache(tmp_path / "alone").load_or_build(recordings[0], picks, default).data)
+    start, results, errors = threading.Barrier(4), [], []
+
+    def build(recording):
+        try:
+            start.wait(30)
+            results.append(np.array(cache.load_or_build(recording, picks, default).data))
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=build, args=(recordings[i % 2],)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    assert len(results) == 4 and all(np.array_equal(r, expected) for r in results)
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir() if p.name.startswith(".")) == []
+    again = SeriesCache(tmp_path / "cache")
+    assert again._check_entry(tmp_path / "cache" / again.key(recordings[0], picks, default)) is None
 
 
 def test_damaged_entry_is_reported_and_rebuilt(tmp_path, caplog):
