@@ -14,6 +14,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +104,9 @@ def free_space_note(folder: Path) -> str:
     return f" ({free / 1e6:,.1f} MB free on the disk of {folder}; free some space or choose another folder)"
 
 
+_UMASK_LOCK = threading.Lock()
+
+
 def current_umask() -> int:
     """The process's umask (read from ``/proc`` where possible, so no other thread sees it changed)."""
     try:
@@ -112,8 +116,12 @@ def current_umask() -> int:
                     return int(line.split()[1], 8)
     except (OSError, ValueError):
         pass
-    mask = os.umask(0o022)
-    os.umask(mask)
+    # No /proc (macOS): umask can only be read by setting it. Our own callers take turns (two interleaved
+    # set-and-restore pairs could leave the process with the temporary value for good), and the temporary
+    # value is the strictest, so a file another thread creates meanwhile is private rather than public.
+    with _UMASK_LOCK:
+        mask = os.umask(0o077)
+        os.umask(mask)
     return mask
 
 

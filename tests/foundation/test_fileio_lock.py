@@ -63,3 +63,42 @@ def test_a_lock_held_by_another_process_is_waited_for_then_taken(tmp_path):
         if holder.poll() is None:
             holder.kill()
             holder.wait()
+
+
+def test_reading_the_umask_without_proc_leaves_it_as_it_was_under_many_threads(monkeypatch):
+    """Where /proc is missing (macOS) the umask is read by setting it and putting it back: threads doing so at once
+    must leave the process's umask as it was (a site's 077 kept, so patient files stay private)."""
+    import builtins
+    import os
+    import threading
+
+    from sss_viewer.fileio import current_umask
+
+    real_open = builtins.open
+
+    def open_without_proc(file, *args, **kwargs):
+        if str(file).startswith("/proc/"):
+            raise FileNotFoundError(file)
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", open_without_proc)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch between any two calls, as on a busy machine
+    before = os.umask(0o077)
+    try:
+        seen, start = [], threading.Barrier(8)
+
+        def read_many():
+            start.wait(10)
+            seen.extend(current_umask() for _ in range(2000))
+
+        threads = [threading.Thread(target=read_many) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert set(seen) == {0o077}
+        assert os.umask(0o077) == 0o077
+    finally:
+        os.umask(before)
+        sys.setswitchinterval(switch)
