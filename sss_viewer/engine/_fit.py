@@ -25,7 +25,14 @@ from sss_viewer.engine._early_stopping import EarlyStopping
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EpochPlan", "channel_means", "class_balanced_weights", "fit_epochs", "seeded_torch"]
+__all__ = [
+    "EpochPlan",
+    "channel_means",
+    "class_balanced_weights",
+    "fit_epochs",
+    "seeded_run_on_another_thread",
+    "seeded_torch",
+]
 
 
 def class_balanced_weights(labels: np.ndarray, members: np.ndarray) -> np.ndarray:
@@ -74,6 +81,14 @@ def channel_means(p: np.ndarray, series: np.ndarray, n_series: int) -> np.ndarra
 
 _SEEDED_RUN = threading.RLock()
 """Held by the thread inside :func:`seeded_torch` (re-entrant: a run may nest one)."""
+
+
+def seeded_run_on_another_thread() -> bool:
+    """Whether another thread of this process is inside :func:`seeded_torch` now (a run started here would wait)."""
+    if _SEEDED_RUN.acquire(blocking=False):
+        _SEEDED_RUN.release()
+        return False
+    return True
 
 
 @contextlib.contextmanager

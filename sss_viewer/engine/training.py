@@ -23,7 +23,14 @@ from tqdm.auto import tqdm
 from sss_viewer.engine import _distributed as distributed
 from sss_viewer.engine._execution import Execution, resolve_execution
 from sss_viewer.engine._feature_memo import FeatureMemo, front_end_digest
-from sss_viewer.engine._fit import EpochPlan, channel_means, class_balanced_weights, fit_epochs, seeded_torch
+from sss_viewer.engine._fit import (
+    EpochPlan,
+    channel_means,
+    class_balanced_weights,
+    fit_epochs,
+    seeded_run_on_another_thread,
+    seeded_torch,
+)
 from sss_viewer.engine._head_fit import fit_head_lbfgs, frozen_probs
 from sss_viewer.engine.bundle import ModelBundle
 from sss_viewer.engine.calibration import make_calibrator
@@ -127,6 +134,15 @@ class _Subset:
 
     def __len__(self) -> int:
         return len(self.series)
+
+
+def another_training_run_in_progress() -> bool:
+    """Whether a training run on another thread of this process is under way: :func:`train` called now waits for it.
+
+    Runs of one process take turns on torch's one random stream (:func:`sss_viewer.engine._fit.seeded_torch`), so a
+    caller (the viewer's training panel) can say that it waits rather than seem to train slowly.
+    """
+    return seeded_run_on_another_thread()
 
 
 def train(

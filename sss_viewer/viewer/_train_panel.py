@@ -31,7 +31,7 @@ import panel as pn
 import param
 
 from sss_viewer.engine.config import TRAIN_PRESETS, train_preset
-from sss_viewer.engine.training import train
+from sss_viewer.engine.training import another_training_run_in_progress, train
 from sss_viewer.evaluation.held_out import evaluate_bundle
 from sss_viewer.io.cohort import load_data
 from sss_viewer.io.viewer_labels import apply_viewer_labels
@@ -164,10 +164,15 @@ class TrainPanel(pn.viewable.Viewer):
                 "channels in the SOZ column first."
             )
         subjects = sorted({r.subject or r.label for r in labelled})
+        waits = (
+            "Waiting for another training run of this viewer to finish, then training"
+            if another_training_run_in_progress()  # runs of one process take turns (a seed gives one model)
+            else "Training"
+        )
         self._publish(
             job,
             progress=0.1,
-            status=f"Training ({self.preset}) on {len(labelled)} labelled recording(s) of "
+            status=f"{waits} ({self.preset}) on {len(labelled)} labelled recording(s) of "
             f"{len(subjects)} patient(s): {summary['n_soz']} SOZ and {summary['n_not_soz']} not-SOZ channels…",
         )
         bundle = train(labelled, train_preset(self.preset, **dict(self.overrides)), progress=False)

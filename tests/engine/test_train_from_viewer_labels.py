@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -311,6 +312,43 @@ def test_the_viewer_trains_a_pickable_model_and_compares_it(cohort, marked, tmp_
     assert "centre" in picker.param.model.objects
     picker.model = "centre"
     assert picker.error == "" and "Trained in the viewer" in picker.description()
+
+
+@BOKEH_RESET_INDEX
+def test_the_viewer_says_it_waits_while_another_session_trains(cohort, marked, tmp_path):
+    """Training runs of one process take turns: a panel started while another thread trains says it waits."""
+    import threading
+
+    from sss_viewer.engine._fit import seeded_torch
+    from sss_viewer.engine.training import another_training_run_in_progress
+    from sss_viewer.viewer._train_panel import TrainPanel
+
+    out, _ = marked
+    panel = TrainPanel(data_root=str(cohort), viewer_out=str(out), models_root=str(tmp_path), overrides=TINY)
+    holding, release = threading.Event(), threading.Event()
+    statuses = []
+    panel.param.watch(lambda event: statuses.append(event.new), "status")
+
+    def other_session_training():
+        with seeded_torch(0):
+            holding.set()
+            release.wait(60)
+
+    other = threading.Thread(target=other_session_training)
+    other.start()
+    try:
+        assert holding.wait(30) and another_training_run_in_progress()
+        future = panel.train(None, name="second")
+        deadline = time.monotonic() + 120
+        while not any("Waiting for another training run" in s for s in statuses) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert any("Waiting for another training run" in s for s in statuses), statuses
+        assert not future.done()  # it waits for the other run
+    finally:
+        release.set()
+        other.join(30)
+    assert future.result(timeout=600) == tmp_path / "second", panel.error
+    assert not another_training_run_in_progress()
 
 
 @BOKEH_RESET_INDEX
