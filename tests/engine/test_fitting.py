@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from sss_viewer.engine._fit import EpochPlan, channel_means, class_balanced_weights, fit_epochs, seeded_torch
+from tests.fixtures.threads import Steps, run_threads
 
 
 def test_class_balanced_weights_give_each_class_half_the_weight():
@@ -54,21 +55,13 @@ def test_seeded_runs_on_two_threads_at_once_each_draw_their_own_seeds_stream():
             return torch.cat(out)
 
     expected = {7: draws(7), 8: draws(8)}
-    got, errors, start = {}, [], threading.Barrier(2)
+    got, start = {}, threading.Barrier(2)
 
     def run(seed):
-        try:
-            start.wait(10)
-            got[seed] = draws(seed)
-        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
-            errors.append(exc)
+        start.wait(10)
+        got[seed] = draws(seed)
 
-    threads = [threading.Thread(target=run, args=(seed,)) for seed in (7, 8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    assert not errors and set(got) == {7, 8}
+    run_threads(lambda: run(7), lambda: run(8))
     assert torch.equal(got[7], expected[7]) and torch.equal(got[8], expected[8])
 
 
@@ -79,31 +72,23 @@ def test_a_model_opened_on_another_thread_during_a_seeded_run_leaves_the_runs_dr
 
     with seeded_torch(7):
         expected = torch.rand(8)
-    first_half, opened, errors = threading.Event(), threading.Event(), []
-    got = {}
+    steps, got = Steps("first half drawn", "model opened", timeout_s=60), {}
 
     def run():
         with seeded_torch(7):
             head = torch.rand(4)
-            first_half.set()
-            assert opened.wait(60)
+            steps.done("first half drawn")
+            steps.wait("model opened")
             got["run"] = torch.cat([head, torch.rand(4)])
 
     def open_model():
         try:
-            assert first_half.wait(60)
+            steps.wait("first half drawn")
             ModelBundle.load(DEMO_MODEL_DIR)
-        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
-            errors.append(exc)
         finally:
-            opened.set()
+            steps.done("model opened")
 
-    threads = [threading.Thread(target=run), threading.Thread(target=open_model)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors
+    run_threads(run, open_model, timeout_s=120)
     assert torch.equal(got["run"], expected)
 
 

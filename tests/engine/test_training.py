@@ -1,7 +1,6 @@
 """Training loop, checkpoint round trip and scoring on small in-memory recordings."""
 
 import json
-import threading
 
 import numpy as np
 import pytest
@@ -12,6 +11,7 @@ from sss_viewer.engine.config import TrainConfig, train_preset
 from sss_viewer.engine.inference import score_recording
 from sss_viewer.engine.training import train
 from tests.fixtures.recordings import toy_recording
+from tests.fixtures.threads import run_threads
 
 TINY = dict(
     window_length=128,
@@ -42,20 +42,12 @@ def test_training_records_split_history_and_threshold(tiny_bundle):
 
 def test_two_runs_trained_on_two_threads_at_once_equal_the_run_trained_alone(tiny_bundle, toy_cohort):
     """Two viewer sessions training at once: each model is the one its seed gives, not a mix of both runs' draws."""
-    bundles, errors = [], []
+    bundles = []
 
     def run():
-        try:
-            bundles.append(train(toy_cohort, train_preset("default", **TINY), progress=False))
-        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
-            errors.append(exc)
+        bundles.append(train(toy_cohort, train_preset("default", **TINY), progress=False))
 
-    threads = [threading.Thread(target=run) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(600)
-    assert not errors and len(bundles) == 2
+    run_threads(run, run, timeout_s=600)
     alone = tiny_bundle.model.state_dict()
     for bundle in bundles:
         weights = bundle.model.state_dict()

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from sss_viewer.fileio import LockTimeout, file_lock
+from tests.fixtures.threads import run_threads
 
 
 def test_a_second_holder_in_the_same_process_times_out_naming_the_lock(tmp_path):
@@ -92,11 +93,7 @@ def test_reading_the_umask_without_proc_leaves_it_as_it_was_under_many_threads(m
             start.wait(10)
             seen.extend(current_umask() for _ in range(2000))
 
-        threads = [threading.Thread(target=read_many) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
+        run_threads(*[read_many] * 8)
         assert set(seen) == {0o077}
         assert os.umask(0o077) == 0o077
     finally:

@@ -10,41 +10,7 @@ import warnings
 import pytest
 
 from sss_viewer._thread_warnings import quiet_log_records, recorded_warnings
-
-TIMEOUT_S = 10
-
-
-class Steps:
-    """Named events two threads wait on, to run their steps in one fixed order."""
-
-    def __init__(self, *names: str) -> None:
-        self.events = {name: threading.Event() for name in names}
-
-    def done(self, name: str) -> None:
-        self.events[name].set()
-
-    def wait(self, name: str) -> None:
-        assert self.events[name].wait(TIMEOUT_S), f"step {name!r} never happened"
-
-
-def run_threads(*targets) -> None:
-    """Run each target on its own thread; re-raise the first failure of any."""
-    failures: list[BaseException] = []
-
-    def guarded(target):
-        try:
-            target()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
-            failures.append(exc)
-
-    threads = [threading.Thread(target=guarded, args=(t,)) for t in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(TIMEOUT_S)
-        assert not t.is_alive(), "a thread did not finish"
-    if failures:
-        raise failures[0]
+from tests.fixtures.threads import Steps, run_threads
 
 
 def messages(caught) -> list[str]:
@@ -177,7 +143,7 @@ def test_many_threads_overlapping_at_random_each_keep_exactly_their_own():
 
     def worker(index: int):
         own = []
-        barrier.wait(TIMEOUT_S)
+        barrier.wait(10)
         for round_ in range(rounds):
             with recorded_warnings() as caught:
                 warnings.warn(f"{index}:{round_}", UserWarning, stacklevel=1)

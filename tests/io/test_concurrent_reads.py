@@ -14,6 +14,7 @@ import pytest
 from sss_viewer._thread_warnings import recorded_warnings
 from sss_viewer.io._fif_tags import fif_cut_short
 from sss_viewer.io.readers import RecordingReadError, _check_edf_header, _mne_errors, read_recording
+from tests.fixtures.threads import run_threads
 
 TIMEOUT_S = 60
 
@@ -34,24 +35,6 @@ def files(tmp_path_factory) -> dict[str, Path]:
     cut = folder / "cut_raw.fif"
     cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
     return {"whole": whole, "cut": cut}
-
-
-def _run(targets) -> list[BaseException]:
-    failures: list[BaseException] = []
-
-    def guarded(target):
-        try:
-            target()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
-            failures.append(exc)
-
-    threads = [threading.Thread(target=guarded, args=(t,)) for t in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(TIMEOUT_S)
-        assert not t.is_alive(), "a reading thread did not finish"
-    return failures
 
 
 def test_mnes_truncation_warning_is_charged_to_the_read_that_raised_it(files):
@@ -86,7 +69,7 @@ def test_mnes_truncation_warning_is_charged_to_the_read_that_raised_it(files):
         except RecordingReadError as exc:
             outcome["b"] = str(exc)
 
-    assert _run([read_a, read_b]) == []
+    run_threads(read_a, read_b, timeout_s=TIMEOUT_S)
     assert "cut_raw.fif as FIF: the file looks truncated" in outcome["a"]
     assert outcome["b"] == "read"
 
@@ -111,7 +94,7 @@ def test_many_reads_at_once_each_get_their_own_answer(files):
 
     read_recording(files["whole"])  # first imports done here: some add filters of their own when imported
     filters, hook = list(warnings.filters), warnings.showwarning
-    assert _run([lambda i=i: reader(i) for i in range(n_threads)]) == []
+    run_threads(*[lambda i=i: reader(i) for i in range(n_threads)], timeout_s=TIMEOUT_S)
     expected = {"cut": "cut: refused (True, False)", "whole": "whole: read 2 channels"}
     for index in range(n_threads):
         assert answers[index] == [expected["cut" if (index + r) % 2 else "whole"] for r in range(rounds)]

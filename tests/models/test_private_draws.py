@@ -3,13 +3,12 @@ built before its weights are loaded."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 import torch
 
 from sss_viewer.models import MODEL_REGISTRY, build_model
 from sss_viewer.models._private_draws import draws_from
+from tests.fixtures.threads import Steps, run_threads
 from tests.models.test_models import SMALL_PARAMS
 
 
@@ -29,23 +28,18 @@ def test_every_backbone_builds_from_the_private_generator_alone(name):
 def test_another_thread_keeps_drawing_from_the_global_stream():
     torch.manual_seed(5)
     expected = torch.rand(16)
-    inside, drawn = threading.Event(), threading.Event()
-    got = {}
+    steps, got = Steps("building", "drawn"), {}
 
     def builder():
         with draws_from(torch.Generator().manual_seed(0)):
-            inside.set()
-            assert drawn.wait(10)
+            steps.done("building")
+            steps.wait("drawn")
 
     def other():
-        assert inside.wait(10)
+        steps.wait("building")
         torch.manual_seed(5)
         got["other"] = torch.rand(16)
-        drawn.set()
+        steps.done("drawn")
 
-    threads = [threading.Thread(target=builder), threading.Thread(target=other)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(20)
+    run_threads(builder, other)
     assert torch.equal(got["other"], expected)

@@ -15,6 +15,7 @@ from sss_viewer.preprocessing._device_series import DeviceSeriesBuilder
 from sss_viewer.preprocessing.cache import SeriesCache, SeriesSource, source_files
 from sss_viewer.preprocessing.config import preprocess_preset
 from sss_viewer.windows.series_set import build_series_set
+from tests.fixtures.threads import run_threads
 
 
 def _write_vhdr(folder, seed=0, n_channels=4, seconds=30.0, sfreq=1000.0):
@@ -98,21 +99,13 @@ def test_threads_building_one_entry_at_once_each_get_it_whole(tmp_path):
     picks, default = np.arange(4), preprocess_preset("default")
     recordings = [read_recording(vhdr), read_recording(copy / vhdr.name)]
     expected = np.array(SeriesCache(tmp_path / "alone").load_or_build(recordings[0], picks, default).data)
-    start, results, errors = threading.Barrier(4), [], []
+    start, results = threading.Barrier(4), []
 
     def build(recording):
-        try:
-            start.wait(30)
-            results.append(np.array(cache.load_or_build(recording, picks, default).data))
-        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
-            errors.append(exc)
+        start.wait(30)
+        results.append(np.array(cache.load_or_build(recording, picks, default).data))
 
-    threads = [threading.Thread(target=build, args=(recordings[i % 2],)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors, errors
+    run_threads(*[lambda r=recordings[i % 2]: build(r) for i in range(4)], timeout_s=120)
     assert len(results) == 4 and all(np.array_equal(r, expected) for r in results)
     assert sorted(p.name for p in (tmp_path / "cache").iterdir() if p.name.startswith(".")) == []
     again = SeriesCache(tmp_path / "cache")
